@@ -1,0 +1,269 @@
+"""The bidirectional language model: char-CNN tokens → forward and backward LSTM stacks.
+
+Peters et al. (2018) §3.1/§3.4; architecture facts in ELMO_SPEC §4–8. The module adds the sentence
+markers ``<S>``/``</S>`` itself and strips them from what it returns, so callers pass and receive
+exactly their tokens.
+
+State policy (ELMO_SPEC §8; the reference port's most reported confusion). The official biLM was
+trained on continuous streams with LSTM state carried between batches, and both reference
+implementations keep carrying it at inference, keyed by row index. We make the choice explicit:
+
+``"reset"`` (default)
+    Every sentence starts from zero state. Its vectors depend on nothing but the sentence: not on
+    its batch, its row, its padding or earlier calls. Reproducible; this is what caching and
+    batch-invariant evaluation need.
+``"carry"``
+    The official behaviour: row ``i`` starts from the final state of whatever sentence was in row
+    ``i`` on the previous call (zeros on the first call, or after :meth:`reset_states`). Needed to
+    reproduce the TensorFlow outputs; vectors depend on call order.
+``"warm"``
+    Every sentence starts from one fixed state: the final state after reading a fixed warm-up text
+    (:data:`WARMUP_TEXT`) from zero state. Deterministic like ``reset`` and closer to the condition
+    the biLM was trained in (it never saw a zero state after its first batch). Computed once per
+    set of weights; call :meth:`reset_states` after changing weights by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from bilm.char_cnn import CharCNN
+from bilm.chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids, word_to_char_ids
+from bilm.lstm import LSTMWithProjection
+from bilm.options import BiLMOptions
+
+StatePolicy = Literal["reset", "carry", "warm"]
+STATE_POLICIES: tuple[str, ...] = ("reset", "carry", "warm")
+
+#: Fixed warm-up text for the ``"warm"`` policy (public-domain sentences, one per line; the first
+#: lines of Jane Austen's *Pride and Prejudice*, 1813, and the US Declaration of Independence).
+WARMUP_TEXT: tuple[str, ...] = (
+    "It is a truth universally acknowledged , that a single man in possession of a good fortune ,"
+    " must be in want of a wife .",
+    "However little known the feelings or views of such a man may be on his first entering a"
+    " neighbourhood , this truth is so well fixed in the minds of the surrounding families , that"
+    " he is considered the rightful property of some one or other of their daughters .",
+    "We hold these truths to be self-evident , that all men are created equal .",
+    "When in the Course of human events , it becomes necessary for one people to dissolve the"
+    " political bands which have connected them with another , a decent respect to the opinions"
+    " of mankind requires that they should declare the causes which impel them to the separation .",
+)
+
+
+@dataclass(frozen=True)
+class BiLMOutput:
+    """What :class:`BiLM` returns.
+
+    Attributes:
+        layers: ``(L + 1, batch, time, 2P)``: the token layer (char-CNN embedding duplicated to
+            ``[x; x]``) and each biLSTM layer ``[forward; backward]``; sentence markers removed;
+            exactly 0 at padded positions.
+        mask: ``(batch, time)`` bool, True at real tokens.
+    """
+
+    layers: Tensor
+    mask: Tensor
+
+
+class BiLM(nn.Module):
+    """ELMo's biLM for any sizes given by :class:`~bilm.options.BiLMOptions`.
+
+    Args:
+        options: architecture (e.g. ``BiLMOptions.from_json("options.json")``).
+        state: LSTM state policy, ``"reset"``, ``"carry"`` or ``"warm"`` (module docstring).
+        dropout: dropout on every LSTM layer's input and on the top output, training mode only
+            (bilm-tf training, ELMO_SPEC §11); 0 for inference.
+
+    Weights start uninitialised; load them with :func:`bilm.load_official`,
+    :func:`bilm.load_checkpoint`, or initialise with :func:`bilm.weights.init_weights`.
+    """
+
+    def __init__(self, options: BiLMOptions, state: StatePolicy = "reset", dropout: float = 0.0):
+        super().__init__()
+        if state not in STATE_POLICIES:
+            raise ValueError(f"state must be one of {STATE_POLICIES}, got {state!r}")
+        self.options = options
+        self.state: StatePolicy = state
+        self.dropout = dropout
+        lstm = options.lstm
+        P = lstm.projection_dim
+        self.char_cnn = CharCNN(options.char_cnn, P)
+        proj = P if P < lstm.dim else None  # bilm-tf: a projection only when P < C
+        hidden = P if proj else lstm.dim
+        if hidden != P:
+            raise ValueError("lstm.projection_dim must be <= lstm.dim")
+        self.layers = nn.ModuleList(
+            nn.ModuleList(
+                LSTMWithProjection(P, lstm.dim, proj, lstm.cell_clip, lstm.proj_clip, reverse=d == 1)
+                for d in range(2)
+            )
+            for _ in range(lstm.n_layers)
+        )
+        # Carried / warm states: (layers, 2 directions, rows, width); not part of the weights.
+        self._carry: tuple[Tensor, Tensor] | None = None
+        self._warm: tuple[Tensor, Tensor] | None = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def output_dim(self) -> int:
+        """Width of every returned layer (2P)."""
+        return self.options.output_dim
+
+    @property
+    def num_layers(self) -> int:
+        """Number of returned layers (L + 1)."""
+        return self.options.num_layers
+
+    def reset_states(self) -> None:
+        """Forget carried state (``carry``) and the cached warm state (``warm``)."""
+        self._carry = None
+        self._warm = None
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, char_ids: Tensor) -> BiLMOutput:
+        """Run the biLM.
+
+        Args:
+            char_ids: ``(batch, time, max_chars)`` from :func:`bilm.batch_to_ids`, without sentence
+                markers, padded on the right with all-zero tokens.
+
+        Returns:
+            :class:`BiLMOutput` with ``layers (L+1, batch, time, 2P)`` and ``mask (batch, time)``.
+
+        Raises:
+            ValueError: wrong rank or width, ids out of range, or padding not on the right.
+        """
+        max_chars = self.options.char_cnn.max_characters_per_token
+        if char_ids.dim() != 3 or char_ids.shape[-1] != max_chars:
+            raise ValueError(
+                f"char_ids must be (batch, time, {max_chars}), got {tuple(char_ids.shape)}"
+            )
+        if char_ids.numel() and (char_ids.min() < 0 or char_ids.max() > 261):
+            raise ValueError("char_ids must lie in 0..261 (use bilm.batch_to_ids)")
+        batch, time, _ = char_ids.shape
+        mask = (char_ids > 0).any(dim=-1)  # (batch, time)
+        lengths = mask.sum(dim=1)  # (batch,)
+        if not torch.equal(mask, torch.arange(time, device=mask.device) < lengths[:, None]):
+            raise ValueError("padding tokens (all-zero char ids) must only follow the real tokens")
+        P = self.options.lstm.projection_dim
+        L = self.options.lstm.n_layers
+        if batch == 0:
+            return BiLMOutput(char_ids.new_zeros(L + 1, 0, time, 2 * P, dtype=torch.float), mask)
+
+        # Sort rows by length (with the two markers), longest first: active rows form a prefix.
+        sorted_lengths, perm = torch.sort(lengths + 2, descending=True, stable=True)
+        inverse = torch.empty_like(perm)
+        inverse[perm] = torch.arange(batch, device=perm.device)
+        steps = time + 2
+        ids = self._with_boundaries(char_ids[perm], lengths[perm])  # (B, T+2, max_chars)
+        token_mask = (ids > 0).any(dim=-1)  # (B, T+2)
+        embedded = self._embed_unique(ids, token_mask)  # (B, T+2, P), 0 at padding
+        x = embedded.transpose(0, 1).contiguous()  # (T+2, B, P) time-major, sorted
+        lens = sorted_lengths.tolist()
+
+        h0, c0 = self._initial_state(batch, perm, x)
+        final_h, final_c = torch.empty_like(h0), torch.empty_like(c0)
+        outputs: list[Tensor] = []
+        inputs = [x, x]
+        for layer_index, layer in enumerate(self.layers):
+            next_inputs = []
+            for d in range(2):
+                layer_input = inputs[d]
+                if self.training and self.dropout > 0:
+                    layer_input = nn.functional.dropout(layer_input, self.dropout, True)
+                out, h_n, c_n = layer[d](layer_input, lens, h0[layer_index, d], c0[layer_index, d])
+                if layer_index > 0 and self.options.lstm.use_skip_connections:
+                    out = out + layer_input  # residual from layer 1 on (ELMO_SPEC §7)
+                final_h[layer_index, d], final_c[layer_index, d] = h_n, c_n
+                next_inputs.append(out)  # (T+2, B, P)
+            outputs.append(torch.cat(next_inputs, dim=-1))  # (T+2, B, 2P)
+            inputs = next_inputs
+        if self.state == "carry":
+            self._store_carry(final_h[:, :, inverse], final_c[:, :, inverse])
+
+        strip = torch.cat([x, x], dim=-1)[1 : time + 1]  # (T, B, 2P) token layer, markers off
+        layers = [strip] + [o[1 : time + 1] for o in outputs]
+        real = mask[perm].transpose(0, 1)[:, :, None]  # (T, B, 1) masks out the </S> rows
+        stacked = torch.stack(layers) * real  # (L+1, T, B, 2P)
+        if self.training and self.dropout > 0:
+            stacked = torch.cat(
+                [stacked[:-1], nn.functional.dropout(stacked[-1:], self.dropout, True)]
+            )
+        return BiLMOutput(stacked[:, :, inverse].transpose(1, 2), mask)  # (L+1, B, T, 2P)
+
+    def embed_tokens(self, char_ids: Tensor) -> Tensor:
+        """Context-independent token embeddings (the char-CNN layer) without sentence markers.
+
+        Args:
+            char_ids: ``(..., max_chars)``.
+
+        Returns:
+            ``(..., P)``; all-zero (padding) tokens give zero vectors.
+        """
+        flat = char_ids.reshape(-1, char_ids.shape[-1])
+        out = self._embed_unique(flat[None], (flat > 0).any(-1)[None])[0]
+        return out.reshape(*char_ids.shape[:-1], -1)
+
+    # ------------------------------------------------------------------ internals
+    def _with_boundaries(self, char_ids: Tensor, lengths: Tensor) -> Tensor:
+        batch, time, max_chars = char_ids.shape
+        bos = torch.tensor(word_to_char_ids(BOS_TOKEN, max_chars), device=char_ids.device)
+        eos = torch.tensor(word_to_char_ids(EOS_TOKEN, max_chars), device=char_ids.device)
+        ids = char_ids.new_zeros(batch, time + 2, max_chars)
+        ids[:, 1 : time + 1] = char_ids
+        ids[:, 0] = bos
+        ids[torch.arange(batch, device=ids.device), lengths + 1] = eos
+        return ids
+
+    def _embed_unique(self, ids: Tensor, token_mask: Tensor) -> Tensor:
+        """Run the char CNN once per distinct token of the batch; zeros at padding."""
+        P = self.options.lstm.projection_dim
+        real_ids = ids[token_mask]  # (n_real, max_chars)
+        out = ids.new_zeros(*token_mask.shape, P, dtype=self.char_cnn.char_embedding.weight.dtype)
+        if real_ids.shape[0] == 0:
+            return out
+        unique, index = torch.unique(real_ids, dim=0, return_inverse=True)  # (n_unique, max_chars)
+        out[token_mask] = self.char_cnn(unique)[index]  # (n_real, P)
+        return out
+
+    def _initial_state(self, batch: int, perm: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:
+        L, P, C = self.options.lstm.n_layers, self.options.lstm.projection_dim, self.options.lstm.dim
+        if self.state == "warm":
+            h, c = self._warm_state()
+            return h.expand(L, 2, batch, P).contiguous(), c.expand(L, 2, batch, C).contiguous()
+        h = like.new_zeros(L, 2, batch, P)
+        c = like.new_zeros(L, 2, batch, C)
+        if self.state == "carry" and self._carry is not None:
+            rows = min(batch, self._carry[0].shape[2])
+            h[:, :, :rows] = self._carry[0][:, :, :rows]
+            c[:, :, :rows] = self._carry[1][:, :, :rows]
+            h, c = h[:, :, perm], c[:, :, perm]
+        return h, c
+
+    def _store_carry(self, h: Tensor, c: Tensor) -> None:
+        h, c = h.detach(), c.detach()
+        if self._carry is not None and self._carry[0].shape[2] > h.shape[2]:
+            # Rows beyond this batch keep their state (as both reference implementations do).
+            old_h, old_c = self._carry
+            h = torch.cat([h, old_h[:, :, h.shape[2] :]], dim=2)
+            c = torch.cat([c, old_c[:, :, c.shape[2] :]], dim=2)
+        self._carry = (h, c)
+
+    def _warm_state(self) -> tuple[Tensor, Tensor]:
+        if self._warm is None:
+            policy, carry = self.state, self._carry
+            self.state, self._carry = "carry", None
+            try:
+                with torch.no_grad():
+                    device = self.char_cnn.char_embedding.weight.device
+                    for sentence in WARMUP_TEXT:
+                        self(batch_to_ids([sentence.split()]).to(device))
+                assert self._carry is not None
+                self._warm = (self._carry[0][:, :, :1].clone(), self._carry[1][:, :, :1].clone())
+            finally:
+                self.state, self._carry = policy, carry
+        return self._warm

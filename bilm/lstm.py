@@ -1,0 +1,147 @@
+"""LSTM with projection and clipping, stacked per direction with residual connections.
+
+ELMO_SPEC §6–7 (TF ``LSTMCell(num_proj, cell_clip, proj_clip)`` as used by bilm-tf). Per step::
+
+    z   = x_t W_x + h_{t-1} W_h + b                 (4C)   gates in our order [i, f, o, j]
+    c_t = clip(σ(f) · c_{t-1} + σ(i) · tanh(j))     (C)    the +1 forget bias is folded into b
+    h_t = clip((σ(o) · tanh(c_t)) W_P)              (P)
+
+Layout: weights use the TF ``x @ W`` convention (``W_x``, ``W_h``: ``(P, 4C)``, ``W_P``:
+``(C, P)``), gate blocks reordered from TF's ``[i, j, f, o]`` to ``[i, f, o, j]`` so the three
+sigmoid gates are one contiguous block.
+
+Speed (``_run_inference``): the input product of all time steps is one GEMM; each step is one
+``addmm`` into a preallocated buffer and in-place elementwise work; sequences are sorted by length
+so the active rows at step ``t`` are always a prefix of the batch (forward: shrinking, backward:
+growing), hence no padded position is ever computed and no state is touched after a row ends.
+``_run_autograd`` is the same arithmetic out of place, for training.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def active_counts(lengths: list[int], steps: int) -> list[int]:
+    """Rows active at each step for lengths sorted in decreasing order: ``#{b: len_b > t}``."""
+    counts = [0] * steps
+    for length in lengths:
+        for t in range(min(length, steps)):
+            counts[t] += 1
+    return counts
+
+
+class LSTMWithProjection(nn.Module):
+    """One layer, one direction.
+
+    Args:
+        input_dim: width of x (P for every ELMo layer).
+        cell_dim: memory cell C.
+        projection_dim: output/state width P; no projection when ``None``.
+        cell_clip, proj_clip: clamp bounds (``None`` = no clip).
+        reverse: run from the last real token to the first.
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        cell_dim: int,
+        projection_dim: int | None,
+        cell_clip: float | None,
+        proj_clip: float | None,
+        reverse: bool,
+    ) -> None:
+        super().__init__()
+        hidden = projection_dim or cell_dim
+        self.input_dim, self.cell_dim, self.hidden_dim = input_dim, cell_dim, hidden
+        self.cell_clip, self.proj_clip, self.reverse = cell_clip, proj_clip, reverse
+        self.w_input = nn.Parameter(torch.empty(input_dim, 4 * cell_dim))
+        self.w_state = nn.Parameter(torch.empty(hidden, 4 * cell_dim))
+        self.bias = nn.Parameter(torch.empty(4 * cell_dim))
+        self.w_proj: nn.Parameter | None = None
+        if projection_dim is not None:
+            self.w_proj = nn.Parameter(torch.empty(cell_dim, projection_dim))
+
+    def forward(
+        self, inputs: Tensor, lengths: list[int], h0: Tensor, c0: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Run over a length-sorted, time-major batch.
+
+        Args:
+            inputs: ``(T, B, input_dim)``, rows sorted by decreasing length.
+            lengths: real lengths, decreasing.
+            h0: ``(B, hidden)`` initial output state; c0: ``(B, C)`` initial cell.
+
+        Returns:
+            outputs ``(T, B, hidden)`` (exactly 0 past each row's length), and the final
+            ``h (B, hidden)``, ``c (B, C)`` of each row (taken at its last real step).
+        """
+        steps, batch, _ = inputs.shape
+        counts = active_counts(lengths, steps)
+        zin = torch.addmm(self.bias, inputs.reshape(steps * batch, -1), self.w_input)
+        zin = zin.view(steps, batch, 4 * self.cell_dim)  # (T, B, 4C) all input products at once
+        order = range(steps - 1, -1, -1) if self.reverse else range(steps)
+        if torch.is_grad_enabled() and (inputs.requires_grad or self.w_state.requires_grad):
+            return self._run_autograd(zin, counts, order, h0, c0)
+        return self._run_inference(zin, counts, order, h0, c0)
+
+    def _run_inference(
+        self, zin: Tensor, counts: list[int], order: range, h0: Tensor, c0: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        steps, batch, _ = zin.shape
+        C = self.cell_dim
+        h, c = h0.clone(), c0.clone()
+        out = zin.new_zeros(steps, batch, self.hidden_dim)
+        zbuf = zin.new_empty(batch, 4 * C)
+        mbuf = zin.new_empty(batch, C)
+        for t in order:
+            n = counts[t]
+            if n == 0:
+                continue
+            z = torch.addmm(zin[t, :n], h[:n], self.w_state, out=zbuf[:n])  # (n, 4C)
+            z[:, : 3 * C].sigmoid_()
+            gates_j = z[:, 3 * C :].tanh_()
+            cell = c[:n]
+            cell.mul_(z[:, C : 2 * C]).addcmul_(z[:, :C], gates_j)  # f·c + i·j
+            if self.cell_clip is not None:
+                cell.clamp_(-self.cell_clip, self.cell_clip)
+            m = torch.tanh(cell, out=mbuf[:n]).mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
+            hn = h[:n]
+            if self.w_proj is not None:
+                torch.mm(m, self.w_proj, out=hn)  # (n, P)
+            else:
+                hn.copy_(m)
+            if self.proj_clip is not None:
+                hn.clamp_(-self.proj_clip, self.proj_clip)
+            out[t, :n] = hn
+        return out, h, c
+
+    def _run_autograd(
+        self, zin: Tensor, counts: list[int], order: range, h0: Tensor, c0: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        steps, batch, _ = zin.shape
+        C = self.cell_dim
+        h, c = h0, c0
+        outputs: list[Tensor] = [zin.new_zeros(batch, self.hidden_dim)] * steps
+        for t in order:
+            n = counts[t]
+            if n == 0:
+                continue
+            z = torch.addmm(zin[t, :n], h[:n], self.w_state)  # (n, 4C)
+            sig = torch.sigmoid(z[:, : 3 * C])
+            cell = sig[:, C : 2 * C] * c[:n] + sig[:, :C] * torch.tanh(z[:, 3 * C :])
+            if self.cell_clip is not None:
+                cell = cell.clamp(-self.cell_clip, self.cell_clip)
+            hn = sig[:, 2 * C :] * torch.tanh(cell)  # (n, C)
+            if self.w_proj is not None:
+                hn = hn @ self.w_proj  # (n, P)
+            if self.proj_clip is not None:
+                hn = hn.clamp(-self.proj_clip, self.proj_clip)
+            if n < batch:
+                h = torch.cat([hn, h[n:]])
+                c = torch.cat([cell, c[n:]])
+                outputs[t] = torch.cat([hn, hn.new_zeros(batch - n, self.hidden_dim)])
+            else:
+                h, c, outputs[t] = hn, cell, hn
+        return torch.stack(outputs), h, c

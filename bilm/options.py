@@ -1,0 +1,175 @@
+"""The biLM's hyper-parameters, read from and written to the official ``options.json``.
+
+Schema: ELMO_SPEC §1 (allennlp ``modules/elmo.py`` and bilm-tf ``bilm/model.py``). Every width of
+the network is derived from these fields; nothing else in the library types a dimension.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Activation = Literal["relu", "tanh"]
+
+
+class OptionsError(ValueError):
+    """An ``options.json`` is missing a field or holds an unusable value."""
+
+
+@dataclass(frozen=True)
+class CharCNNOptions:
+    """Character CNN of the token encoder.
+
+    Defaults are the published ``elmo_2x4096_512_2048cnn_2xhighway_options.json`` (ELMO_SPEC §1).
+    """
+
+    embedding_dim: int = 16
+    filters: tuple[tuple[int, int], ...] = (
+        (1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024),
+    )  # fmt: skip
+    n_highway: int = 2
+    activation: Activation = "relu"
+    # 262 at inference (row 0 = padding), 261 in training files (bilm-tf README, ELMO_SPEC §1).
+    n_characters: int = 262
+    max_characters_per_token: int = 50
+
+    @property
+    def n_filters(self) -> int:
+        """Total number of convolution filters, the width of the highway layers (F)."""
+        return sum(n for _, n in self.filters)
+
+
+@dataclass(frozen=True)
+class LSTMOptions:
+    """Stacked LSTMs with projection (one stack per direction). Defaults: the published model."""
+
+    dim: int = 4096
+    projection_dim: int = 512
+    n_layers: int = 2
+    cell_clip: float | None = 3.0
+    proj_clip: float | None = 3.0
+    use_skip_connections: bool = True
+
+
+@dataclass(frozen=True)
+class BiLMOptions:
+    """All hyper-parameters of a biLM: ``lstm`` and ``char_cnn`` as in ``options.json``."""
+
+    lstm: LSTMOptions = field(default_factory=LSTMOptions)
+    char_cnn: CharCNNOptions = field(default_factory=CharCNNOptions)
+
+    @property
+    def output_dim(self) -> int:
+        """Width of every exposed layer: forward and backward projections concatenated (2P)."""
+        return 2 * self.lstm.projection_dim
+
+    @property
+    def num_layers(self) -> int:
+        """Exposed layers: the (duplicated) token layer plus one per biLSTM layer (L + 1)."""
+        return self.lstm.n_layers + 1
+
+    # ----------------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "options") -> BiLMOptions:
+        """Build from the parsed ``options.json`` structure.
+
+        Args:
+            data: the JSON object with ``lstm`` and ``char_cnn`` members.
+            source: name used in error messages (usually the file path).
+
+        Raises:
+            OptionsError: a required key is missing or a value has the wrong type.
+        """
+        try:
+            lstm = data["lstm"]
+            cnn = data["char_cnn"]
+            filters = tuple((int(w), int(n)) for w, n in cnn["filters"])
+            activation = cnn.get("activation", "relu")
+            if activation not in ("relu", "tanh"):
+                raise OptionsError(f"{source}: char_cnn.activation must be relu or tanh, got {activation!r}")
+            char_cnn = CharCNNOptions(
+                embedding_dim=int(cnn["embedding"]["dim"]),
+                filters=filters,
+                n_highway=int(cnn.get("n_highway") or 0),  # bilm-tf: absent or 0 = no highway
+                activation=activation,
+                n_characters=int(cnn.get("n_characters", 262)),
+                max_characters_per_token=int(cnn.get("max_characters_per_token", 50)),
+            )
+            lstm_opts = LSTMOptions(
+                dim=int(lstm["dim"]),
+                projection_dim=int(lstm.get("projection_dim", lstm["dim"])),
+                n_layers=int(lstm.get("n_layers", 1)),  # bilm-tf default 1
+                cell_clip=float(lstm["cell_clip"]) if lstm.get("cell_clip") else None,
+                proj_clip=float(lstm["proj_clip"]) if lstm.get("proj_clip") else None,
+                use_skip_connections=bool(lstm.get("use_skip_connections", False)),
+            )
+        except KeyError as exc:
+            raise OptionsError(f"{source}: missing key {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, OptionsError):
+                raise
+            raise OptionsError(f"{source}: bad value ({exc})") from None
+        opts = cls(lstm=lstm_opts, char_cnn=char_cnn)
+        opts.validate(source)
+        return opts
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> BiLMOptions:
+        """Read an official ``options.json`` file."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise OptionsError(f"{path}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise OptionsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        return cls.from_dict(data, source=str(path))
+
+    def to_dict(self, n_characters: int | None = None) -> dict[str, Any]:
+        """The official ``options.json`` structure (``n_characters`` may be overridden)."""
+        cnn = asdict(self.char_cnn)
+        return {
+            "lstm": {
+                "dim": self.lstm.dim,
+                "projection_dim": self.lstm.projection_dim,
+                "n_layers": self.lstm.n_layers,
+                "cell_clip": self.lstm.cell_clip or 0,
+                "proj_clip": self.lstm.proj_clip or 0,
+                "use_skip_connections": self.lstm.use_skip_connections,
+            },
+            "char_cnn": {
+                "activation": cnn["activation"],
+                "embedding": {"dim": cnn["embedding_dim"]},
+                "filters": [list(f) for f in self.char_cnn.filters],
+                "n_highway": cnn["n_highway"],
+                "n_characters": n_characters or cnn["n_characters"],
+                "max_characters_per_token": cnn["max_characters_per_token"],
+            },
+        }
+
+    def to_json(self, path: str | Path, n_characters: int | None = None) -> None:
+        """Write an official ``options.json``."""
+        Path(path).write_text(json.dumps(self.to_dict(n_characters), indent=2) + "\n", "utf-8")
+
+    def validate(self, source: str = "options") -> None:
+        """Check value ranges.
+
+        Raises:
+            OptionsError: naming the offending field.
+        """
+        c, lstm = self.char_cnn, self.lstm
+        if c.n_characters not in (261, 262):
+            raise OptionsError(f"{source}: char_cnn.n_characters must be 261 or 262, got {c.n_characters}")
+        if c.max_characters_per_token < 3:
+            raise OptionsError(f"{source}: char_cnn.max_characters_per_token must be >= 3")
+        if not c.filters or any(w < 1 or n < 1 or w > c.max_characters_per_token for w, n in c.filters):
+            raise OptionsError(f"{source}: char_cnn.filters must be non-empty [width, count] pairs")
+        for name in ("embedding_dim", "n_highway"):
+            if getattr(c, name) < (1 if name == "embedding_dim" else 0):
+                raise OptionsError(f"{source}: char_cnn.{name} out of range")
+        if lstm.dim < 1 or lstm.projection_dim < 1 or lstm.n_layers < 1:
+            raise OptionsError(f"{source}: lstm.dim, projection_dim and n_layers must be >= 1")
+        if lstm.projection_dim > lstm.dim:
+            raise OptionsError(f"{source}: lstm.projection_dim ({lstm.projection_dim}) > dim ({lstm.dim})")

@@ -1,0 +1,337 @@
+"""Weights in and out: the official ELMo HDF5 layout, the project's checkpoint, initialisation.
+
+Official layout (ELMO_SPEC §2, written by bilm-tf ``dump_weights``)::
+
+    char_embed                                   (261, E)        no padding row
+    CNN/W_cnn_{i}, CNN/b_cnn_{i}                 (1, w, E, n), (n,)
+    CNN_high_{k}/W_carry|W_transform, b_*        (F, F), (F,)
+    CNN_proj/W_proj, b_proj                      (F, P), (P,)    only when F != P
+    RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0  (P + P, 4C)  gates i, j, f, o
+    .../LSTMCell/B                               (4C,)           without TF's forget bias 1.0
+    .../LSTMCell/W_P_0                           (C, P)          only when P < C
+
+Our checkpoint is a ``safetensors`` file (no pickle) whose metadata holds ``options.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bilm.bilm import BiLM, StatePolicy
+from bilm.options import BiLMOptions
+
+#: TF LSTMCell gate block order is [i, j, f, o]; ours is [i, f, o, j] (sigmoid gates first).
+TF_BLOCK_FOR_OURS = (0, 2, 3, 1)
+FORGET_BIAS = 1.0  # TF LSTMCell forget_bias, added at run time, not stored (ELMO_SPEC §2)
+_OURS_FORGET = 1  # index of the forget block in our order
+
+
+class WeightsError(ValueError):
+    """A weight file does not match the options, or cannot be read."""
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError as exc:  # pragma: no cover - h5py is a core dependency
+        raise ImportError("reading official ELMo weights needs h5py: pip install h5py") from exc
+    return h5py
+
+
+def _lstm_prefixes(direction: int, layer: int, n_layers: int) -> list[str]:
+    base = f"RNN_{direction}/RNN"
+    names = [f"{base}/MultiRNNCell/Cell{layer}/LSTMCell"]
+    if n_layers == 1:  # a single-layer bilm-tf model has no MultiRNNCell wrapper
+        names.append(f"{base}/LSTMCell")
+    return names
+
+
+class _Reader:
+    def __init__(self, handle: Any, path: Path) -> None:
+        self.handle, self.path = handle, path
+
+    def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        if name not in self.handle:
+            raise WeightsError(f"{self.path}: dataset {name!r} is missing (expected shape {shape})")
+        data = self.handle[name]
+        if tuple(data.shape) != shape:
+            raise WeightsError(
+                f"{self.path}: dataset {name!r} has shape {tuple(data.shape)}, "
+                f"expected {shape} from the options"
+            )
+        try:
+            return np.asarray(data[...], dtype=np.float32)
+        except OSError as exc:
+            raise WeightsError(f"{self.path}: cannot read dataset {name!r} ({exc})") from None
+
+    def first(self, names: list[str], suffix: str) -> str:
+        for name in names:
+            if f"{name}/{suffix}" in self.handle:
+                return name
+        return names[0]
+
+
+def _copy(param: Tensor, array: np.ndarray) -> None:
+    with torch.no_grad():
+        param.copy_(torch.from_numpy(array))
+
+
+def load_official_weights(bilm: BiLM, weights: str | Path) -> BiLM:
+    """Copy an official ELMo HDF5 file into ``bilm`` (whose options must match the file).
+
+    Raises:
+        WeightsError: a dataset is missing or has another shape (both shapes named), or the file
+            is unreadable (truncated, not HDF5).
+    """
+    h5py = _h5py()
+    path = Path(weights)
+    opts = bilm.options
+    cnn, lstm = opts.char_cnn, opts.lstm
+    E, F, P, C = cnn.embedding_dim, cnn.n_filters, lstm.projection_dim, lstm.dim
+    try:
+        handle = h5py.File(path, "r")
+    except (OSError, ValueError) as exc:
+        raise WeightsError(f"{path}: not a readable HDF5 file ({exc})") from None
+    with handle:
+        r = _Reader(handle, path)
+        cc = bilm.char_cnn
+        with torch.no_grad():
+            cc.char_embedding.weight[0].zero_()
+        _copy(cc.char_embedding.weight[1:], r.get("char_embed", (261, E)))
+        for i, (w, n) in enumerate(cnn.filters):
+            kernel = r.get(f"CNN/W_cnn_{i}", (1, w, E, n))[0]  # (w, E, n)
+            _copy(cc.conv_weight[i], np.ascontiguousarray(kernel.transpose(2, 1, 0)))  # (n, E, w)
+            _copy(cc.conv_bias[i], r.get(f"CNN/b_cnn_{i}", (n,)))
+        for k in range(cnn.n_highway):
+            g = f"CNN_high_{k}"
+            _copy(cc.highway.weight[k][:, :F], r.get(f"{g}/W_transform", (F, F)))
+            _copy(cc.highway.weight[k][:, F:], r.get(f"{g}/W_carry", (F, F)))
+            _copy(cc.highway.bias[k][:F], r.get(f"{g}/b_transform", (F,)))
+            _copy(cc.highway.bias[k][F:], r.get(f"{g}/b_carry", (F,)))
+        if cc.proj_weight is not None and cc.proj_bias is not None:
+            _copy(cc.proj_weight, r.get("CNN_proj/W_proj", (F, P)))
+            _copy(cc.proj_bias, r.get("CNN_proj/b_proj", (P,)))
+        hidden = bilm.layers[0][0].hidden_dim
+        for layer_index, layer in enumerate(bilm.layers):
+            for d, cell in enumerate(layer):
+                prefix = r.first(_lstm_prefixes(d, layer_index, lstm.n_layers), "W_0")
+                kernel = r.get(f"{prefix}/W_0", (P + hidden, 4 * C))
+                bias = r.get(f"{prefix}/B", (4 * C,)).copy()
+                bias[2 * C : 3 * C] += FORGET_BIAS  # TF block 2 = forget gate
+                for ours, tf in enumerate(TF_BLOCK_FOR_OURS):
+                    cols = slice(tf * C, (tf + 1) * C)
+                    dst = slice(ours * C, (ours + 1) * C)
+                    _copy(cell.w_input[:, dst], kernel[:P, cols])
+                    _copy(cell.w_state[:, dst], kernel[P:, cols])
+                    _copy(cell.bias[dst], bias[cols])
+                del kernel
+                if cell.w_proj is not None:
+                    _copy(cell.w_proj, r.get(f"{prefix}/W_P_0", (C, P)))
+    bilm.reset_states()
+    return bilm
+
+
+def load_official(
+    options: str | Path, weights: str | Path, state: StatePolicy = "reset"
+) -> BiLM:
+    """Build a :class:`BiLM` from an official ``options.json`` + HDF5 weight file.
+
+    Args:
+        options: path of ``options.json``.
+        weights: path of the ``.hdf5`` weight file.
+        state: LSTM state policy (see :mod:`bilm.bilm`).
+
+    Returns:
+        The biLM in eval mode.
+    """
+    bilm = BiLM(BiLMOptions.from_json(options), state=state)
+    load_official_weights(bilm, weights)
+    return bilm.eval()
+
+
+def _official_arrays(bilm: BiLM) -> Iterator[tuple[str, np.ndarray]]:
+    opts = bilm.options
+    cnn, lstm = opts.char_cnn, opts.lstm
+    F, C = cnn.n_filters, lstm.dim
+    cc = bilm.char_cnn
+
+    def arr(t: Tensor) -> np.ndarray:
+        return t.detach().float().cpu().numpy()
+
+    yield "char_embed", arr(cc.char_embedding.weight[1:])
+    for i in range(len(cnn.filters)):
+        yield f"CNN/W_cnn_{i}", arr(cc.conv_weight[i]).transpose(2, 1, 0)[None]
+        yield f"CNN/b_cnn_{i}", arr(cc.conv_bias[i])
+    for k in range(cnn.n_highway):
+        w, b = arr(cc.highway.weight[k]), arr(cc.highway.bias[k])
+        yield f"CNN_high_{k}/W_transform", w[:, :F]
+        yield f"CNN_high_{k}/W_carry", w[:, F:]
+        yield f"CNN_high_{k}/b_transform", b[:F]
+        yield f"CNN_high_{k}/b_carry", b[F:]
+    if cc.proj_weight is not None and cc.proj_bias is not None:
+        yield "CNN_proj/W_proj", arr(cc.proj_weight)
+        yield "CNN_proj/b_proj", arr(cc.proj_bias)
+    for layer_index, layer in enumerate(bilm.layers):
+        for d, cell in enumerate(layer):
+            prefix = _lstm_prefixes(d, layer_index, 2)[0]
+            w = np.concatenate([arr(cell.w_input), arr(cell.w_state)], axis=0)
+            b = arr(cell.bias).copy()
+            tf_w, tf_b = np.empty_like(w), np.empty_like(b)
+            for ours, tf in enumerate(TF_BLOCK_FOR_OURS):
+                tf_w[:, tf * C : (tf + 1) * C] = w[:, ours * C : (ours + 1) * C]
+                tf_b[tf * C : (tf + 1) * C] = b[ours * C : (ours + 1) * C]
+            tf_b[2 * C : 3 * C] -= FORGET_BIAS
+            yield f"{prefix}/W_0", tf_w
+            yield f"{prefix}/B", tf_b
+            if cell.w_proj is not None:
+                yield f"{prefix}/W_P_0", arr(cell.w_proj)
+
+
+def export_official(bilm: BiLM, out_dir: str | Path, n_characters: int = 262) -> tuple[Path, Path]:
+    """Write ``options.json`` + ``weights.hdf5`` in the official layout.
+
+    Args:
+        bilm: the model.
+        out_dir: directory to create/fill.
+        n_characters: written to ``options.json``; 262 for inference (the file always stores 261
+            char rows), 261 if the file is meant for bilm-tf training code.
+
+    Returns:
+        ``(options_path, weights_path)``. Files are written to temporaries and renamed.
+    """
+    h5py = _h5py()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    options_path, weights_path = out / "options.json", out / "weights.hdf5"
+    tmp = weights_path.with_suffix(".hdf5.tmp")
+    with h5py.File(tmp, "w") as handle:
+        for name, array in _official_arrays(bilm):
+            handle.create_dataset(name, data=np.ascontiguousarray(array, dtype=np.float32))
+    tmp.replace(weights_path)
+    tmp_opts = options_path.with_suffix(".json.tmp")
+    bilm.options.to_json(tmp_opts, n_characters=n_characters)
+    tmp_opts.replace(options_path)
+    return options_path, weights_path
+
+
+# ---------------------------------------------------------------------- own checkpoint
+def save_checkpoint(bilm: BiLM, path: str | Path, extra: dict[str, str] | None = None) -> Path:
+    """Save weights + options as one ``safetensors`` file (atomic: temp file, then rename).
+
+    Args:
+        bilm: the model.
+        path: destination file (``.safetensors``).
+        extra: extra string metadata (e.g. training step, corpus).
+    """
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {"format": "elmo-bench-bilm/1", "options": json.dumps(bilm.options.to_dict())}
+    metadata.update(extra or {})
+    tensors = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(path)
+    return path
+
+
+def read_checkpoint_metadata(path: str | Path) -> dict[str, str]:
+    """The metadata of a checkpoint written by :func:`save_checkpoint`."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return dict(handle.metadata() or {})
+    except FileNotFoundError:
+        raise WeightsError(f"{path}: no such checkpoint") from None
+    except Exception as exc:  # safetensors raises its own error types
+        raise WeightsError(f"{path}: not a readable safetensors checkpoint ({exc})") from None
+
+
+def load_checkpoint(path: str | Path, state: StatePolicy = "reset") -> BiLM:
+    """Load a checkpoint written by :func:`save_checkpoint` (eval mode)."""
+    from safetensors.torch import load_file
+
+    metadata = read_checkpoint_metadata(path)
+    if "options" not in metadata:
+        raise WeightsError(f"{path}: checkpoint has no 'options' metadata (not an elmo-bench bilm)")
+    options = BiLMOptions.from_dict(json.loads(metadata["options"]), source=f"{path} (metadata)")
+    bilm = BiLM(options, state=state)
+    tensors = load_file(str(path))
+    expected = {k: tuple(v.shape) for k, v in bilm.state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in tensors.items()}
+    if expected != found:
+        missing = sorted(set(expected) - set(found))
+        extra = sorted(set(found) - set(expected))
+        wrong = sorted(k for k in set(expected) & set(found) if expected[k] != found[k])
+        detail = "; ".join(
+            part
+            for part in (
+                f"missing {missing[:3]}" if missing else "",
+                f"unexpected {extra[:3]}" if extra else "",
+                ", ".join(f"{k}: expected {expected[k]}, found {found[k]}" for k in wrong[:3]),
+            )
+            if part
+        )
+        raise WeightsError(f"{path}: tensors do not match the options ({detail})")
+    bilm.load_state_dict(tensors)
+    return bilm.eval()
+
+
+# ---------------------------------------------------------------------- initialisation
+def init_weights(bilm: BiLM, seed: int | None = None) -> BiLM:
+    """Initialise as bilm-tf training does (ELMO_SPEC §11).
+
+    char_embed U(−1, 1); conv W U(−0.05, 0.05) for relu, N(0, 1/(w·E)) for tanh; highway W
+    N(0, 1/F), b_carry −2, b_transform 0; projection N(0, 1/F); LSTM kernels Glorot-uniform over
+    TF's fused ``(P + P, 4C)`` kernel, bias 0 (+1 forget bias folded in), projection Glorot.
+    """
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    opts = bilm.options
+    cnn, F = opts.char_cnn, opts.char_cnn.n_filters
+    cc = bilm.char_cnn
+
+    def uniform(t: Tensor, bound: float) -> None:
+        t.copy_(torch.rand(t.shape, generator=gen) * (2 * bound) - bound)
+
+    def normal(t: Tensor, std: float) -> None:
+        t.copy_(torch.randn(t.shape, generator=gen) * std)
+
+    with torch.no_grad():
+        uniform(cc.char_embedding.weight, 1.0)
+        cc.char_embedding.weight[0].zero_()
+        for (w, _), weight, bias in zip(cnn.filters, cc.conv_weight, cc.conv_bias, strict=True):
+            if cnn.activation == "relu":
+                uniform(weight, 0.05)
+            else:
+                normal(weight, math.sqrt(1.0 / (w * cnn.embedding_dim)))
+            bias.zero_()
+        for weight, bias in zip(cc.highway.weight, cc.highway.bias, strict=True):
+            normal(weight, math.sqrt(1.0 / F))
+            bias[:F].zero_()
+            bias[F:].fill_(-2.0)
+        if cc.proj_weight is not None and cc.proj_bias is not None:
+            normal(cc.proj_weight, math.sqrt(1.0 / F))
+            cc.proj_bias.zero_()
+        for layer in bilm.layers:
+            for cell in layer:
+                fan_in = cell.input_dim + cell.hidden_dim
+                bound = math.sqrt(6.0 / (fan_in + 4 * cell.cell_dim))
+                uniform(cell.w_input, bound)
+                uniform(cell.w_state, bound)
+                cell.bias.zero_()
+                C = cell.cell_dim
+                cell.bias[_OURS_FORGET * C : (_OURS_FORGET + 1) * C] = FORGET_BIAS
+                if cell.w_proj is not None:
+                    uniform(cell.w_proj, math.sqrt(6.0 / (C + cell.hidden_dim)))
+    bilm.reset_states()
+    return bilm

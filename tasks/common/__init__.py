@@ -1,0 +1,1 @@
+"""Pieces shared by several tasks (readers' error type, statistics, CoNLL helpers)."""

@@ -1,0 +1,18 @@
+"""Shared test helpers: where ../shared lives and how tests skip without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def shared_path(*parts: str) -> Path:
+    """Path under ../shared, or skip the calling test with a clear reason when it is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"../shared not available ({path.relative_to(REPO.parent)} missing)")
+    return path
