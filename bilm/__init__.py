@@ -3,11 +3,17 @@
 Public API::
 
     from bilm import BiLM, BiLMOptions, batch_to_ids, load_official, ScalarMix, Elmo
+
+    bilm = load_official("options.json", "weights.hdf5", state="reset")
+    out = bilm(batch_to_ids([["The", "cat", "sat", "."]]))
+    out.layers  # (3, 1, 4, 1024): token layer, biLSTM 1, biLSTM 2
 """
 
 from bilm.bilm import STATE_POLICIES, WARMUP_TEXT, BiLM, BiLMOutput, StatePolicy
 from bilm.chars import batch_to_ids, word_to_char_ids
+from bilm.elmo import Elmo, ElmoOutput
 from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions, OptionsError
+from bilm.scalar_mix import MixMode, ScalarMix
 from bilm.weights import (
     WeightsError,
     export_official,
@@ -24,8 +30,12 @@ __all__ = [
     "BiLMOptions",
     "BiLMOutput",
     "CharCNNOptions",
+    "Elmo",
+    "ElmoOutput",
     "LSTMOptions",
+    "MixMode",
     "OptionsError",
+    "ScalarMix",
     "StatePolicy",
     "WeightsError",
     "batch_to_ids",

@@ -98,7 +98,9 @@ class BiLM(nn.Module):
             raise ValueError("lstm.projection_dim must be <= lstm.dim")
         self.layers = nn.ModuleList(
             nn.ModuleList(
-                LSTMWithProjection(P, lstm.dim, proj, lstm.cell_clip, lstm.proj_clip, reverse=d == 1)
+                LSTMWithProjection(
+                    P, lstm.dim, proj, lstm.cell_clip, lstm.proj_clip, reverse=d == 1
+                )
                 for d in range(2)
             )
             for _ in range(lstm.n_layers)
@@ -158,7 +160,6 @@ class BiLM(nn.Module):
         sorted_lengths, perm = torch.sort(lengths + 2, descending=True, stable=True)
         inverse = torch.empty_like(perm)
         inverse[perm] = torch.arange(batch, device=perm.device)
-        steps = time + 2
         ids = self._with_boundaries(char_ids[perm], lengths[perm])  # (B, T+2, max_chars)
         token_mask = (ids > 0).any(dim=-1)  # (B, T+2)
         embedded = self._embed_unique(ids, token_mask)  # (B, T+2, P), 0 at padding
@@ -231,7 +232,11 @@ class BiLM(nn.Module):
         return out
 
     def _initial_state(self, batch: int, perm: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:
-        L, P, C = self.options.lstm.n_layers, self.options.lstm.projection_dim, self.options.lstm.dim
+        L, P, C = (
+            self.options.lstm.n_layers,
+            self.options.lstm.projection_dim,
+            self.options.lstm.dim,
+        )
         if self.state == "warm":
             h, c = self._warm_state()
             return h.expand(L, 2, batch, P).contiguous(), c.expand(L, 2, batch, C).contiguous()

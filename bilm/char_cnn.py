@@ -23,7 +23,9 @@ class Highway(nn.Module):
     def __init__(self, dim: int, n_layers: int) -> None:
         super().__init__()
         self.dim = dim
-        self.weight = nn.ParameterList(nn.Parameter(torch.empty(dim, 2 * dim)) for _ in range(n_layers))
+        self.weight = nn.ParameterList(
+            nn.Parameter(torch.empty(dim, 2 * dim)) for _ in range(n_layers)
+        )
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(2 * dim)) for _ in range(n_layers))
 
     def forward(self, x: Tensor) -> Tensor:

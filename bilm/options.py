@@ -88,7 +88,9 @@ class BiLMOptions:
             filters = tuple((int(w), int(n)) for w, n in cnn["filters"])
             activation = cnn.get("activation", "relu")
             if activation not in ("relu", "tanh"):
-                raise OptionsError(f"{source}: char_cnn.activation must be relu or tanh, got {activation!r}")
+                raise OptionsError(
+                    f"{source}: char_cnn.activation must be relu or tanh, got {activation!r}"
+                )
             char_cnn = CharCNNOptions(
                 embedding_dim=int(cnn["embedding"]["dim"]),
                 filters=filters,
@@ -161,10 +163,14 @@ class BiLMOptions:
         """
         c, lstm = self.char_cnn, self.lstm
         if c.n_characters not in (261, 262):
-            raise OptionsError(f"{source}: char_cnn.n_characters must be 261 or 262, got {c.n_characters}")
+            raise OptionsError(
+                f"{source}: char_cnn.n_characters must be 261 or 262, got {c.n_characters}"
+            )
         if c.max_characters_per_token < 3:
             raise OptionsError(f"{source}: char_cnn.max_characters_per_token must be >= 3")
-        if not c.filters or any(w < 1 or n < 1 or w > c.max_characters_per_token for w, n in c.filters):
+        if not c.filters or any(
+            w < 1 or n < 1 or w > c.max_characters_per_token for w, n in c.filters
+        ):
             raise OptionsError(f"{source}: char_cnn.filters must be non-empty [width, count] pairs")
         for name in ("embedding_dim", "n_highway"):
             if getattr(c, name) < (1 if name == "embedding_dim" else 0):
@@ -172,4 +178,6 @@ class BiLMOptions:
         if lstm.dim < 1 or lstm.projection_dim < 1 or lstm.n_layers < 1:
             raise OptionsError(f"{source}: lstm.dim, projection_dim and n_layers must be >= 1")
         if lstm.projection_dim > lstm.dim:
-            raise OptionsError(f"{source}: lstm.projection_dim ({lstm.projection_dim}) > dim ({lstm.dim})")
+            raise OptionsError(
+                f"{source}: lstm.projection_dim ({lstm.projection_dim}) > dim ({lstm.dim})"
+            )

@@ -139,9 +139,7 @@ def load_official_weights(bilm: BiLM, weights: str | Path) -> BiLM:
     return bilm
 
 
-def load_official(
-    options: str | Path, weights: str | Path, state: StatePolicy = "reset"
-) -> BiLM:
+def load_official(options: str | Path, weights: str | Path, state: StatePolicy = "reset") -> BiLM:
     """Build a :class:`BiLM` from an official ``options.json`` + HDF5 weight file.
 
     Args:

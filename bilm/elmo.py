@@ -1,0 +1,86 @@
+"""``Elmo``: one biLM pass, ``k`` task-specific mixes, dropout (Peters et al. 2018, §3.3).
+
+The biLM is frozen by default (the paper's setting); each output gets its own
+:class:`~bilm.scalar_mix.ScalarMix` (e.g. one for the task model's input, one for its output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from bilm.bilm import BiLM
+from bilm.chars import batch_to_ids
+from bilm.scalar_mix import MixMode, ScalarMix
+
+
+@dataclass(frozen=True)
+class ElmoOutput:
+    """Mixed representations ``k × (batch, time, 2P)`` and the ``(batch, time)`` bool mask."""
+
+    representations: tuple[Tensor, ...]
+    mask: Tensor
+
+
+class Elmo(nn.Module):
+    """ELMo representations for a downstream model.
+
+    Args:
+        bilm: a loaded :class:`~bilm.bilm.BiLM` (its state policy is kept).
+        num_outputs: number of independent mixes sharing one biLM pass.
+        mode: ``"all"`` or ``"last"`` (LastOnly) for every mix.
+        lam: λ of each mix's penalty.
+        layer_norm: masked layer norm inside each mix.
+        dropout: applied to each mixed output in training (paper/allennlp default 0.5).
+        fine_tune: let gradients reach the biLM (default frozen).
+    """
+
+    def __init__(
+        self,
+        bilm: BiLM,
+        num_outputs: int = 1,
+        mode: MixMode = "all",
+        lam: float = 0.0,
+        layer_norm: bool = False,
+        dropout: float = 0.5,
+        fine_tune: bool = False,
+    ) -> None:
+        super().__init__()
+        self.bilm = bilm
+        self.fine_tune = fine_tune
+        for p in bilm.parameters():
+            p.requires_grad_(fine_tune)
+        self.mixes = nn.ModuleList(
+            ScalarMix(bilm.num_layers, mode=mode, lam=lam, layer_norm=layer_norm)
+            for _ in range(num_outputs)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def output_dim(self) -> int:
+        """Width of each representation (2P)."""
+        return self.bilm.output_dim
+
+    def penalty(self) -> Tensor:
+        """Sum of the mixes' λ‖w‖² terms."""
+        return torch.stack([m.penalty() for m in self.mixes]).sum()
+
+    def forward(self, char_ids: Tensor) -> ElmoOutput:
+        """``char_ids (batch, time, max_chars)`` → ``num_outputs × (batch, time, 2P)``."""
+        if self.fine_tune:
+            out = self.bilm(char_ids)
+        else:
+            self.bilm.eval()
+            with torch.no_grad():
+                out = self.bilm(char_ids)
+        reps = tuple(self.dropout(mix(out.layers, out.mask)) for mix in self.mixes)
+        return ElmoOutput(reps, out.mask)
+
+    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> ElmoOutput:
+        """Convenience: tokenized sentences → :class:`ElmoOutput`."""
+        device = next(self.bilm.parameters()).device
+        max_chars = self.bilm.options.char_cnn.max_characters_per_token
+        return self(batch_to_ids(sentences, max_chars).to(device))

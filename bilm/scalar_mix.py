@@ -1,0 +1,99 @@
+"""Task-specific layer weighting, Eq. (1) of Peters et al. (2018).
+
+``ELMo = γ · Σ_j s_j · h_j`` with ``s = softmax(w)``; ``w`` starts at 0 and ``γ`` at 1 (allennlp
+``ScalarMix``, bilm-tf ``weight_layers``; ELMO_SPEC §9). The regulariser ``λ‖w‖²`` on the raw
+pre-softmax weights is *returned* by :meth:`ScalarMix.penalty` for the caller to add to its loss,
+as bilm-tf does; nothing is hidden in a parameter-name regex.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+MixMode = Literal["all", "last"]
+
+
+class ScalarMix(nn.Module):
+    """Softmax-weighted, scaled sum of layers.
+
+    Args:
+        num_layers: layers to mix (L + 1 for ELMo).
+        mode: ``"all"`` (Eq. 1) or ``"last"`` (the paper's *LastOnly*: ``γ · h_L``, no weights and
+            no penalty; γ is kept, as in document-qa's ``top_layer_only``).
+        lam: λ of the penalty ``λ‖w‖²`` (paper: 1 ≈ plain average, 0.001 lets weights vary).
+        layer_norm: normalise each layer before weighting with one mean and variance per layer over
+            all unmasked elements of the batch (allennlp ``do_layer_norm``; not per-token).
+        initial_weights: pre-softmax starting values (default zeros).
+        trainable: whether ``w`` and ``γ`` learn (allennlp freezes both when weights are given).
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        mode: MixMode = "all",
+        lam: float = 0.0,
+        layer_norm: bool = False,
+        initial_weights: list[float] | None = None,
+        trainable: bool = True,
+    ) -> None:
+        super().__init__()
+        if mode not in ("all", "last"):
+            raise ValueError(f"mode must be 'all' or 'last', got {mode!r}")
+        if initial_weights is not None and len(initial_weights) != num_layers:
+            raise ValueError(
+                f"initial_weights has {len(initial_weights)} values for {num_layers} layers"
+            )
+        self.num_layers, self.mode, self.lam, self.layer_norm = num_layers, mode, lam, layer_norm
+        init = torch.tensor(initial_weights or [0.0] * num_layers, dtype=torch.float)
+        # One tensor parameter (not a ParameterList): survives DataParallel replication
+        # (allennlp #5097).
+        self.weights = nn.Parameter(init, requires_grad=trainable and mode == "all")
+        self.gamma = nn.Parameter(torch.ones(1), requires_grad=trainable)
+
+    def normalized_weights(self) -> Tensor:
+        """``s = softmax(w)``, one-hot on the top layer in ``last`` mode; ``(num_layers,)``."""
+        if self.mode == "last":
+            s = torch.zeros_like(self.weights)
+            s[-1] = 1.0
+            return s
+        return torch.softmax(self.weights, dim=0)
+
+    def penalty(self) -> Tensor:
+        """``λ · ‖w‖²`` on the raw weights (0 in ``last`` mode); add it to the task loss."""
+        if self.mode == "last" or self.lam == 0.0:
+            return self.weights.new_zeros(())
+        return self.lam * (self.weights**2).sum()
+
+    def forward(self, layers: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Mix.
+
+        Args:
+            layers: ``(num_layers, batch, time, dim)``.
+            mask: ``(batch, time)`` bool; required with ``layer_norm``.
+
+        Returns:
+            ``(batch, time, dim)``.
+        """
+        if layers.shape[0] != self.num_layers:
+            raise ValueError(f"expected {self.num_layers} layers, got {layers.shape[0]}")
+        if self.layer_norm:
+            if mask is None:
+                raise ValueError("layer_norm needs the mask")
+            layers = self._masked_norm(layers, mask)
+        if self.mode == "last":
+            return self.gamma * layers[-1]  # (batch, time, dim)
+        s = torch.softmax(self.weights, dim=0).to(layers.dtype)
+        mixed = torch.tensordot(s, layers, dims=([0], [0]))  # (batch, time, dim)
+        return self.gamma * mixed
+
+    @staticmethod
+    def _masked_norm(layers: Tensor, mask: Tensor) -> Tensor:
+        m = mask[None, :, :, None].to(layers.dtype)  # (1, batch, time, 1)
+        count = (m.sum() * layers.shape[-1]).clamp_min(1.0)
+        mean = (layers * m).sum(dim=(1, 2, 3), keepdim=True) / count  # (L, 1, 1, 1)
+        var = (((layers - mean) * m) ** 2).sum(dim=(1, 2, 3), keepdim=True) / count
+        eps = 1e-4 if layers.dtype == torch.half else 1e-13  # allennlp's choice
+        return (layers - mean) / torch.sqrt(var + eps) * m

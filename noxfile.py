@@ -1,0 +1,49 @@
+"""Developer and reproduction targets. ``nox`` alone runs lint + tests; ``nox -l`` lists all.
+
+Every target installs the project into its own virtual environment (torch pinned to 2.13.0).
+Expensive targets are ``default=False``.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = "3.11"
+
+
+def _install(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Ruff lint and format check over the whole repository."""
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", "bilm", "tests/bilm", "benchmarks")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The default test suite (the command CI runs; slow tests excluded)."""
+    _install(session)
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def slow(session: nox.Session) -> None:
+    """Only the slow-marked tests (minutes on 2 cores)."""
+    _install(session)
+    session.run("python", "-m", "pytest", "-m", "slow", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def bench_bilm(session: nox.Session) -> None:
+    """Inference speed of a full-size ELMo (random weights in the official layout) vs the GEMM
+    roofline measured in the same run; also checks outputs against a straightforward
+    implementation and reports peak RSS. Extra arguments go to benchmarks/bench_bilm.py."""
+    _install(session)
+    session.run("python", "benchmarks/bench_bilm.py", *session.posargs)

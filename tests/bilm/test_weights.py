@@ -1,0 +1,133 @@
+"""Official HDF5 layout in and out, own checkpoints, and clear errors on mismatched files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from bilm import (
+    BiLMOptions,
+    OptionsError,
+    WeightsError,
+    batch_to_ids,
+    export_official,
+    load_checkpoint,
+    load_official,
+    save_checkpoint,
+)
+from tests.bilm.helpers import SENTENCES, tiny_bilm
+from tests.conftest import shared_path
+
+
+def outputs(model: torch.nn.Module) -> torch.Tensor:
+    with torch.no_grad():
+        return model(batch_to_ids(SENTENCES)).layers
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"n_highway": 0}, {"skip": False}, {"filters": ((1, 4), (2, 4))}]
+)
+def test_export_then_load_round_trip(tmp_path: Path, kwargs: dict[str, object]) -> None:
+    model = tiny_bilm(seed=3, **kwargs)
+    options, weights = export_official(model, tmp_path)
+    assert json.loads(options.read_text())["char_cnn"]["n_characters"] == 262
+    with h5py.File(weights, "r") as f:
+        assert f["char_embed"].shape == (261, 4)  # no padding row, as the official files
+        assert f["RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"].shape == (16, 96)
+    again = load_official(options, weights)
+    for (name, a), (_, b) in zip(
+        model.state_dict().items(), again.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(a, b, atol=0, rtol=0, msg=name)
+    torch.testing.assert_close(outputs(again), outputs(model), atol=0, rtol=0)
+
+
+@pytest.mark.shared
+def test_official_fixture_export_is_byte_for_byte_the_same_arrays(tmp_path: Path) -> None:
+    src = shared_path("fixtures", "elmo", "lm_weights.hdf5")
+    model = load_official(shared_path("fixtures", "elmo", "options.json"), src)
+    _, out = export_official(model, tmp_path)
+    with h5py.File(src, "r") as a, h5py.File(out, "r") as b:
+        names: list[str] = []
+        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        for name in names:
+            # The forget-bias +1/-1 round trip may move the last bit of B.
+            np.testing.assert_allclose(b[name][...], a[name][...], atol=1e-7, rtol=0)
+
+
+def test_checkpoint_round_trip(tmp_path: Path) -> None:
+    model = tiny_bilm(seed=5)
+    path = save_checkpoint(model, tmp_path / "m.safetensors", extra={"step": "7"})
+    assert not (tmp_path / "m.safetensors.tmp").exists()
+    again = load_checkpoint(path, state="carry")
+    assert again.state == "carry" and again.options == model.options
+    torch.testing.assert_close(outputs(again), outputs(model), atol=0, rtol=0)
+
+
+def test_options_that_do_not_match_the_weights(tmp_path: Path) -> None:
+    _, weights = export_official(tiny_bilm(), tmp_path)
+    other = BiLMOptions.from_json(tmp_path / "options.json").to_dict()
+    other["lstm"]["dim"] = 32
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(other))
+    with pytest.raises(WeightsError, match=r"W_0' has shape \(16, 96\), expected \(16, 128\)"):
+        load_official(bad, weights)
+
+
+def test_missing_dataset_is_named(tmp_path: Path) -> None:
+    options, weights = export_official(tiny_bilm(), tmp_path)
+    with h5py.File(weights, "a") as f:
+        del f["CNN_high_0/W_carry"]
+    with pytest.raises(WeightsError, match="'CNN_high_0/W_carry' is missing"):
+        load_official(options, weights)
+
+
+def test_truncated_or_garbage_hdf5(tmp_path: Path) -> None:
+    options, weights = export_official(tiny_bilm(), tmp_path)
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightsError, match="weights.hdf5"):
+        load_official(options, weights)
+    weights.write_bytes(b"not an hdf5 file at all")
+    with pytest.raises(WeightsError, match="not a readable HDF5"):
+        load_official(options, weights)
+
+
+def test_bad_options_files(tmp_path: Path) -> None:
+    path = tmp_path / "options.json"
+    path.write_text('{"lstm": {"dim": 4}, ')
+    with pytest.raises(OptionsError, match=r"options.json:1: not valid JSON"):
+        BiLMOptions.from_json(path)
+    path.write_text('{"lstm": {"dim": 4}}')
+    with pytest.raises(OptionsError, match="missing key 'char_cnn'"):
+        BiLMOptions.from_json(path)
+    d = tiny_bilm().options.to_dict()
+    d["char_cnn"]["n_characters"] = 300
+    with pytest.raises(OptionsError, match="n_characters must be 261 or 262"):
+        BiLMOptions.from_dict(d)
+    # 261 (training files) is accepted: the HDF5 has 261 rows either way.
+    d["char_cnn"]["n_characters"] = 261
+    assert BiLMOptions.from_dict(d).char_cnn.n_characters == 261
+
+
+def test_checkpoint_mismatch_and_garbage(tmp_path: Path) -> None:
+    from safetensors.torch import save_file
+
+    path = tmp_path / "x.safetensors"
+    save_file(
+        {"a": torch.zeros(2)},
+        str(path),
+        metadata={"options": json.dumps(tiny_bilm().options.to_dict())},
+    )
+    with pytest.raises(WeightsError, match="do not match the options"):
+        load_checkpoint(path)
+    path.write_bytes(b"garbage")
+    with pytest.raises(WeightsError, match="not a readable safetensors"):
+        load_checkpoint(path)
+    with pytest.raises(WeightsError, match="no such checkpoint"):
+        load_checkpoint(tmp_path / "absent.safetensors")
