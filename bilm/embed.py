@@ -1,0 +1,351 @@
+"""Pre-computed ELMo vectors for a text file, in the HDF5 layout of the old ``allennlp elmo``.
+
+ELMO_SPEC §12 (allennlp ``commands/elmo.py``, v0.x–v1.0.0rc3). The input holds one sentence per
+line (whitespace-tokenised, or raw text with ``tokenize=True``). The output holds:
+
+* one float32 dataset per input line, named by the 0-based line index (``"0"``, ``"1"``, …):
+  ``(L + 1, n_tokens, 2P)`` for ``layers="all"`` (token layer, biLSTM 1, …, sentence markers
+  removed), ``(n_tokens, 2P)`` for ``"average"`` (mean of the layers) and ``"top"`` (last layer).
+  An empty line gives an empty dataset (``(L + 1, 0, 2P)`` or ``(0, 2P)``), where allennlp raised
+  an error;
+* dataset ``sentence_to_index``, shape ``(1,)``, variable-length UTF-8 string: the JSON object
+  ``{sentence: key}`` where ``sentence`` is the line's tokens joined by single spaces. A sentence
+  that occurs on several lines maps to its **last** line, as in allennlp (it fills a dict in file
+  order). Left out with ``sentence_index=False`` (allennlp's ``--forget-sentences``).
+
+Order and state (ELMO_SPEC §8). The input is streamed: chunks of ``lines_per_chunk`` lines are
+read, cut into batches and written before the next chunk is read. With the ``"reset"`` and
+``"warm"`` state policies a sentence's vectors do not depend on its batch, so each chunk is
+sorted by length to reduce padding (keys still follow the input lines). With ``"carry"`` the
+state of batch row ``i`` flows into row ``i`` of the next batch, so batches are consecutive runs of
+``batch_size`` lines in file order, exactly like allennlp's ``elmo`` command and the fixture
+protocol; the output then depends on ``batch_size``.
+
+The output is written to ``output + ".tmp"`` and renamed when complete, so a failed run never
+leaves a file that looks finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from bilm.bilm import BiLM
+from bilm.chars import batch_to_ids
+
+LayerSelection = Literal["all", "average", "top"]
+LAYER_SELECTIONS: tuple[str, ...] = ("all", "average", "top")
+#: Name of the dataset that maps sentences to keys (allennlp's name).
+SENTENCE_INDEX_KEY = "sentence_to_index"
+#: Default chunk size, in batches: lines read, sorted and written together.
+CHUNK_BATCHES = 32
+
+Tokenizer = Callable[[str], list[str]]
+
+
+class EmbedError(ValueError):
+    """The input cannot be embedded (missing file, invalid UTF-8, missing tokenizer, bad option)."""
+
+
+@dataclass(frozen=True)
+class EmbedStats:
+    """What :func:`embed_file` did.
+
+    Attributes:
+        sentences: input lines embedded (empty lines included).
+        tokens: tokens embedded (sentence markers not counted).
+        seconds: wall-clock time of the whole run (reading, model, writing).
+        output: the finished HDF5 file.
+    """
+
+    sentences: int
+    tokens: int
+    seconds: float
+    output: Path
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Throughput over the whole run (0 when nothing took measurable time)."""
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        """One line for humans: ``embedded 30 sentences, 601 tokens in 0.4 s (1502 tokens/s) -> out``."""
+        return (
+            f"embedded {self.sentences} sentences, {self.tokens} tokens in {self.seconds:.1f} s "
+            f"({self.tokens_per_second:.0f} tokens/s) -> {self.output}"
+        )
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One input line.
+
+    Attributes:
+        index: 0-based line number, the dataset key.
+        tokens: the tokens to embed (empty for an empty line).
+    """
+
+    index: int
+    tokens: list[str]
+
+
+# ---------------------------------------------------------------------------------- tokenizers
+def whitespace_tokenize(text: str) -> list[str]:
+    """Split on runs of whitespace (``str.split()``), as allennlp's ``elmo`` command does."""
+    return text.split()
+
+
+def spacy_tokenizer() -> Tokenizer:
+    """spaCy's rule-based English tokenizer (``spacy.blank("en")``), imported lazily.
+
+    Whitespace-only tokens (spaCy keeps extra spaces as tokens of their own) are dropped: they
+    are not words, and they would make the ``sentence_to_index`` keys ambiguous.
+
+    Raises:
+        EmbedError: spaCy is not installed (the message says how to install it).
+    """
+    try:
+        import spacy
+    except ImportError:
+        raise EmbedError(
+            "tokenizing raw text needs spaCy: pip install 'elmo-bench[tokenize]' "
+            "(or pip install spacy), or pass pre-tokenized text without --tokenize"
+        ) from None
+    tokenizer = spacy.blank("en").tokenizer
+
+    def tokenize(text: str) -> list[str]:
+        return [token.text for token in tokenizer(text) if not token.text.isspace()]
+
+    return tokenize
+
+
+# ---------------------------------------------------------------------------------- reading
+def _decode(raw: bytes, path: Path, line_index: int) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EmbedError(
+            f"{path}: line {line_index + 1} (dataset key {str(line_index)!r}) is not valid UTF-8: "
+            f"{exc.reason} at byte {exc.start} of the line; the input must be UTF-8 text"
+        ) from None
+    if line_index == 0 and text.startswith("\ufeff"):
+        text = text[1:]  # a UTF-8 byte-order mark is not part of the first sentence
+    return text.rstrip("\r\n")
+
+
+def scan_input(path: str | Path) -> int:
+    """Check that ``path`` is a readable UTF-8 text file and count its lines, in O(1) memory.
+
+    Args:
+        path: the input file.
+
+    Returns:
+        Number of lines (a last line without a newline counts; a final newline adds none).
+
+    Raises:
+        EmbedError: the file is missing, not a file, or a line is not valid UTF-8 (its 1-based
+            number is in the message).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise EmbedError(f"{path}: input file not found")
+    if not path.is_file():
+        raise EmbedError(f"{path}: input is not a regular file")
+    count = 0
+    with path.open("rb") as handle:
+        for count, raw in enumerate(handle, start=1):
+            _decode(raw, path, count - 1)
+    return count
+
+
+def iter_sentences(
+    handle: IO[bytes], path: str | Path, tokenize: Tokenizer = whitespace_tokenize
+) -> Iterator[Sentence]:
+    """Stream the sentences of an open binary file, one per line.
+
+    Args:
+        handle: the input opened in binary mode.
+        path: its name, for error messages.
+        tokenize: text → tokens.
+
+    Yields:
+        :class:`Sentence` objects in file order.
+
+    Raises:
+        EmbedError: a line is not valid UTF-8.
+    """
+    for index, raw in enumerate(handle):
+        yield Sentence(index, tokenize(_decode(raw, Path(path), index)))
+
+
+def plan_batches(chunk: Sequence[Sentence], batch_size: int, sort: bool) -> list[list[Sentence]]:
+    """Cut a chunk of sentences into batches.
+
+    Args:
+        chunk: sentences in file order.
+        batch_size: sentences per batch (the last batch may be smaller).
+        sort: sort by length, longest first (stable), to reduce padding; False keeps file order.
+
+    Returns:
+        The batches; every sentence appears exactly once.
+    """
+    ordered = sorted(chunk, key=lambda s: -len(s.tokens)) if sort else list(chunk)
+    return [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+
+
+def select_layers(layers: Tensor, selection: LayerSelection) -> Tensor:
+    """Reduce the biLM layers as the ``--all/--average/--top`` options of allennlp's command.
+
+    Args:
+        layers: ``(L + 1, batch, time, 2P)`` from :class:`~bilm.BiLM`.
+        selection: ``"all"`` keeps them, ``"average"`` takes their mean, ``"top"`` the last.
+
+    Returns:
+        ``(L + 1, batch, time, 2P)`` for ``"all"``, else ``(batch, time, 2P)``.
+    """
+    if selection == "all":
+        return layers  # (L+1, B, T, 2P)
+    if selection == "average":
+        return layers.mean(dim=0)  # (B, T, 2P)
+    if selection == "top":
+        return layers[-1]  # (B, T, 2P)
+    raise EmbedError(f"layers must be one of {LAYER_SELECTIONS}, got {selection!r}")
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError as exc:  # pragma: no cover - h5py is a core dependency
+        raise EmbedError("writing embedding files needs h5py: pip install h5py") from exc
+    return h5py
+
+
+def _chunks(sentences: Iterator[Sentence], size: int) -> Iterator[list[Sentence]]:
+    chunk: list[Sentence] = []
+    for sentence in sentences:
+        chunk.append(sentence)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# ---------------------------------------------------------------------------------- the command
+def embed_file(
+    bilm: BiLM,
+    input: str | Path,
+    output: str | Path,
+    *,
+    batch_size: int = 64,
+    layers: LayerSelection = "all",
+    tokenize: bool = False,
+    progress: bool = True,
+    sentence_index: bool = True,
+    lines_per_chunk: int | None = None,
+) -> EmbedStats:
+    """Embed every line of a text file and write the allennlp ``elmo`` HDF5 layout (module doc).
+
+    Runs under ``torch.no_grad()`` with ``bilm`` in eval mode (its previous mode is restored),
+    on the device of its parameters. The biLM's state policy decides the batch order (module
+    doc); carried state is **not** reset first: call ``bilm.reset_states()`` for a run that
+    depends only on the file.
+
+    Args:
+        bilm: the model (its ``state`` policy applies).
+        input: UTF-8 text, one sentence per line.
+        output: HDF5 file to write (replaced if it exists, only once the run succeeds).
+        batch_size: sentences per forward pass.
+        layers: ``"all"``, ``"average"`` or ``"top"`` (see :func:`select_layers`).
+        tokenize: tokenise raw lines with spaCy's English tokenizer instead of ``str.split()``.
+        progress: show a tqdm bar on stderr (hidden anyway when stderr is not a terminal).
+        sentence_index: write the ``sentence_to_index`` dataset. It needs every distinct
+            sentence in memory until the end; turn it off for very large inputs.
+        lines_per_chunk: lines read, sorted and written at a time; default
+            ``batch_size * CHUNK_BATCHES``. Rounded up to a multiple of ``batch_size``.
+
+    Returns:
+        :class:`EmbedStats` for the run.
+
+    Raises:
+        EmbedError: missing input, invalid UTF-8 (file and line named), spaCy missing, bad
+            arguments. Nothing is left at ``output`` or ``output + ".tmp"`` after a failure.
+    """
+    if batch_size < 1:
+        raise EmbedError(f"batch_size must be >= 1, got {batch_size}")
+    if layers not in LAYER_SELECTIONS:
+        raise EmbedError(f"layers must be one of {LAYER_SELECTIONS}, got {layers!r}")
+    input_path, output_path = Path(input), Path(output)
+    if output_path.is_dir():
+        raise EmbedError(f"{output_path}: output is a directory")
+    if not output_path.parent.is_dir():
+        raise EmbedError(f"{output_path.parent}: output directory does not exist")
+    if input_path.exists() and output_path.exists() and input_path.samefile(output_path):
+        raise EmbedError(f"{output_path}: output would overwrite the input")
+    if lines_per_chunk is not None and lines_per_chunk < 1:
+        raise EmbedError(f"lines_per_chunk must be >= 1, got {lines_per_chunk}")
+    chunk_size = lines_per_chunk or batch_size * CHUNK_BATCHES
+    chunk_size = -(-chunk_size // batch_size) * batch_size  # round up to a multiple of batch_size
+    tokenizer = spacy_tokenizer() if tokenize else whitespace_tokenize
+    total_lines = scan_input(input_path)  # fails fast on a missing file or invalid UTF-8
+    h5py = _h5py()
+
+    start = time.perf_counter()
+    tmp_path = output_path.with_name(output_path.name + ".tmp")
+    was_training = bilm.training
+    bilm.eval()
+    sort = bilm.state != "carry"
+    device = next(bilm.parameters()).device
+    max_chars = bilm.options.char_cnn.max_characters_per_token
+    index: dict[str, str] = {}
+    n_sentences = n_tokens = 0
+    try:
+        with (
+            input_path.open("rb") as source,
+            h5py.File(tmp_path, "w") as sink,
+            tqdm(
+                total=total_lines,
+                unit="sent",
+                desc="embed",
+                disable=None if progress else True,
+                dynamic_ncols=True,
+            ) as bar,
+            torch.no_grad(),
+        ):
+            for chunk in _chunks(iter_sentences(source, input_path, tokenizer), chunk_size):
+                if sentence_index:
+                    for sentence in chunk:  # file order: a repeated sentence keeps its last key
+                        index[" ".join(sentence.tokens)] = str(sentence.index)
+                for batch in plan_batches(chunk, batch_size, sort):
+                    char_ids = batch_to_ids([s.tokens for s in batch], max_chars)  # (B, T, 50)
+                    out = bilm(char_ids.to(device))
+                    vectors = select_layers(out.layers, layers).float().cpu().numpy()
+                    for row, sentence in enumerate(batch):
+                        n = len(sentence.tokens)
+                        if layers == "all":
+                            data = vectors[:, row, :n]  # (L+1, n, 2P)
+                        else:
+                            data = vectors[row, :n]  # (n, 2P)
+                        sink.create_dataset(str(sentence.index), data=data, dtype="float32")
+                        n_tokens += n
+                    n_sentences += len(batch)
+                    bar.update(len(batch))
+            if sentence_index:
+                dataset = sink.create_dataset(SENTENCE_INDEX_KEY, (1,), dtype=h5py.string_dtype())
+                dataset[0] = json.dumps(index)
+        os.replace(tmp_path, output_path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+    finally:
+        bilm.train(was_training)
+    return EmbedStats(n_sentences, n_tokens, time.perf_counter() - start, output_path)
