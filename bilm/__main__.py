@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from bilm.bilm import STATE_POLICIES
-from bilm.embed import LAYER_SELECTIONS, EmbedError, embed_file, scan_input
+from bilm.embed import LAYER_SELECTIONS, EmbedError, embed_file
 from bilm.options import OptionsError
 from bilm.weights import WeightsError, load_checkpoint, load_official
 
@@ -172,7 +172,9 @@ def _run_embed(args: argparse.Namespace) -> int:
         device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     except RuntimeError as exc:
         raise UsageError(f"--device: {exc}") from None
-    scan_input(args.input)  # fail before loading the model
+    if not args.input.is_file():  # fail before loading the model (UTF-8 is checked later)
+        missing = "not found" if not args.input.exists() else "is not a regular file"
+        raise EmbedError(f"{args.input}: input file {missing}")
     if args.options is not None:
         model = load_official(args.options, args.weights, state=args.state)
     else:

@@ -167,27 +167,12 @@ class BiLM(nn.Module):
         lens = sorted_lengths.tolist()
 
         h0, c0 = self._initial_state(batch, perm, x)
-        final_h, final_c = torch.empty_like(h0), torch.empty_like(c0)
-        outputs: list[Tensor] = []
-        inputs = [x, x]
-        for layer_index, layer in enumerate(self.layers):
-            next_inputs = []
-            for d in range(2):
-                layer_input = inputs[d]
-                if self.training and self.dropout > 0:
-                    layer_input = nn.functional.dropout(layer_input, self.dropout, True)
-                out, h_n, c_n = layer[d](layer_input, lens, h0[layer_index, d], c0[layer_index, d])
-                if layer_index > 0 and self.options.lstm.use_skip_connections:
-                    out = out + layer_input  # residual from layer 1 on (ELMO_SPEC §7)
-                final_h[layer_index, d], final_c[layer_index, d] = h_n, c_n
-                next_inputs.append(out)  # (T+2, B, P)
-            outputs.append(torch.cat(next_inputs, dim=-1))  # (T+2, B, 2P)
-            inputs = next_inputs
+        outputs, final_h, final_c = self._run_stacks(x, x, lens, h0, c0)
         if self.state == "carry":
             self._store_carry(final_h[:, :, inverse], final_c[:, :, inverse])
 
         strip = torch.cat([x, x], dim=-1)[1 : time + 1]  # (T, B, 2P) token layer, markers off
-        layers = [strip] + [o[1 : time + 1] for o in outputs]
+        layers = [strip] + [torch.cat(o, dim=-1)[1 : time + 1] for o in outputs]
         real = mask[perm].transpose(0, 1)[:, :, None]  # (T, B, 1) masks out the </S> rows
         stacked = torch.stack(layers) * real  # (L+1, T, B, 2P)
         if self.training and self.dropout > 0:
@@ -195,6 +180,97 @@ class BiLM(nn.Module):
                 [stacked[:-1], nn.functional.dropout(stacked[-1:], self.dropout, True)]
             )
         return BiLMOutput(stacked[:, :, inverse].transpose(1, 2), mask)  # (L+1, B, T, 2P)
+
+    def run_streams(
+        self,
+        forward_ids: Tensor,
+        backward_ids: Tensor,
+        state: tuple[Tensor, Tensor] | None = None,
+        lengths: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
+        """Run the two stacks on two independent token streams (language-model training).
+
+        bilm-tf trains the forward LM on a stream of sentences and the backward LM on an
+        independent stream of reversed sentences, with state carried between fixed-size windows
+        (truncated BPTT; ELMO_SPEC §11). No sentence markers are added here: the streams already
+        hold ``<S>``/``</S>`` as ordinary tokens.
+
+        Args:
+            forward_ids: ``(batch, time, max_chars)`` forward-stream window.
+            backward_ids: ``(batch, time, max_chars)`` backward-stream window, in stream order
+                (already reversed text).
+            state: ``(h (L, 2, batch, P), c (L, 2, batch, C))`` from the previous window, or
+                ``None`` for zeros. Gradients never flow into it.
+            lengths: ``(batch,)`` real lengths for right-padded windows; default: all ``time``.
+
+        Returns:
+            ``(forward_top, backward_top, new_state)``: top-layer outputs ``(batch, time, P)`` in
+            each stream's own order, and the detached final state.
+        """
+        batch, time, _ = forward_ids.shape
+        lstm = self.options.lstm
+        if lengths is None:
+            lengths = torch.full((batch,), time, dtype=torch.long, device=forward_ids.device)
+        if state is None:
+            like = self.char_cnn.char_embedding.weight
+            state = (
+                like.new_zeros(lstm.n_layers, 2, batch, lstm.projection_dim),
+                like.new_zeros(lstm.n_layers, 2, batch, lstm.dim),
+            )
+        # Active rows must form a prefix at every step: sort by length, undo at the end.
+        lengths, perm = torch.sort(lengths, descending=True, stable=True)
+        inverse = torch.argsort(perm)
+        forward_ids, backward_ids = forward_ids[perm], backward_ids[perm]
+        # The backward cell runs from each row's last real step to its first; feeding it the
+        # backward stream reversed within each row makes it read that stream in order.
+        steps = torch.arange(time, device=forward_ids.device)
+        real = steps < lengths[:, None]  # (B, T)
+        rev = torch.where(real, lengths[:, None] - 1 - steps, steps)  # (B, T)
+        x_f = self._embed_unique(forward_ids, real).transpose(0, 1)  # (T, B, P)
+        bwd_rev = torch.gather(backward_ids, 1, rev[:, :, None].expand_as(backward_ids))
+        x_b = self._embed_unique(bwd_rev, real).transpose(0, 1)  # (T, B, P)
+        h0, c0 = state[0].detach()[:, :, perm], state[1].detach()[:, :, perm]
+        outputs, h, c = self._run_stacks(x_f, x_b, lengths.tolist(), h0, c0)
+        top_f, top_b = outputs[-1]
+        if self.training and self.dropout > 0:
+            top_f = nn.functional.dropout(top_f, self.dropout, True)
+            top_b = nn.functional.dropout(top_b, self.dropout, True)
+        top_b = top_b.transpose(0, 1)  # (B, T, P) in reversed-within-row order
+        top_b = torch.gather(top_b, 1, rev[:, :, None].expand_as(top_b))  # stream order
+        top_f = top_f.transpose(0, 1)  # (B, T, P)
+        new_state = (h.detach()[:, :, inverse], c.detach()[:, :, inverse])
+        return top_f[inverse], top_b[inverse], new_state
+
+    def _run_stacks(
+        self, x_forward: Tensor, x_backward: Tensor, lens: list[int], h0: Tensor, c0: Tensor
+    ) -> tuple[list[tuple[Tensor, Tensor]], Tensor, Tensor]:
+        """Both LSTM stacks over time-major, length-sorted inputs ``(T, B, P)``.
+
+        Returns the per-layer ``(forward, backward)`` outputs (residuals included) and the final
+        states ``(L, 2, B, P)``, ``(L, 2, B, C)``.
+        """
+        outputs: list[tuple[Tensor, Tensor]] = []
+        final_h: list[Tensor] = []
+        final_c: list[Tensor] = []
+        inputs = (x_forward, x_backward)
+        for layer_index, layer in enumerate(self.layers):
+            outs = []
+            for d in range(2):
+                layer_input = inputs[d]
+                if self.training and self.dropout > 0:
+                    layer_input = nn.functional.dropout(layer_input, self.dropout, True)
+                out, h_n, c_n = layer[d](layer_input, lens, h0[layer_index, d], c0[layer_index, d])
+                if layer_index > 0 and self.options.lstm.use_skip_connections:
+                    out = out + layer_input  # residual from layer 1 on (ELMO_SPEC §7)
+                final_h.append(h_n)
+                final_c.append(c_n)
+                outs.append(out)  # (T, B, P)
+            inputs = (outs[0], outs[1])
+            outputs.append(inputs)
+        n_layers = len(self.layers)
+        h = torch.stack(final_h).view(n_layers, 2, *final_h[0].shape)
+        c = torch.stack(final_c).view(n_layers, 2, *final_c[0].shape)
+        return outputs, h, c
 
     def embed_tokens(self, char_ids: Tensor) -> Tensor:
         """Context-independent token embeddings (the char-CNN layer) without sentence markers.

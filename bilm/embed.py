@@ -78,7 +78,7 @@ class EmbedStats:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self) -> str:
-        """One line for humans: ``embedded 30 sentences, 601 tokens in 0.4 s (1502 tokens/s) -> out``."""
+        """One line: ``embedded 3 sentences, 20 tokens in 0.1 s (200 tokens/s) -> out.hdf5``."""
         return (
             f"embedded {self.sentences} sentences, {self.tokens} tokens in {self.seconds:.1f} s "
             f"({self.tokens_per_second:.0f} tokens/s) -> {self.output}"

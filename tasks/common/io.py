@@ -2,9 +2,10 @@
 
 Every reader in ``tasks/`` follows one policy:
 
-* **Malformed structure** (bad JSON, wrong column count, unbalanced brackets, an empty file, invalid
-  UTF-8) raises :class:`DataError` naming the file and the 1-based line. Nothing partial is returned:
-  readers are generators, so a caller that materialises them gets either everything or the error.
+* **Malformed structure** (bad JSON, wrong column count, unbalanced brackets, an empty file,
+  invalid UTF-8) raises :class:`DataError` naming the file and the 1-based line. Nothing partial
+  is returned: readers are generators, so a caller that materialises them gets either everything
+  or the error.
 * **Well-formed but unusable examples** that the official setup also drops (e.g. SNLI pairs whose
   ``gold_label`` is ``"-"``) are skipped and counted in :class:`ReadStats` under a named reason.
 """
@@ -65,7 +66,9 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(path, n, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                raise DataError(
+                    path, n, f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
+                ) from None
             yield n, text.rstrip("\r\n")
     if n == 0:
         raise DataError(path, None, "empty file")

@@ -1,0 +1,203 @@
+"""SST tree parser and reader, root-accuracy evaluator and prediction writer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tasks.common.io import DataError
+from tasks.sst5.data import Phrase, SstReader, parse_tree, to_binary, to_hf_dataset
+from tasks.sst5.evaluate import main, write_predictions
+from tasks.sst5.metric import sst_accuracy
+from tests.conftest import shared_path
+
+TREE = "(3 (2 It) (4 (2 's) (3 fine)))"
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_parse_tree() -> None:
+    tree = parse_tree(TREE)
+    assert tree.tokens == ("It", "'s", "fine") and tree.label == 3
+    assert tree.phrases == (
+        Phrase(0, 3, 3),
+        Phrase(0, 1, 2),
+        Phrase(1, 3, 4),
+        Phrase(1, 2, 2),
+        Phrase(2, 3, 3),
+    )
+    assert parse_tree("(2 -LRB-)").tokens == ("-LRB-",)  # PTB escapes are kept as written
+    deep = "(1 " * 5000 + "x" + ")" * 5000  # no recursion limit
+    assert len(parse_tree(deep).phrases) == 5000
+
+
+@pytest.mark.shared
+def test_reader_on_real_format_sample() -> None:
+    path = shared_path("fixtures", "formats", "classification", "sst.txt")
+    reader = SstReader(path)
+    examples = list(reader)
+    assert [e.label for e in examples] == [4, 0, 2]
+    assert examples[0].tokens == ("The", "actors", "are", "fantastic", ".")
+    assert examples[0].phrases[5] == Phrase(2, 4, 4)  # "are fantastic"
+    assert reader.stats.examples == 3 and reader.trees == 3
+    binary = SstReader(path, granularity="2-class")
+    assert [e.label for e in binary] == [1, 0]
+    assert binary.stats.skipped == {"neutral": 1}
+
+
+def test_subtrees_and_min_tokens(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "t.txt", [TREE, "(1 (2 so) (0 bad))"])
+    every = list(SstReader(path, subtrees=True))
+    assert len(every) == 5 + 3
+    assert every[2].tokens == ("'s", "fine") and every[2].label == 4
+    assert every[2].phrases == (Phrase(0, 2, 4), Phrase(0, 1, 2), Phrase(1, 2, 3))
+    reader = SstReader(path, subtrees=True, min_tokens=2, granularity="2-class")
+    assert [(e.tree_index, e.tokens, e.label) for e in reader] == [
+        (0, ("It", "'s", "fine"), 1),
+        (0, ("'s", "fine"), 1),
+        (1, ("so", "bad"), 0),
+    ]
+    assert reader.stats.skipped == {"short phrase": 5}
+    with pytest.raises(ValueError, match="subtrees"):
+        SstReader(path, min_tokens=4)
+    dataset = to_hf_dataset(path, granularity="2-class")
+    assert dataset.num_rows == 2 and dataset[1]["phrase_labels"] == [1, 2, 0]
+
+
+def test_to_binary() -> None:
+    assert [to_binary(label) for label in range(5)] == [0, 0, None, 1, 1]
+
+
+CORRUPTIONS = {
+    "unclosed bracket": ([TREE, "(3 (2 It) (4 fine)"], 2, "unbalanced"),
+    "extra closing bracket": ([TREE, TREE + ")"], 2, "unbalanced"),
+    "label outside 0-4": ([TREE, "(5 (2 It) (4 fine))"], 2, "outside 0-4"),
+    "non-integer label": (["(3 (2 It) (x fine))"], 1, "not an integer"),
+    "missing label": ([TREE, TREE, "(3 (It) (4 fine))"], 3, "label"),
+    "empty node": (["(3 (2 It) (4))"], 1, "empty node"),
+    "two words in a leaf": (["(3 (2 It is) (4 fine))"], 1, "several words"),
+    "word outside brackets": (["It is fine"], 1, "outside brackets"),
+    "two trees on a line": ([TREE + " " + TREE], 1, "after the end"),
+    "truncated line": ([TREE, TREE[:-7]], 2, "unbalanced"),
+    "blank line between trees": ([TREE, "", TREE], 2, "blank line"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+def test_corruption_raises_located_data_error(tmp_path: Path, name: str) -> None:
+    lines, line, reason = CORRUPTIONS[name]
+    path = write_lines(tmp_path / "bad.txt", lines)
+    with pytest.raises(DataError) as info:
+        list(SstReader(path))
+    assert info.value.line == line and reason in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "reason"),
+    [(b"", None, "empty"), (TREE.encode() + b"\n(2 caf\xe9)\n", 2, "UTF-8")],
+)
+def test_file_level_corruptions(
+    tmp_path: Path, content: bytes, line: int | None, reason: str
+) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_bytes(content)
+    with pytest.raises(DataError) as info:
+        list(SstReader(path))
+    assert info.value.line == line and reason in info.value.reason
+
+
+def test_trailing_blank_lines_are_allowed(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "t.txt", [TREE, "", "  "])
+    assert len(list(SstReader(path))) == 1
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=st.one_of(
+        st.binary(max_size=200),
+        st.lists(
+            st.sampled_from(["(", ")", "(2 ", "(4", "(7 ", "x", " ", "\n", "-1"]), max_size=40
+        ).map(lambda parts: "".join(parts).encode()),
+    )
+)
+def test_fuzz_reader_raises_only_data_error(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "fuzz.txt"
+    path.write_bytes(data)
+    try:
+        for example in SstReader(path, subtrees=True, granularity="2-class"):
+            assert example.label in (0, 1) and example.tokens
+    except DataError:
+        pass
+
+
+# --- metric and evaluator ----------------------------------------------------------------------
+
+
+def test_accuracy_and_neutral_rule() -> None:
+    result = sst_accuracy([0, 2, 4, 3, 1], [1, 2, 4, 2, 0])
+    assert result.fine_grained_accuracy == pytest.approx(2 / 5)
+    # Non-neutral gold roots 0, 4, 3, 1 get 1 (negative: right), 4 (right), 2 (wrong), 0 (right).
+    assert (result.binary_total, result.binary_correct, result.predicted_neutral) == (4, 3, 1)
+    polar = sst_accuracy([0, 2, 4], [0, 1, 0], binary_predictions=True)
+    assert polar.fine_grained_accuracy is None and polar.binary_accuracy == 0.5
+    with pytest.raises(ValueError):
+        sst_accuracy([0], [5])
+
+
+def run(
+    tmp_path: Path, predictions: list[str], capsys: pytest.CaptureFixture[str], *flags: str
+) -> tuple[int, dict, str]:
+    trees = write_lines(tmp_path / "trees.txt", [TREE, "(0 (2 so) (0 bad))", "(2 (2 meh) (2 .))"])
+    pred = write_lines(tmp_path / "pred.txt", predictions)
+    status = main([*flags, str(trees), str(pred)])
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out) if status == 0 else {}, captured.err
+
+
+def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = tmp_path / "written.txt"
+    assert write_predictions(written, [4, 0, 2]) == 3
+    status, report, _ = run(tmp_path, written.read_text().splitlines(), capsys)
+    assert status == 0
+    assert report["fine_grained_accuracy"] == pytest.approx(200 / 3)
+    assert report["binary_accuracy"] == 100.0 and report["binary_sentences"] == 2
+    status, report, _ = run(tmp_path, ["1", "1", "0"], capsys, "--binary-predictions")
+    assert report["fine_grained_accuracy"] is None and report["binary_accuracy"] == 50.0
+
+
+@pytest.mark.parametrize(
+    ("predictions", "line", "reason"),
+    [
+        (["3", "0"], None, "2 predictions but"),
+        (["3", "0", "2", "1"], None, "4 predictions but"),
+        (["3", "zero", "2"], 2, "integer label"),
+        (["3", "5", "2"], 2, "integer label"),
+        (["3", "", "0", "2"], 2, "blank line"),
+    ],
+)
+def test_cli_errors(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    predictions: list[str],
+    line: int | None,
+    reason: str,
+) -> None:
+    status, _, error = run(tmp_path, predictions, capsys)
+    where = f"pred.txt:{line}:" if line is not None else "pred.txt:"
+    assert status == 1 and where in error and reason in error
+
+
+def test_writer_rejects_bad_labels(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        write_predictions(tmp_path / "p.txt", [2, 5])
+    with pytest.raises(ValueError):
+        write_predictions(tmp_path / "p.txt", [3], binary=True)
