@@ -1,0 +1,513 @@
+"""biLM pretraining: configs, the training loop with exact resume, held-out perplexity.
+
+Follows bilm-tf ``training.py`` (ELMO_SPEC §11): forward and backward LMs over two independent
+sentence streams cut into ``unroll_steps`` windows with LSTM state carried between batches;
+one softmax shared by both directions (full or sampled); dropout on every LSTM layer input and
+on the top output; Adagrad (lr 0.2, initial accumulator 1.0) on ``loss × unroll_steps`` clipped
+to global norm 10; or Adam.
+
+Resume is exact: a checkpoint holds the model, softmax, optimizer, carried LSTM state, the data
+streams' positions and every RNG state, so continuing after ``kill -9`` reproduces the parameters
+and losses of an uninterrupted run (same thread count). Checkpoints are written to a temporary
+file and renamed, so a crash or a full disk mid-write leaves the previous one intact.
+
+Data parallel: call inside ``torchrun`` after ``torch.distributed.init_process_group``; each rank
+takes a block of rows of the global batch, gradients are averaged by DDP, the sampled-softmax
+negatives come from a generator seeded identically on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from bilm.bilm import BiLM
+from bilm.lm import SoftmaxHead
+from bilm.lm_data import BatchMode, BidirectionalLMStream, DirectionBatch, LMBatch, count_tokens
+from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions
+from bilm.vocab import Vocabulary
+from bilm.weights import init_weights
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = "elmo-bench-pretrain/1"
+CHECKPOINT_NAME = "checkpoint.pt"
+#: Fields that may change when resuming (the run's length and bookkeeping, not its numbers).
+SCHEDULE_FIELDS = ("max_steps", "max_minutes", "checkpoint_every", "eval_every", "log_every")
+
+
+def _identity(config: PretrainConfig) -> str:
+    d = config.to_dict()
+    for name in SCHEDULE_FIELDS:
+        d.pop(name)
+    return json.dumps(d, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Pretraining hyper-parameters; defaults are bilm-tf's ``bin/train_elmo.py``.
+
+    ``model`` holds the architecture; ``n_characters`` there is 262 (this library's inference
+    layout, exported as 262; bilm-tf's 261-row training table is the same minus the padding row).
+    """
+
+    model: BiLMOptions = field(default_factory=BiLMOptions)
+    batch_size: int = 128  # source: bilm-tf train_elmo.py (per GPU, 3 GPUs)
+    unroll_steps: int = 20  # source: bilm-tf
+    mode: BatchMode = "stream"  # bilm-tf: continuous streams, state carried
+    dropout: float = 0.1  # source: bilm-tf train_elmo.py
+    optimizer: Literal["adagrad", "adam"] = "adagrad"  # source: bilm-tf training.py
+    lr: float = 0.2  # source: bilm-tf (Adagrad); use ~1e-3 with Adam
+    adagrad_initial_accumulator: float = 1.0  # source: bilm-tf training.py
+    clip_norm: float = 10.0  # source: bilm-tf all_clip_norm_val
+    num_samples: int | None = 8192  # sampled-softmax negatives; None = full softmax
+    min_count: int = 1  # vocabulary: minimum corpus count
+    max_vocab: int | None = None  # vocabulary: maximum size incl. specials
+    max_steps: int = 10_000
+    max_minutes: float | None = None  # wall-clock budget; stops at a step boundary
+    checkpoint_every: int = 1250  # source: bilm-tf (every 1250 batches)
+    eval_every: int = 0  # 0 = only at the end
+    log_every: int = 100  # source: bilm-tf
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``model`` in the official options layout)."""
+        d = asdict(self)
+        d["model"] = self.model.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], base: PretrainConfig | None = None) -> PretrainConfig:
+        """Build from a dict of overrides on ``base`` (default: the ``small`` preset).
+
+        A ``"base"`` key names a preset; ``"model"`` is a full options.json structure.
+
+        Raises:
+            ValueError: an unknown key (the message lists the valid ones).
+        """
+        data = dict(data)
+        if "base" in data:
+            base = preset(data.pop("base"))
+        base = base or preset("small")
+        valid = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - valid)
+        if unknown:
+            raise ValueError(f"unknown config keys {unknown}; valid: {sorted(valid)}")
+        if "model" in data:
+            data["model"] = BiLMOptions.from_dict(data["model"], source="config.model")
+        return replace(base, **data)
+
+
+def preset(name: str) -> PretrainConfig:
+    """Named configurations.
+
+    * ``full``: the published architecture and bilm-tf hyper-parameters.
+    * ``small``: the shipped English biLM — LSTM 512 with projection 128 and a reduced char CNN
+      (filters summing to 512, one highway layer), sized to train within an hour on 2 CPU cores.
+    * ``tiny``: for tests.
+    """
+    if name == "full":
+        return PretrainConfig()
+    if name == "small":
+        return PretrainConfig(
+            model=BiLMOptions(
+                lstm=LSTMOptions(dim=512, projection_dim=128, n_layers=2),
+                char_cnn=CharCNNOptions(
+                    embedding_dim=16,
+                    filters=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256)),
+                    n_highway=1,
+                ),
+            ),
+            batch_size=32,
+            num_samples=2048,
+            min_count=3,
+            max_vocab=20_000,
+            checkpoint_every=200,
+            log_every=20,
+        )
+    if name == "tiny":
+        return PretrainConfig(
+            model=BiLMOptions(
+                lstm=LSTMOptions(dim=16, projection_dim=8, n_layers=2),
+                char_cnn=CharCNNOptions(embedding_dim=4, filters=((1, 4), (2, 4)), n_highway=1),
+            ),
+            batch_size=4,
+            unroll_steps=5,
+            dropout=0.1,
+            num_samples=16,
+            max_steps=6,
+            checkpoint_every=2,
+            log_every=1,
+        )
+    raise ValueError(f"unknown preset {name!r}; choose full, small or tiny")
+
+
+def load_config(spec: str) -> PretrainConfig:
+    """``small`` | ``full`` | ``tiny`` | path to a JSON file of overrides."""
+    if spec in ("small", "full", "tiny"):
+        return preset(spec)
+    path = Path(spec)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"config {spec!r} is neither a preset nor an existing file") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    return PretrainConfig.from_dict(data)
+
+
+class LanguageModel(nn.Module):
+    """biLM + shared softmax: the module that is trained (and wrapped by DDP)."""
+
+    def __init__(self, bilm: BiLM, head: SoftmaxHead) -> None:
+        super().__init__()
+        self.bilm, self.head = bilm, head
+
+    def forward(
+        self,
+        batch: LMBatch,
+        state: tuple[Tensor, Tensor] | None,
+        generator: torch.Generator | None,
+    ) -> tuple[Tensor, Tensor, Tensor, tuple[Tensor, Tensor]]:
+        """Returns ``(loss, forward_loss, backward_loss, new_state)``; losses are token means."""
+        fwd, bwd = batch.forward, batch.backward
+        lengths = fwd.mask.sum(1)  # (B,) sentence mode may pad; both directions share lengths
+        top_f, top_b, new_state = self.bilm.run_streams(
+            fwd.char_ids, bwd.char_ids, state, lengths=lengths
+        )  # (B, T, P) each
+        loss_f = self.head.loss(top_f[fwd.mask], fwd.targets[fwd.mask], generator)
+        loss_b = self.head.loss(top_b[bwd.mask], bwd.targets[bwd.mask], generator)
+        return 0.5 * (loss_f + loss_b), loss_f, loss_b, new_state
+
+
+# ------------------------------------------------------------------------------ checkpointing
+def _atomic_save(payload: dict[str, Any], path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load_training_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a training checkpoint (``weights_only``: no arbitrary pickle code runs)."""
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    if payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not an elmo-bench pretraining checkpoint")
+    return payload
+
+
+def build_model(config: PretrainConfig, vocab_size: int) -> LanguageModel:
+    """A freshly initialised biLM + softmax (deterministic given ``config.seed``)."""
+    torch.manual_seed(config.seed)
+    bilm = init_weights(BiLM(config.model, dropout=config.dropout), seed=config.seed)
+    head = SoftmaxHead(vocab_size, config.model.lstm.projection_dim, config.num_samples)
+    return LanguageModel(bilm, head)
+
+
+# ------------------------------------------------------------------------------ evaluation
+def _direction_nll(model: LanguageModel, top: Tensor, batch: DirectionBatch) -> float:
+    hidden, targets = top[batch.mask], batch.targets[batch.mask]
+    return float(model.head.full_loss(hidden, targets)) * int(targets.numel())
+
+
+@torch.no_grad()
+def evaluate_perplexity(
+    model: LanguageModel,
+    vocab: Vocabulary,
+    files: Sequence[str | os.PathLike[str]],
+    batch_size: int = 64,
+    unroll_steps: int = 20,
+) -> dict[str, float]:
+    """Held-out perplexity with the full softmax, state carried through the text (bilm-tf test()).
+
+    Returns:
+        ``forward``, ``backward`` (each ``exp(mean NLL)``), ``average`` (mean of the two, as the
+        paper's "average forward and backward perplexities"), and ``tokens`` per direction.
+    """
+    was_training = model.training
+    model.eval()
+    # Each row is one continuous stream and the last incomplete batch is dropped: use fewer rows
+    # for small files so that at least ~90 % of the text is scored.
+    rows = max(1, min(batch_size, count_tokens(files) // (10 * unroll_steps)))
+    stream = BidirectionalLMStream(
+        files, vocab, batch_size=rows, unroll_steps=unroll_steps, shuffle=False, max_epochs=1
+    )
+    nll = {"forward": 0.0, "backward": 0.0}
+    count = 0
+    state = None
+    for batch in stream:
+        lengths = batch.forward.mask.sum(1)
+        top_f, top_b, state = model.bilm.run_streams(
+            batch.forward.char_ids, batch.backward.char_ids, state, lengths=lengths
+        )
+        nll["forward"] += _direction_nll(model, top_f, batch.forward)
+        nll["backward"] += _direction_nll(model, top_b, batch.backward)
+        count += int(batch.forward.mask.sum())
+    model.train(was_training)
+    if count == 0:
+        raise ValueError(f"{list(map(str, files))}: too little text for one evaluation batch")
+    f, b = math.exp(nll["forward"] / count), math.exp(nll["backward"] / count)
+    return {"forward": f, "backward": b, "average": 0.5 * (f + b), "tokens": count}
+
+
+# ------------------------------------------------------------------------------ training
+@dataclass
+class TrainResult:
+    """What :func:`train` returns."""
+
+    steps: int
+    tokens: int
+    seconds: float
+    perplexity: dict[str, float] | None
+    checkpoint: Path
+
+
+def _world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def train(
+    config: PretrainConfig,
+    train_files: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    valid_files: Sequence[str | os.PathLike[str]] = (),
+    progress: bool = True,
+    wandb_project: str | None = None,
+    stop_after: int | None = None,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> TrainResult:
+    """Train (or resume when ``out_dir`` holds a checkpoint).
+
+    Args:
+        config: hyper-parameters.
+        train_files: text shards, one tokenized sentence per line.
+        out_dir: holds ``vocab.txt``, ``config.json``, ``checkpoint.pt``, ``log.jsonl``.
+        valid_files: held-out text for perplexity (optional).
+        progress: tqdm bar with tokens/s (rank 0).
+        wandb_project: log to Weights & Biases (offline unless ``WANDB_MODE`` says otherwise).
+        stop_after: stop after this many steps *in this call* (tests of resume).
+        on_step: callback ``(step, metrics)`` after each step.
+
+    Returns:
+        :class:`TrainResult`.
+    """
+    rank, world = _world()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out / CHECKPOINT_NAME
+    vocab_path = out / "vocab.txt"
+    resume = ckpt_path.exists()
+    if resume:
+        vocab = Vocabulary.load(vocab_path)
+    else:
+        vocab = Vocabulary.build(train_files, min_count=config.min_count, max_size=config.max_vocab)
+        if rank == 0:
+            vocab.save(vocab_path)
+            (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+
+    model = build_model(config, len(vocab))
+    stream = BidirectionalLMStream(
+        train_files,
+        vocab,
+        batch_size=config.batch_size,
+        unroll_steps=config.unroll_steps,
+        mode=config.mode,
+        seed=config.seed,
+        rank=rank,
+        world_size=world,
+    )
+    if config.optimizer == "adagrad":
+        optimizer: torch.optim.Optimizer = torch.optim.Adagrad(
+            model.parameters(),
+            lr=config.lr,
+            initial_accumulator_value=config.adagrad_initial_accumulator,
+        )
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    sampler = torch.Generator().manual_seed(config.seed + 1)
+    state: tuple[Tensor, Tensor] | None = None
+    step, tokens = 0, 0
+    if resume:
+        payload = load_training_checkpoint(ckpt_path)
+        if payload["vocab_fingerprint"] != vocab.fingerprint():
+            raise ValueError(
+                f"{ckpt_path}: checkpoint was trained with another vocabulary than {vocab_path}"
+            )
+        if payload["config"] != _identity(config):
+            raise ValueError(f"{ckpt_path}: checkpoint was written with another config")
+        model.load_state_dict(payload["model"])
+        optimizer.load_state_dict(payload["optimizer"])
+        stream.load_state_dict(json.loads(payload["data"])[rank])
+        state = payload["lstm_state"][rank] if payload["lstm_state"] else None
+        torch.set_rng_state(payload["rng_torch"][rank])
+        sampler.set_state(payload["rng_sampler"])
+        step, tokens = payload["step"], payload["tokens"]
+        _truncate_log(out / "log.jsonl", step)
+        logger.info("resumed from %s at step %d", ckpt_path, step)
+
+    trained: nn.Module = model
+    if world > 1:
+        trained = nn.parallel.DistributedDataParallel(model)
+    model.train()
+    log = (out / "log.jsonl").open("a", encoding="utf-8") if rank == 0 else None
+    run = _wandb(wandb_project, config, out) if (wandb_project and rank == 0) else None
+    bar = None
+    if progress and rank == 0:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.max_steps, initial=step, unit="step", dynamic_ncols=True)
+    start = time.perf_counter()
+    steps_this_call = 0
+    perplexity = None
+    window_tokens, window_start = 0, time.perf_counter()
+
+    def save() -> None:
+        data_states = [stream.state_dict()]
+        lstm_states = [state]
+        rng = [torch.get_rng_state()]
+        if world > 1:
+            gathered: list[Any] = [None] * world
+            dist.all_gather_object(gathered, (data_states[0], state, rng[0]))
+            data_states = [g[0] for g in gathered]
+            lstm_states = [g[1] for g in gathered]
+            rng = [g[2] for g in gathered]
+        if rank == 0:
+            payload = {
+                "format": CHECKPOINT_FORMAT,
+                "step": step,
+                "tokens": tokens,
+                "config": _identity(config),
+                "vocab_fingerprint": vocab.fingerprint(),
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "data": json.dumps(data_states),
+                "lstm_state": lstm_states if state is not None else [],
+                "rng_torch": rng,
+                "rng_sampler": sampler.get_state(),
+            }
+            _atomic_save(payload, ckpt_path)
+        if world > 1:
+            dist.barrier()
+
+    try:
+        while step < config.max_steps:
+            if stop_after is not None and steps_this_call >= stop_after:
+                break
+            if config.max_minutes and time.perf_counter() - start > 60 * config.max_minutes:
+                break
+            try:
+                batch = next(stream)
+            except StopIteration:
+                break
+            if batch.reset_state:
+                state = None
+            loss, loss_f, loss_b, state = trained(batch, state, sampler)
+            optimizer.zero_grad(set_to_none=True)
+            (loss * config.unroll_steps).backward()  # bilm-tf scales by unroll_steps
+            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            if not torch.isfinite(grad_norm):
+                raise FloatingPointError(f"non-finite gradient norm at step {step + 1}")
+            optimizer.step()
+            step += 1
+            steps_this_call += 1
+            batch_tokens = batch.forward.n_tokens * world  # text tokens per direction
+            tokens += batch_tokens
+            window_tokens += batch_tokens
+            metrics = {
+                "loss": loss.item(),
+                "loss_fwd": loss_f.item(),
+                "loss_bwd": loss_b.item(),
+            }
+            if on_step:
+                on_step(step, metrics)
+            if step % config.log_every == 0 or step == config.max_steps:
+                elapsed = time.perf_counter() - window_start
+                record = {
+                    "step": step,
+                    "tokens": tokens,
+                    **metrics,
+                    "grad_norm": float(grad_norm),
+                    "tokens_per_s": window_tokens / max(elapsed, 1e-9),
+                }
+                window_tokens, window_start = 0, time.perf_counter()
+                if log:
+                    log.write(json.dumps(record) + "\n")
+                    log.flush()
+                if run:
+                    run.log(record, step=step)
+                if bar:
+                    bar.set_postfix(
+                        loss=f"{metrics['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}"
+                    )
+            if bar:
+                bar.update(1)
+            if config.eval_every and step % config.eval_every == 0 and valid_files and rank == 0:
+                perplexity = evaluate_perplexity(model, vocab, valid_files)
+                _log_eval(log, run, step, perplexity)
+            if step % config.checkpoint_every == 0:
+                save()
+        save()
+        if valid_files and rank == 0:
+            perplexity = evaluate_perplexity(model, vocab, valid_files)
+            _log_eval(log, run, step, perplexity)
+    finally:
+        if bar:
+            bar.close()
+        if log:
+            log.close()
+        if run:
+            run.finish()
+    return TrainResult(step, tokens, time.perf_counter() - start, perplexity, ckpt_path)
+
+
+def _log_eval(log: Any, run: Any, step: int, perplexity: dict[str, float]) -> None:
+    record = {"step": step, "eval": perplexity}
+    if log:
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+    if run:
+        run.log({f"valid/{k}": v for k, v in perplexity.items()}, step=step)
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Drop log records written after the checkpoint we resume from (they will be redone)."""
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by the kill
+        if record.get("step", 0) <= step and not ("eval" in record and record["step"] == step):
+            keep.append(line)
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(k + "\n" for k in keep), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _wandb(project: str, config: PretrainConfig, out: Path) -> Any:
+    try:
+        import wandb
+    except ImportError as exc:
+        raise ImportError("W&B logging needs wandb: pip install wandb") from exc
+    mode = os.environ.get("WANDB_MODE", "offline")
+    return wandb.init(project=project, config=config.to_dict(), dir=str(out), mode=mode)
