@@ -11,7 +11,8 @@ traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import torch
 from bilm.bilm import STATE_POLICIES
 from bilm.embed import LAYER_SELECTIONS, EmbedError, embed_file
 from bilm.options import OptionsError
+from bilm.pretrained import default_checkpoint_path
 from bilm.weights import WeightsError, load_checkpoint, load_official
 
 PROG = "bilm"
@@ -144,23 +146,11 @@ def _positive_int(text: str) -> int:
 
 
 def _default_checkpoint() -> Path:
-    """The shipped default model from :mod:`bilm.pretrained`, if that module exists."""
+    """The shipped default model (:func:`bilm.pretrained.default_checkpoint_path`)."""
     try:
-        pretrained = importlib.import_module("bilm.pretrained")
-    except ModuleNotFoundError as exc:
-        if exc.name != "bilm.pretrained":
-            raise
-        raise UsageError(NO_MODEL) from None
-    finder = getattr(pretrained, "default_checkpoint_path", None)
-    if finder is None:
-        raise UsageError(NO_MODEL)
-    try:
-        path = finder()
-    except (OSError, ValueError, RuntimeError) as exc:
+        return default_checkpoint_path()
+    except FileNotFoundError as exc:
         raise UsageError(f"no default model available ({exc}); {NO_MODEL}") from None
-    if path is None or not Path(path).is_file():
-        raise UsageError(f"no default model available ({path} not found); {NO_MODEL}")
-    return Path(path)
 
 
 def _run_embed(args: argparse.Namespace) -> int:
@@ -195,6 +185,122 @@ def _run_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------- pretrain
+PRETRAIN_DESCRIPTION = """\
+Train a biLM on tokenized text (one sentence per line, many files allowed), as bilm-tf does:
+forward and backward LMs on two independent sentence streams, 20-step windows with state
+carried, one shared softmax (sampled in training), Adagrad. Checkpoints go to OUT/checkpoint.pt
+(atomically); running the same command again resumes exactly where the last checkpoint left off.
+Multi-process: launch with torchrun (gloo on CPU, nccl on GPUs), see the README."""
+
+
+def _configure_pretrain(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--train", type=Path, nargs="+", required=True, metavar="FILE")
+    parser.add_argument("--valid", type=Path, metavar="FILE", help="held-out text for perplexity")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    parser.add_argument(
+        "--config", default="small", help="small | full | tiny | JSON file of overrides"
+    )
+    parser.add_argument("--max-steps", type=_positive_int, metavar="N", help="override")
+    parser.add_argument("--max-minutes", type=float, metavar="M", help="wall-clock budget")
+    parser.add_argument("--wandb", metavar="PROJECT", help="log to W&B (offline by default)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _run_pretrain(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from bilm.pretrain import load_config, train
+
+    try:
+        config = load_config(args.config)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.max_steps:
+        config = replace(config, max_steps=args.max_steps)
+    if args.max_minutes:
+        config = replace(config, max_minutes=args.max_minutes)
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # set by torchrun
+    if distributed:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    try:
+        result = train(
+            config,
+            args.train,
+            args.out,
+            valid_files=[args.valid] if args.valid else [],
+            progress=not args.quiet,
+            wandb_project=args.wandb,
+        )
+    finally:
+        if distributed:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+    summary = {"steps": result.steps, "tokens": result.tokens, "seconds": round(result.seconds, 1)}
+    if result.perplexity:
+        summary["valid_perplexity"] = result.perplexity
+    print(json.dumps(summary))
+    return 0
+
+
+# ---------------------------------------------------------------------------------- evaluate
+def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", type=Path, nargs="+", required=True, metavar="FILE")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="PATH",
+        help="training dir / checkpoint.pt / release .safetensors (default: the shipped model)",
+    )
+    parser.add_argument("--batch-size", type=_positive_int, default=64, metavar="N")
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    from bilm.pretrain import evaluate_perplexity, load_language_model
+
+    checkpoint = args.checkpoint if args.checkpoint is not None else _default_checkpoint()
+    model, vocab = load_language_model(checkpoint)
+    result = evaluate_perplexity(model, vocab, args.input, batch_size=args.batch_size)
+    print(json.dumps(result))
+    return 0
+
+
+# ---------------------------------------------------------------------------------- export
+def _configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="PATH",
+        help="training dir / checkpoint.pt / .safetensors (default: the shipped model)",
+    )
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    parser.add_argument(
+        "--n-characters",
+        type=int,
+        choices=(261, 262),
+        default=262,
+        help="value written to options.json: 262 for inference (default), 261 for bilm-tf training",
+    )
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from bilm.weights import export_official
+
+    checkpoint = args.checkpoint if args.checkpoint is not None else _default_checkpoint()
+    if checkpoint.is_dir() or checkpoint.suffix == ".pt":
+        from bilm.pretrain import load_language_model
+
+        bilm = load_language_model(checkpoint)[0].bilm
+    else:
+        bilm = load_checkpoint(checkpoint)
+    options, weights = export_official(bilm, args.out, n_characters=args.n_characters)
+    print(json.dumps({"options": str(options), "weights": str(weights)}))
+    return 0
+
+
 # ---------------------------------------------------------------------------------- registry
 COMMANDS: dict[str, Command] = {
     "embed": Command(
@@ -202,6 +308,25 @@ COMMANDS: dict[str, Command] = {
         description=EMBED_DESCRIPTION,
         configure=_configure_embed,
         run=_run_embed,
+    ),
+    "pretrain": Command(
+        help="train a biLM on your own text (resumes from OUT/checkpoint.pt)",
+        description=PRETRAIN_DESCRIPTION,
+        configure=_configure_pretrain,
+        run=_run_pretrain,
+    ),
+    "evaluate": Command(
+        help="held-out perplexity (forward, backward, average) as JSON",
+        description="Perplexity of a language model on tokenized text, full softmax, state "
+        "carried through the text (bilm-tf test()).",
+        configure=_configure_evaluate,
+        run=_run_evaluate,
+    ),
+    "export": Command(
+        help="write options.json + weights.hdf5 in the official ELMo layout",
+        description="Export a biLM so any ELMo consumer (allennlp, bilm-tf) can load it.",
+        configure=_configure_export,
+        run=_run_export,
     ),
 }
 
@@ -246,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.print_usage(sys.stderr)
         print(f"{sub.prog}: error: {exc}", file=sys.stderr)
         return 2
-    except (EmbedError, WeightsError, OptionsError, OSError) as exc:
+    except (EmbedError, WeightsError, OptionsError, OSError, ValueError) as exc:
         print(f"{sub.prog}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

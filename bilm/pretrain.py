@@ -511,3 +511,65 @@ def _wandb(project: str, config: PretrainConfig, out: Path) -> Any:
         raise ImportError("W&B logging needs wandb: pip install wandb") from exc
     mode = os.environ.get("WANDB_MODE", "offline")
     return wandb.init(project=project, config=config.to_dict(), dir=str(out), mode=mode)
+
+
+# ------------------------------------------------------------------------------ release files
+def save_language_model(
+    model: LanguageModel,
+    vocab: Vocabulary,
+    path: str | os.PathLike[str],
+    dtype: torch.dtype = torch.float32,
+    metadata: dict[str, str] | None = None,
+) -> Path:
+    """One self-contained file: biLM + shared softmax + vocabulary (safetensors, no pickle).
+
+    ``bilm.load_checkpoint`` reads the biLM from it (the softmax is ignored);
+    :func:`load_language_model` reads everything, for perplexity.
+    """
+    from bilm.weights import HEAD_PREFIX, save_checkpoint
+
+    extra = {"vocab": "\n".join(vocab.tokens), **(metadata or {})}
+    head = {f"{HEAD_PREFIX}weight": model.head.weight, f"{HEAD_PREFIX}bias": model.head.bias}
+    return save_checkpoint(model.bilm, path, extra=extra, extra_tensors=head, dtype=dtype)
+
+
+def load_language_model(path: str | os.PathLike[str]) -> tuple[LanguageModel, Vocabulary]:
+    """Read a language model for evaluation (eval mode).
+
+    Args:
+        path: a release file written by :func:`save_language_model`, a training ``checkpoint.pt``,
+            or the training output directory holding it (with ``vocab.txt`` and ``config.json``).
+
+    Raises:
+        ValueError: the file holds no softmax or vocabulary (a plain biLM checkpoint).
+    """
+    from bilm.weights import (
+        HEAD_PREFIX,
+        load_checkpoint,
+        load_checkpoint_tensors,
+        read_checkpoint_metadata,
+    )
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if path.suffix == ".pt":
+        payload = load_training_checkpoint(path)
+        config = PretrainConfig.from_dict(
+            json.loads((path.parent / "config.json").read_text(encoding="utf-8"))
+        )
+        vocab = Vocabulary.load(path.parent / "vocab.txt")
+        model = build_model(replace(config, num_samples=None), len(vocab))
+        model.load_state_dict(payload["model"])
+        return model.eval(), vocab
+    metadata = read_checkpoint_metadata(path)
+    if "vocab" not in metadata:
+        raise ValueError(f"{path}: no vocabulary/softmax in this checkpoint (biLM weights only)")
+    vocab = Vocabulary(metadata["vocab"].split("\n"), source=f"{path} (metadata)")
+    bilm = load_checkpoint(path)
+    tensors = load_checkpoint_tensors(path)
+    head = SoftmaxHead(len(vocab), bilm.options.lstm.projection_dim)
+    head.load_state_dict(
+        {"weight": tensors[f"{HEAD_PREFIX}weight"], "bias": tensors[f"{HEAD_PREFIX}bias"]}
+    )
+    return LanguageModel(bilm, head).eval(), vocab

@@ -143,3 +143,20 @@ def fetch_published(name: str, cache_dir: str | Path) -> tuple[Path, Path]:
     options, _ = download(model.options.url, cache_dir, model.options.sha256)
     weights, _ = download(model.weights.url, cache_dir, model.weights.sha256)
     return options, weights
+
+
+#: The shipped small English biLM (biLM + softmax + vocabulary), trained by ``nox -s
+#: pretrain_small`` on public-domain text; its model card is ``bilm/data/MODEL_CARD.md``.
+DEFAULT_MODEL_NAME = "elmo-bench-small-en.safetensors"
+
+
+def default_checkpoint_path() -> Path:
+    """Path of the shipped default model (inside the installed package).
+
+    Raises:
+        FileNotFoundError: the package was built without it.
+    """
+    path = Path(__file__).resolve().parent / "data" / DEFAULT_MODEL_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"the shipped default model is missing ({path})")
+    return path

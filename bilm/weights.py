@@ -221,13 +221,26 @@ def export_official(bilm: BiLM, out_dir: str | Path, n_characters: int = 262) ->
 
 
 # ---------------------------------------------------------------------- own checkpoint
-def save_checkpoint(bilm: BiLM, path: str | Path, extra: dict[str, str] | None = None) -> Path:
+#: Tensors under this prefix in a checkpoint belong to the LM softmax (pretraining), not the biLM.
+HEAD_PREFIX = "lm_head."
+
+
+def save_checkpoint(
+    bilm: BiLM,
+    path: str | Path,
+    extra: dict[str, str] | None = None,
+    extra_tensors: dict[str, Tensor] | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Path:
     """Save weights + options as one ``safetensors`` file (atomic: temp file, then rename).
 
     Args:
         bilm: the model.
         path: destination file (``.safetensors``).
-        extra: extra string metadata (e.g. training step, corpus).
+        extra: extra string metadata (e.g. training step, corpus, vocabulary).
+        extra_tensors: more tensors, named under :data:`HEAD_PREFIX` (e.g. the LM softmax).
+        dtype: storage dtype of floating-point tensors (float16 halves the file; loading
+            always gives float32).
     """
     from safetensors.torch import save_file
 
@@ -235,11 +248,27 @@ def save_checkpoint(bilm: BiLM, path: str | Path, extra: dict[str, str] | None =
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"format": "elmo-bench-bilm/1", "options": json.dumps(bilm.options.to_dict())}
     metadata.update(extra or {})
-    tensors = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+    tensors = dict(bilm.state_dict())
+    for name, value in (extra_tensors or {}).items():
+        if not name.startswith(HEAD_PREFIX):
+            raise ValueError(f"extra tensor {name!r} must be named {HEAD_PREFIX}*")
+        tensors[name] = value
+    tensors = {
+        k: (v.detach().to(dtype) if v.is_floating_point() else v.detach()).contiguous().cpu()
+        for k, v in tensors.items()
+    }
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=metadata)
     tmp.replace(path)
     return path
+
+
+def load_checkpoint_tensors(path: str | Path) -> dict[str, Tensor]:
+    """All tensors of a checkpoint as float32 (biLM and, if present, :data:`HEAD_PREFIX`)."""
+    from safetensors.torch import load_file
+
+    read_checkpoint_metadata(path)  # clear errors for missing/garbage files
+    return {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(path)).items()}
 
 
 def read_checkpoint_metadata(path: str | Path) -> dict[str, str]:
@@ -257,14 +286,14 @@ def read_checkpoint_metadata(path: str | Path) -> dict[str, str]:
 
 def load_checkpoint(path: str | Path, state: StatePolicy = "reset") -> BiLM:
     """Load a checkpoint written by :func:`save_checkpoint` (eval mode)."""
-    from safetensors.torch import load_file
-
     metadata = read_checkpoint_metadata(path)
     if "options" not in metadata:
         raise WeightsError(f"{path}: checkpoint has no 'options' metadata (not an elmo-bench bilm)")
     options = BiLMOptions.from_dict(json.loads(metadata["options"]), source=f"{path} (metadata)")
     bilm = BiLM(options, state=state)
-    tensors = load_file(str(path))
+    tensors = {
+        k: v for k, v in load_checkpoint_tensors(path).items() if not k.startswith(HEAD_PREFIX)
+    }
     expected = {k: tuple(v.shape) for k, v in bilm.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in tensors.items()}
     if expected != found:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import bilm.__main__ as cli
 from bilm import BiLM, BiLMOptions, CharCNNOptions, LSTMOptions, batch_to_ids
 from bilm.__main__ import main
 from bilm.bilm import StatePolicy
@@ -307,7 +307,10 @@ def test_cli_usage_errors(
 def test_cli_without_model_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "bilm.pretrained", None)  # no shipped default model
+    def missing() -> Path:
+        raise FileNotFoundError("the shipped default model is missing")
+
+    monkeypatch.setattr(cli, "default_checkpoint_path", missing)
     src = write_lines(tmp_path / "in.txt", LINES)
     assert main(["embed", "--input", str(src), "--output", str(tmp_path / "o.hdf5")]) == 2
     err = capsys.readouterr().err
@@ -318,9 +321,7 @@ def test_cli_without_model_exits_2(
 def test_cli_uses_default_model_when_available(
     checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = types.ModuleType("bilm.pretrained")
-    fake.default_checkpoint_path = lambda: checkpoint  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bilm.pretrained", fake)
+    monkeypatch.setattr(cli, "default_checkpoint_path", lambda: checkpoint)
     src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "o.hdf5"
     assert main(["embed", "--input", str(src), "--output", str(out), "--quiet"]) == 0
     assert len(read_output(out)[0]) == len(LINES)
@@ -328,7 +329,7 @@ def test_cli_uses_default_model_when_available(
     def missing() -> Path:
         raise FileNotFoundError("not downloaded")
 
-    fake.default_checkpoint_path = missing  # type: ignore[attr-defined]
+    monkeypatch.setattr(cli, "default_checkpoint_path", missing)
     assert main(["embed", "--input", str(src), "--output", str(out), "--quiet"]) == 2
 
 

@@ -25,7 +25,6 @@ from bilm.pretrain import (
 from tests.conftest import REPO
 
 
-
 def corpus(path: Path, n: int = 60, seed: int = 0) -> Path:
     """Template sentences: most positions are predictable, so an LM can learn them quickly."""
     rng = random.Random(seed)
