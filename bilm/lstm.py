@@ -100,13 +100,17 @@ class LSTMWithProjection(nn.Module):
             if n == 0:
                 continue
             z = torch.addmm(zin[t, :n], h[:n], self.w_state, out=zbuf[:n])  # (n, 4C)
-            z[:, : 3 * C].sigmoid_()
-            gates_j = z[:, 3 * C :].tanh_()
+            # tanh(x) = 2σ(2x) − 1: one sigmoid pass over all four blocks; torch's CPU tanh is
+            # several times slower than its sigmoid (×2 is exact; deviation ≤ 2e-7 measured).
+            z[:, 3 * C :].mul_(2.0)
+            z.sigmoid_()
+            gates_j = z[:, 3 * C :].mul_(2.0).sub_(1.0)
             cell = c[:n]
             cell.mul_(z[:, C : 2 * C]).addcmul_(z[:, :C], gates_j)  # f·c + i·j
             if self.cell_clip is not None:
                 cell.clamp_(-self.cell_clip, self.cell_clip)
-            m = torch.tanh(cell, out=mbuf[:n]).mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
+            m = torch.mul(cell, 2.0, out=mbuf[:n]).sigmoid_().mul_(2.0).sub_(1.0)  # tanh(c)
+            m.mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
             hn = h[:n]
             if self.w_proj is not None:
                 torch.mm(m, self.w_proj, out=hn)  # (n, P)

@@ -129,11 +129,13 @@ def preset(name: str) -> PretrainConfig:
                     n_highway=1,
                 ),
             ),
-            batch_size=32,
+            batch_size=64,
             num_samples=2048,
-            min_count=3,
+            min_count=3,  # 17.4 k types of the 2.3 M-token public-domain corpus
             max_vocab=20_000,
+            max_steps=4000,  # ≈ 5.1 M tokens ≈ 2.3 epochs of that corpus, < 1 h on 2 cores
             checkpoint_every=200,
+            eval_every=1000,
             log_every=20,
         )
     if name == "tiny":
