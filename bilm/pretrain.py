@@ -245,8 +245,8 @@ def evaluate_perplexity(
     was_training = model.training
     model.eval()
     # Each row is one continuous stream and the last incomplete batch is dropped: use fewer rows
-    # for small files so that at least ~90 % of the text is scored.
-    rows = max(1, min(batch_size, count_tokens(files) // (10 * unroll_steps)))
+    # for small files so that at least ~99.5 % of the text is scored (the count is returned).
+    rows = max(1, min(batch_size, count_tokens(files) // (200 * unroll_steps)))
     stream = BidirectionalLMStream(
         files, vocab, batch_size=rows, unroll_steps=unroll_steps, shuffle=False, max_epochs=1
     )

@@ -108,8 +108,71 @@ def main() -> int:
         "git_sha": git_sha(),
     }
     (args.out / "small-en.figures.json").write_text(json.dumps(figures, indent=2) + "\n")
+    (args.out / "MODEL_CARD.md").write_text(card(config, figures), encoding="utf-8")
     print(json.dumps(figures, indent=2))
     return 0
+
+
+def card(config: object, f: dict) -> str:
+    """The model card, filled with the measured figures."""
+    opts = config.model  # type: ignore[attr-defined]
+    lstm, cnn = opts.lstm, opts.char_cnn
+    v, t = f["valid"], f["test"]
+    speed = f"{f['tokens_per_s_median']:,.0f}" if f["tokens_per_s_median"] else "n/a"
+    return f"""# elmo-bench-small-en — model card
+
+A small English ELMo-style biLM trained by this project's own code, shipped as the default biLM of
+`bilm` and of the harness when no other is configured. It is **not** the published ELMo model
+(Peters et al. 2018): it is about 30× smaller and trained on 2.3 M tokens instead of 800 M.
+
+## Architecture
+- char CNN: embedding {cnn.embedding_dim}, filters {[list(x) for x in cnn.filters]}
+  ({cnn.n_filters} in all), {cnn.n_highway} highway layer(s), projection to {lstm.projection_dim}
+- biLSTM: {lstm.n_layers} layers per direction, cell {lstm.dim}, projection {lstm.projection_dim},
+  cell/projection clip {lstm.cell_clip}/{lstm.proj_clip},
+  residual connections: {lstm.use_skip_connections}
+- output: {opts.num_layers} layers of width {opts.output_dim}
+- parameters: biLM {f["bilm_parameters"]:,}; softmax (training only) {f["softmax_parameters"]:,}
+- file: `{DEFAULT_MODEL_NAME}`, safetensors, weights stored as float16
+  ({f["release_bytes"]:,} bytes, sha256 `{f["release_sha256"]}`); loaded as float32. It holds the biLM, the softmax and the
+  vocabulary ({f["vocab_size"]:,} words), so `python -m bilm evaluate` can compute perplexity.
+
+## Training data
+Public-domain English text, one tokenized sentence per line: Jane Austen's six novels, the King
+James Bible, US presidential inaugural addresses (1789–2021) and State of the Union addresses
+(1945–2006). {f["train_corpus_tokens"]:,} training tokens; separate valid and test files. The texts
+are in the public domain (the KJV remains under Crown letters patent in the United Kingdom). The
+corpus is not redistributed here; any text in the same format can be used to rebuild a model.
+
+## Training
+bilm-tf's recipe (two independent sentence streams, 20-step windows, state carried, shared
+sampled softmax with {config.num_samples} negatives, Adagrad lr {config.lr},
+clip {config.clip_norm},
+dropout {config.dropout}), batch {config.batch_size} × {config.unroll_steps}, {f["steps"]:,} steps,
+{f["train_tokens_seen"]:,} tokens per direction, seed {config.seed}. Median training speed
+{speed} tokens/s on {f["threads"]} CPU threads ({f["machine"]}).
+
+## Held-out perplexity (the shipped float16 weights, full softmax, state carried)
+| split | forward | backward | average | tokens scored |
+|---|---|---|---|---|
+| valid | {v["forward"]:.1f} | {v["backward"]:.1f} | {v["average"]:.1f} | {v["tokens"]:,} |
+| test | {t["forward"]:.1f} | {t["backward"]:.1f} | {t["average"]:.1f} | {t["tokens"]:,} |
+
+Perplexities are over this model's own vocabulary (out-of-vocabulary words count as `<UNK>`),
+so they are comparable only with models scored on the same vocabulary, e.g. the Kneser-Ney
+trigram of `nox -s bench_pretrain`.
+
+## Reproduce
+```bash
+nox -s pretrain_small -- --train train.txt --valid valid.txt --test test.txt
+```
+(`scripts/train_small_bilm.py`; git {f["git_sha"][:12]}, {f["date"]}.)
+
+## Intended use and limits
+A default for demos, tests and CPU experiments with the harness. Its domain is 19th-century
+fiction, the KJV and political speeches; it knows little modern vocabulary. Do not compare its
+downstream numbers with the paper's, which use the published 1B-Word-Benchmark biLM.
+"""
 
 
 if __name__ == "__main__":
