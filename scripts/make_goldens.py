@@ -2,9 +2,9 @@
 
 A tiny biLM initialised with :func:`bilm.init_weights` from a fixed seed runs fixed sentences
 under each state policy; the outputs go to ``tests/goldens/bilm_tiny.json``.
-``tests/bilm/test_goldens.py`` recomputes them: any change to initialisation, char ids, the CNN,
-the LSTM or the state logic shows
-up as a diff. Regenerate only for an intended change, and say why in the commit.
+``tests/bilm/test_goldens.py`` recomputes them: any change to initialisation, char ids,
+the CNN, the LSTM or the state logic shows up as a diff. Regenerate only for an intended
+change, and say why in the commit.
 """
 
 from __future__ import annotations

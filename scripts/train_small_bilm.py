@@ -135,7 +135,8 @@ A small English ELMo-style biLM trained by this project's own code, shipped as t
 - parameters: biLM {f["bilm_parameters"]:,}; softmax (training only) {f["softmax_parameters"]:,}
 - file: `{DEFAULT_MODEL_NAME}`, safetensors, weights stored as float16
   ({f["release_bytes"]:,} bytes, sha256 `{f["release_sha256"]}`); loaded as float32.
-  It holds the biLM, the softmax and the vocabulary ({f["vocab_size"]:,} words), so `python -m bilm evaluate` can compute perplexity.
+  It holds the biLM, the softmax and the vocabulary ({f["vocab_size"]:,} words), so
+  `python -m bilm evaluate` can compute perplexity.
 
 ## Training data
 Public-domain English text, one tokenized sentence per line: Jane Austen's six novels, the King
