@@ -23,7 +23,8 @@ def lint(session: nox.Session) -> None:
     """Ruff lint and format check over the whole repository."""
     session.install("ruff>=0.5")
     session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", "bilm", "tests/bilm", "benchmarks")
+    session.run("ruff", "format", "--check", "bilm", "tests/bilm", "benchmarks", "experiments",
+                "tests/experiments", "scripts")
 
 
 @nox.session(python=PYTHON)
@@ -35,8 +36,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def slow(session: nox.Session) -> None:
-    """Only the slow-marked tests (minutes on 2 cores)."""
-    _install(session)
+    """Only the slow-marked tests (minutes on 2 cores): DDP pretraining, the Ray executor."""
+    session.install("-e", ".[dev,ray]")
     session.run("python", "-m", "pytest", "-m", "slow", *session.posargs)
 
 

@@ -1,0 +1,501 @@
+"""Render result tables (Tables 1–3 of Peters et al., 2018) from stored runs: pure functions.
+
+A :class:`TableSpec` says which runs fill which cell: each :class:`Row` carries a full base
+:class:`~experiments.spec.RunSpec`, each :class:`RunsColumn` a change to it (baseline, LastOnly, λ,
+sites), and the table the seeds. A cell therefore knows the exact run_ids it expects; it shows the
+mean ± sample standard deviation (n − 1) over the runs found, ``n``, the ids still missing (``—``
+when none was found), and the paper's number beside it (from ``results/paper.toml``).
+
+Metrics are stored in natural units and scaled here (:class:`MetricFormat`, e.g. F1 × 100 with one
+decimal). :func:`render` writes Markdown, LaTeX (booktabs) or CSV (one line per cell).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from experiments.spec import RunSpec, baseline_fields, derive
+from experiments.store import REPO_ROOT, RunRecord
+
+Format = Literal["markdown", "latex", "csv"]
+FORMATS: tuple[str, ...] = ("markdown", "latex", "csv")
+DEFAULT_PAPER = REPO_ROOT / "results" / "paper.toml"
+MISSING = "—"
+CSV_FIELDS = (
+    "table",
+    "row",
+    "column",
+    "mean",
+    "std",
+    "n",
+    "n_expected",
+    "relative",
+    "paper",
+    "paper_std",
+    "paper_relative",
+    "missing_run_ids",
+)
+
+
+@dataclass(frozen=True)
+class MetricFormat:
+    """Which stored metric a row shows, and how.
+
+    Attributes:
+        key: the key in ``metrics.json`` (natural units), e.g. ``"f1"``.
+        scale: display multiplier (100 for a fraction shown as a percentage).
+        decimals: decimals of the displayed mean and standard deviation.
+    """
+
+    key: str
+    scale: float = 100.0
+    decimals: int = 1
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: a task in its base configuration.
+
+    Attributes:
+        label: shown in the first column, e.g. ``"SQuAD (F1)"``.
+        base: the complete spec the columns modify (its seed is replaced by each table seed).
+        metric: the metric shown.
+        seeds: seeds of this row; ``None`` uses the table's.
+        paper_key: the row's section in the paper table; ``None`` uses ``base.task``.
+    """
+
+    label: str
+    base: RunSpec
+    metric: MetricFormat
+    seeds: tuple[int, ...] | None = None
+    paper_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RunsColumn:
+    """A column of runs: the row's base spec with ``changes`` (keys as in ``spec.derive``).
+
+    Attributes:
+        label: header, e.g. ``"Last Only"``.
+        changes: spec changes, e.g. ``{"mode": "last"}``; empty for the base itself.
+        paper_key: the paper's value for this column; ``None`` when the paper has none.
+    """
+
+    label: str
+    changes: Mapping[str, Any] = field(default_factory=dict)
+    paper_key: str | None = None
+
+
+@dataclass(frozen=True)
+class IncreaseColumn:
+    """Difference of two :class:`RunsColumn` means, absolute and relative error reduction.
+
+    The relative value, ``Δ / (100 − minuend_base)`` as in Table 1, is shown for metrics scaled to
+    percentages (``scale == 100``) only.
+
+    Attributes:
+        label: header, e.g. ``"Increase"``.
+        minuend: label of the improved column (e.g. ``"ELMo"``).
+        subtrahend: label of the reference column (e.g. ``"Baseline"``).
+        paper_key: the paper's ``<key>_abs`` and ``<key>_rel`` values; ``None`` for none.
+    """
+
+    label: str
+    minuend: str
+    subtrahend: str
+    paper_key: str | None = None
+
+
+Column = RunsColumn | IncreaseColumn
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Rows × columns of a results table.
+
+    Attributes:
+        name: short name, e.g. ``"table2"``; also the default paper section.
+        title: caption.
+        rows: the rows, in order.
+        columns: the columns, in order.
+        seeds: seeds of every row without its own.
+        paper_table: section of the paper data; ``None`` uses ``name``.
+    """
+
+    name: str
+    title: str
+    rows: tuple[Row, ...]
+    columns: tuple[Column, ...]
+    seeds: tuple[int, ...] = (0,)
+    paper_table: str | None = None
+
+    def __post_init__(self) -> None:
+        labels = [c.label for c in self.columns]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"column labels must be unique: {labels}")
+        runs = {c.label for c in self.columns if isinstance(c, RunsColumn)}
+        for column in self.columns:
+            if isinstance(column, IncreaseColumn):
+                for ref in (column.minuend, column.subtrahend):
+                    if ref not in runs:
+                        raise ValueError(
+                            f"{column.label!r} refers to {ref!r}; run columns: {sorted(runs)}"
+                        )
+        if not self.seeds or any(not r.seeds for r in self.rows if r.seeds is not None):
+            raise ValueError("seeds must not be empty")
+
+    def expected(self, row: Row, column: RunsColumn) -> tuple[RunSpec, ...]:
+        """The specs (one per seed) that fill a cell, deduplicated in seed order."""
+        specs: dict[str, RunSpec] = {}
+        for seed in row.seeds if row.seeds is not None else self.seeds:
+            spec = derive(row.base, {**column.changes, "seed": seed})
+            specs.setdefault(spec.run_id, spec)
+        return tuple(specs.values())
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One computed cell (scaled units).
+
+    Attributes:
+        mean: mean over the runs found (difference of means for an increase); ``None`` if none.
+        std: sample standard deviation (n − 1); ``None`` for fewer than two runs.
+        n: runs found.
+        n_expected: runs the cell expects (0 for an increase).
+        missing: run_ids expected but not found.
+        relative: relative error reduction in percent (increase cells only).
+        paper: the paper's number; ``None`` when it has none.
+        paper_std: the paper's standard deviation, if printed.
+        paper_relative: the paper's relative increase in percent (increase cells only).
+    """
+
+    mean: float | None
+    std: float | None
+    n: int
+    n_expected: int
+    missing: tuple[str, ...] = ()
+    relative: float | None = None
+    paper: float | None = None
+    paper_std: float | None = None
+    paper_relative: float | None = None
+
+
+def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
+    """Read the paper's numbers (``results/paper.toml``)."""
+    with Path(path).open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def compute_cells(
+    table: TableSpec, records: Iterable[RunRecord], paper: Mapping[str, Any]
+) -> list[list[Cell]]:
+    """Cells of ``table`` (rows × columns) from ``records`` and the paper data.
+
+    Raises:
+        ValueError: a found run lacks the row's metric.
+    """
+    by_id = {record.run_id: record for record in records}
+    section = paper.get(table.paper_table or table.name, {})
+    grid = []
+    for row in table.rows:
+        paper_row = section.get(row.paper_key or row.base.task, {})
+        cells: dict[str, Cell] = {}
+        for column in table.columns:
+            if isinstance(column, RunsColumn):
+                cells[column.label] = _runs_cell(table, row, column, by_id, paper_row)
+        for column in table.columns:
+            if isinstance(column, IncreaseColumn):
+                cells[column.label] = _increase_cell(row, column, cells, paper_row)
+        grid.append([cells[column.label] for column in table.columns])
+    return grid
+
+
+def render(
+    table: TableSpec,
+    records: Iterable[RunRecord],
+    paper: Mapping[str, Any],
+    fmt: Format = "markdown",
+) -> str:
+    """The table as Markdown, LaTeX or CSV text (deterministic; ends with a newline).
+
+    Args:
+        table: rows and columns.
+        records: stored runs (any superset of the table's; others are ignored).
+        paper: the paper's numbers, as :func:`load_paper` returns them.
+        fmt: ``"markdown"``, ``"latex"`` or ``"csv"``.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    grid = compute_cells(table, records, paper)
+    if fmt == "csv":
+        return _csv(table, grid)
+    header = ["Task"]
+    for column in table.columns:
+        header += [column.label, f"{column.label} (paper)"]
+    body = []
+    for row, cells in zip(table.rows, grid, strict=True):
+        line = [row.label]
+        for column, cell in zip(table.columns, cells, strict=True):
+            if isinstance(column, IncreaseColumn):
+                line += [_increase_text(cell, row.metric), _paper_increase_text(cell, row.metric)]
+            else:
+                line += [_ours_text(cell, row.metric), _paper_text(cell, row.metric)]
+        body.append(line)
+    if fmt == "latex":
+        return _latex(table, header, body)
+    return _markdown(table, header, body)
+
+
+def table1(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
+    """Table 1: baseline vs ELMo (each row's base spec is its best ELMo configuration)."""
+    return TableSpec(
+        name="table1",
+        title="Table 1: baseline vs ELMo + baseline (test)",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Baseline", baseline_fields(), "baseline"),
+            RunsColumn("ELMo", {}, "elmo"),
+            IncreaseColumn("Increase", "ELMo", "Baseline", "increase"),
+        ),
+        seeds=seeds,
+    )
+
+
+def table2(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
+    """Table 2: layer weighting, each row at its base sites."""
+    return TableSpec(
+        name="table2",
+        title="Table 2: baseline, LastOnly and all layers with λ = 1 and λ = 0.001 (dev)",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Baseline", baseline_fields(), "baseline"),
+            RunsColumn("Last Only", {"mode": "last"}, "last_only"),
+            RunsColumn("λ=1", {"mode": "all", "lam": 1.0}, "lambda_1"),
+            RunsColumn("λ=0.001", {"mode": "all", "lam": 0.001}, "lambda_0_001"),
+        ),
+        seeds=seeds,
+    )
+
+
+def table3(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
+    """Table 3: where ELMo is injected, each row with its base mix."""
+    return TableSpec(
+        name="table3",
+        title="Table 3: ELMo at the input, input and output, or output only (dev)",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Input Only", {"sites": ("input",)}, "input_only"),
+            RunsColumn("Input & Output", {"sites": ("input", "output")}, "input_output"),
+            RunsColumn("Output Only", {"sites": ("output",)}, "output_only"),
+        ),
+        seeds=seeds,
+    )
+
+
+def _runs_cell(
+    table: TableSpec,
+    row: Row,
+    column: RunsColumn,
+    by_id: Mapping[str, RunRecord],
+    paper_row: Mapping[str, Any],
+) -> Cell:
+    expected = table.expected(row, column)
+    values, missing = [], []
+    for spec in expected:
+        record = by_id.get(spec.run_id)
+        if record is None:
+            missing.append(spec.run_id)
+            continue
+        if row.metric.key not in record.metrics:
+            raise ValueError(
+                f"run {spec.run_id} ({row.label}, {column.label}) has no metric "
+                f"{row.metric.key!r}; it has {sorted(record.metrics)}"
+            )
+        values.append(record.metrics[row.metric.key] * row.metric.scale)
+    key = column.paper_key
+    return Cell(
+        mean=statistics.fmean(values) if values else None,
+        std=statistics.stdev(values) if len(values) > 1 else None,
+        n=len(values),
+        n_expected=len(expected),
+        missing=tuple(missing),
+        paper=_number(paper_row.get(key)) if key else None,
+        paper_std=_number(paper_row.get(f"{key}_std")) if key else None,
+    )
+
+
+def _increase_cell(
+    row: Row, column: IncreaseColumn, cells: Mapping[str, Cell], paper_row: Mapping[str, Any]
+) -> Cell:
+    top, bottom = cells[column.minuend], cells[column.subtrahend]
+    mean = relative = None
+    if top.mean is not None and bottom.mean is not None:
+        mean = top.mean - bottom.mean
+        if row.metric.scale == 100 and bottom.mean < 100:
+            relative = 100 * mean / (100 - bottom.mean)
+    key = column.paper_key
+    return Cell(
+        mean=mean,
+        std=None,
+        n=0,
+        n_expected=0,
+        relative=relative,
+        paper=_number(paper_row.get(f"{key}_abs")) if key else None,
+        paper_relative=_number(paper_row.get(f"{key}_rel")) if key else None,
+    )
+
+
+def _number(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"paper values must be numbers, got {value!r}")
+    return float(value)
+
+
+def _fixed(value: float, decimals: int) -> str:
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0"
+
+
+def _printed(value: float, decimals: int) -> str:
+    """A paper number with at least ``decimals`` decimals, never fewer than the paper printed.
+
+    The shortest round-trip form keeps the paper's digits (0.17, 92.22); padding to the row's
+    decimals restores trailing zeros TOML drops (NER ``0.10``).
+    """
+    shortest = repr(value)
+    given = len(shortest.partition(".")[2]) if "e" not in shortest else decimals
+    return _fixed(value, max(decimals, given))
+
+
+def _ours_text(cell: Cell, metric: MetricFormat) -> str:
+    if cell.mean is None:
+        return f"{MISSING} ({', '.join(cell.missing)})" if cell.missing else MISSING
+    text = _fixed(cell.mean, metric.decimals)
+    if cell.std is not None:
+        text += f" ± {_fixed(cell.std, metric.decimals)}"
+    if cell.missing:
+        return f"{text} (n={cell.n} of {cell.n_expected}; missing {', '.join(cell.missing)})"
+    return f"{text} (n={cell.n})"
+
+
+def _increase_text(cell: Cell, metric: MetricFormat) -> str:
+    if cell.mean is None:
+        return MISSING
+    text = _fixed(cell.mean, metric.decimals)
+    if cell.relative is not None:
+        text += f" / {_fixed(cell.relative, 1)}%"
+    return text
+
+
+def _paper_text(cell: Cell, metric: MetricFormat) -> str:
+    if cell.paper is None:
+        return ""
+    text = _printed(cell.paper, metric.decimals)
+    if cell.paper_std is not None:
+        text += f" ± {_printed(cell.paper_std, metric.decimals)}"
+    return text
+
+
+def _paper_increase_text(cell: Cell, metric: MetricFormat) -> str:
+    if cell.paper is None:
+        return ""
+    text = _printed(cell.paper, metric.decimals)
+    if cell.paper_relative is not None:
+        text += f" / {_printed(cell.paper_relative, 1)}%"
+    return text
+
+
+NOTE = (
+    "Ours: mean ± sample standard deviation (n − 1) over seeds, n = runs found; "
+    f"{MISSING} = not run yet, followed by the run_ids expected. Paper: Peters et al. (2018), "
+    "NAACL / arXiv:1802.05365v2."
+)
+
+
+def _markdown(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    lines = [f"**{table.title}**", "", line(header)]
+    lines.append("|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|")
+    lines += [line(cells) for cells in body]
+    lines += ["", NOTE]
+    return "\n".join(lines) + "\n"
+
+
+_LATEX = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "±": r"$\pm$",
+    "λ": r"$\lambda$",
+    "−": r"$-$",
+    "—": "---",
+}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX.get(char, char) for char in text)
+
+
+def _latex(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return " & ".join(_latex_escape(c) for c in cells) + r" \\"
+
+    lines = [
+        f"% {_latex_escape(table.title)} (needs \\usepackage{{booktabs}})",
+        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        r"\toprule",
+        line(header),
+        r"\midrule",
+        *[line(cells) for cells in body],
+        r"\bottomrule",
+        r"\end{tabular}",
+        f"% {_latex_escape(NOTE)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _csv(table: TableSpec, grid: list[list[Cell]]) -> str:
+    def num(value: float | None, decimals: int) -> str:
+        return "" if value is None else _fixed(round(value, decimals), decimals)
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for row, cells in zip(table.rows, grid, strict=True):
+        places = row.metric.decimals + 2
+        for column, cell in zip(table.columns, cells, strict=True):
+            writer.writerow(
+                [
+                    table.name,
+                    row.label,
+                    column.label,
+                    num(cell.mean, places),
+                    num(cell.std, places),
+                    cell.n,
+                    cell.n_expected,
+                    num(cell.relative, 3),
+                    "" if cell.paper is None else repr(cell.paper),
+                    "" if cell.paper_std is None else repr(cell.paper_std),
+                    "" if cell.paper_relative is None else repr(cell.paper_relative),
+                    " ".join(cell.missing),
+                ]
+            )
+    return out.getvalue()

@@ -1,0 +1,428 @@
+"""Append-only results store: the source of truth for every table (STYLE.md §3.4, §5.14).
+
+Layout, one folder per run, keyed by :func:`experiments.spec.run_id`::
+
+    <root>/<task>/<run_id>/spec.json     the RunSpec (RunSpec.to_dict)
+                           metrics.json  {"metric": value} in natural units (F1 0.858, not 85.8)
+                           env.json      {"format", "run_id", "provenance", "timings"}
+                           log.jsonl     one JSON object per line, as the runner logged it
+
+A run is written into a hidden temporary folder beside its final place, every file is fsynced,
+and the folder is renamed into place: a partially written run is never visible, and an existing
+run is never overwritten (:class:`RunExistsError`). Leftover ``.tmp-*`` folders from a killed
+process are invisible to readers; :meth:`ResultsStore.remove_partial` deletes them.
+
+Log-line conventions (those of ``experiments/runner.py``), used by :mod:`experiments.plots`: one
+line per epoch with ``epoch`` (int, from 1), ``dev_<metric>`` values in natural units (e.g.
+``"dev_f1": 0.71``) and ``layer_weights``: ``{"input": [s_0, …, s_L], "output": [...]}`` with
+``s = softmax(w)`` of each site's scalar mix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import hashlib
+import json
+import logging
+import math
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from experiments.spec import RUN_ID_LENGTH, RunSpec, spec_matches
+
+logger = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_ROOT = REPO_ROOT / "results" / "runs"
+STORE_FORMAT = 1
+FILES = ("spec.json", "metrics.json", "env.json", "log.jsonl")
+KEY_PACKAGES = (
+    "elmo-bench",
+    "torch",
+    "numpy",
+    "h5py",
+    "safetensors",
+    "tqdm",
+    "datasets",
+    "spacy",
+    "matplotlib",
+    "ray",
+)
+_TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]*")
+_RUN_ID = re.compile(rf"[0-9a-f]{{{RUN_ID_LENGTH}}}")
+_TMP_PREFIX = ".tmp-"
+
+
+class RunExistsError(FileExistsError):
+    """``put`` of a run_id that the store already holds (results are append-only)."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and with what a run was produced (``env.json``).
+
+    Attributes:
+        git_sha: commit of the repository, ``None`` outside a git checkout.
+        git_dirty: whether tracked files differed from that commit.
+        python: Python version.
+        torch: torch version, ``None`` when not installed.
+        numpy: numpy version, ``None`` when not installed.
+        packages: versions of the repository's key dependencies that are installed.
+        platform: ``platform.platform()``.
+        hostname: the machine's name.
+        device: e.g. ``"cpu"`` or ``"cuda:NVIDIA H200"``.
+        representation_fingerprint: hash of the representation's weights (see
+            :func:`fingerprint_files`), ``None`` when not recorded.
+        data_fingerprint: hash of the data files, ``None`` when not recorded.
+    """
+
+    git_sha: str | None
+    git_dirty: bool | None
+    python: str
+    torch: str | None
+    numpy: str | None
+    packages: Mapping[str, str]
+    platform: str
+    hostname: str
+    device: str
+    representation_fingerprint: str | None = None
+    data_fingerprint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data; inverse of :meth:`from_dict`."""
+        data = dataclasses.asdict(self)
+        data["packages"] = dict(sorted(self.packages.items()))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
+        """Rebuild from :meth:`to_dict` output; unknown keys are ignored (newer writers)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The result of one run, as stored.
+
+    Attributes:
+        spec: what was run.
+        metrics: final metrics in natural units (accuracy 0.881, not 88.1), finite numbers.
+        provenance: :func:`collect_env` output of the process that ran it.
+        log: the run's log lines (JSON objects), in order.
+        timings: seconds and timestamps, e.g. ``{"started_unix": …, "wall_s": …}``.
+    """
+
+    spec: RunSpec
+    metrics: Mapping[str, float]
+    provenance: Provenance
+    log: tuple[Mapping[str, Any], ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, RunSpec):
+            raise TypeError(f"spec must be a RunSpec, got {type(self.spec).__name__}")
+        object.__setattr__(self, "metrics", _finite_numbers("metrics", self.metrics))
+        object.__setattr__(self, "timings", _finite_numbers("timings", self.timings))
+        object.__setattr__(self, "log", tuple(self.log))
+
+    @property
+    def run_id(self) -> str:
+        """The run_id of :attr:`spec`."""
+        return self.spec.run_id
+
+
+class ResultsStore:
+    """Append-only folder of :class:`RunRecord` (layout in the module docstring).
+
+    Args:
+        root: the store's folder; created on the first :meth:`put`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"ResultsStore({str(self.root)!r})"
+
+    def put(self, record: RunRecord) -> Path:
+        """Write ``record`` atomically and return its folder.
+
+        Raises:
+            RunExistsError: the store already holds this run_id (also when a concurrent writer
+                finished first); nothing is changed.
+        """
+        rid = record.run_id
+        task = record.spec.task
+        if not _TASK_NAME.fullmatch(task):
+            raise ValueError(f"task name {task!r} is not a valid folder name")
+        task_dir = self.root / task
+        final = task_dir / rid
+        if final.exists():
+            raise RunExistsError(f"run {rid} is already stored at {final}")
+        files = _serialise(record)  # before touching the disk: bad data writes nothing
+        task_dir.mkdir(parents=True, exist_ok=True)
+        tmp = task_dir / f"{_TMP_PREFIX}{rid}-{uuid.uuid4().hex}"
+        tmp.mkdir()
+        try:
+            for name, text in files.items():
+                _write_synced(tmp / name, text)
+            _fsync_dir(tmp)
+            try:
+                os.rename(tmp, final)  # atomic; fails when a non-empty `final` exists
+            except OSError as error:
+                if error.errno in (errno.EEXIST, errno.ENOTEMPTY) or final.exists():
+                    raise RunExistsError(f"run {rid} is already stored at {final}") from error
+                raise
+            _fsync_dir(task_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
+
+    def has(self, run_id: str) -> bool:
+        """Whether a finished run with this id is stored."""
+        return self.path_of(run_id) is not None
+
+    def path_of(self, run_id: str) -> Path | None:
+        """The folder of a stored run, or ``None``."""
+        if not _RUN_ID.fullmatch(run_id) or not self.root.is_dir():
+            return None
+        for task_dir in self._task_dirs():
+            path = task_dir / run_id
+            if path.is_dir():
+                return path
+        return None
+
+    def get(self, run_id: str) -> RunRecord:
+        """Load one run.
+
+        Raises:
+            KeyError: no such run.
+        """
+        path = self.path_of(run_id)
+        if path is None:
+            raise KeyError(f"run {run_id!r} is not in {self.root}")
+        return load_record(path)
+
+    def run_ids(self, task: str | None = None) -> list[str]:
+        """Stored run_ids (sorted by task, then id) without loading them."""
+        return [path.name for path in self._run_dirs(task)]
+
+    def records(self, task: str | None = None, **filters: Any) -> list[RunRecord]:
+        """Stored runs of ``task`` (all tasks when ``None``) whose spec matches ``filters``.
+
+        Filters are spec fields or mix fields (``lam``, ``mode``, ``layer_norm``), compared for
+        equality, e.g. ``store.records("snli", representation="elmo", lam=0.001)``.
+        """
+        found = []
+        for path in self._run_dirs(task):
+            record = load_record(path)
+            if spec_matches(record.spec, filters):
+                found.append(record)
+        return found
+
+    def partial(self) -> list[Path]:
+        """Temporary folders left behind by writers that died mid-``put``."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for d in self._task_dirs() for p in d.glob(f"{_TMP_PREFIX}*"))
+
+    def remove_partial(self) -> list[Path]:
+        """Delete :meth:`partial` folders (only when no writer is running) and return them."""
+        paths = self.partial()
+        for path in paths:
+            shutil.rmtree(path, ignore_errors=True)
+        return paths
+
+    def _task_dirs(self) -> Iterator[Path]:
+        for path in sorted(self.root.iterdir()):
+            if path.is_dir() and not path.name.startswith("."):
+                yield path
+
+    def _run_dirs(self, task: str | None) -> Iterator[Path]:
+        if not self.root.is_dir():
+            return
+        task_dirs = [self.root / task] if task is not None else list(self._task_dirs())
+        for task_dir in task_dirs:
+            if not task_dir.is_dir():
+                continue
+            for path in sorted(task_dir.iterdir()):
+                if path.is_dir() and _RUN_ID.fullmatch(path.name):
+                    yield path
+
+
+def load_record(path: str | os.PathLike[str]) -> RunRecord:
+    """Read one run folder written by :meth:`ResultsStore.put`."""
+    folder = Path(path)
+    spec = RunSpec.from_dict(json.loads((folder / "spec.json").read_text("utf-8")))
+    metrics = json.loads((folder / "metrics.json").read_text("utf-8"))
+    env = json.loads((folder / "env.json").read_text("utf-8"))
+    lines = (folder / "log.jsonl").read_text("utf-8").splitlines()
+    record = RunRecord(
+        spec=spec,
+        metrics=metrics,
+        provenance=Provenance.from_dict(env["provenance"]),
+        log=tuple(json.loads(line) for line in lines if line.strip()),
+        timings=env.get("timings", {}),
+    )
+    if record.run_id != folder.name:
+        logger.warning(
+            "run folder %s holds a spec whose run_id is now %s (RunSpec or hash changed?)",
+            folder,
+            record.run_id,
+        )
+    return record
+
+
+def collect_env(
+    device: str | None = None,
+    representation_fingerprint: str | None = None,
+    data_fingerprint: str | None = None,
+    repo: str | os.PathLike[str] = REPO_ROOT,
+) -> Provenance:
+    """Describe the current process for :class:`RunRecord.provenance`.
+
+    Imports nothing heavy: versions come from package metadata, and the device is read from
+    torch only when torch is already imported (pass ``device`` to be explicit).
+
+    Args:
+        device: the device the run used; detected when ``None``.
+        representation_fingerprint: e.g. ``fingerprint_files(weights_path)``.
+        data_fingerprint: e.g. ``fingerprint_files(data_dir)``.
+        repo: the git checkout whose commit is recorded.
+    """
+    packages = {}
+    for name in KEY_PACKAGES:
+        version = _version(name)
+        if version is not None:
+            packages[name] = version
+    sha, dirty = _git_state(Path(repo))
+    return Provenance(
+        git_sha=sha,
+        git_dirty=dirty,
+        python=platform.python_version(),
+        torch=_version("torch"),
+        numpy=_version("numpy"),
+        packages=packages,
+        platform=platform.platform(),
+        hostname=socket.gethostname(),
+        device=device if device is not None else _detect_device(),
+        representation_fingerprint=representation_fingerprint,
+        data_fingerprint=data_fingerprint,
+    )
+
+
+def fingerprint_files(*paths: str | os.PathLike[str]) -> str:
+    """A 32-hex-digit blake2b over the names and contents of files (folders: all files below).
+
+    Names are taken relative to each given path, so moving a folder keeps its fingerprint.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for given in map(Path, paths):
+        files = sorted(p for p in given.rglob("*") if p.is_file()) if given.is_dir() else [given]
+        for file in files:
+            name = file.relative_to(given).as_posix() if given.is_dir() else file.name
+            digest.update(f"{name}\0{file.stat().st_size}\0".encode())
+            with file.open("rb") as handle:
+                for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                    digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _serialise(record: RunRecord) -> dict[str, str]:
+    def dump(data: object) -> str:
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+    try:
+        lines = [
+            json.dumps(dict(line), sort_keys=True, ensure_ascii=False, allow_nan=False)
+            for line in record.log
+        ]
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"log lines must be JSON objects: {error}") from error
+    env = {
+        "format": STORE_FORMAT,
+        "run_id": record.run_id,
+        "provenance": record.provenance.to_dict(),
+        "timings": dict(record.timings),
+    }
+    return {
+        "spec.json": dump(record.spec.to_dict()) + "\n",
+        "metrics.json": dump(dict(record.metrics)) + "\n",
+        "env.json": dump(env) + "\n",
+        "log.jsonl": "".join(line + "\n" for line in lines),
+    }
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    if sys.platform == "win32":  # directories cannot be opened for fsync there
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _finite_numbers(name: str, values: Mapping[str, Any]) -> dict[str, float]:
+    result = {}
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{name} keys must be strings, got {key!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"{name}[{key!r}] must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{name}[{key!r}] must be finite, got {value}")
+        result[key] = float(value)
+    return result
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_state(repo: Path) -> tuple[str | None, bool | None]:
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=repo, capture_output=True, text=True, timeout=10, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    sha = git("rev-parse", "HEAD")
+    if not sha:
+        return None, None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return sha, (bool(status) if status is not None else None)
+
+
+def _detect_device() -> str:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return f"cuda:{torch.cuda.get_device_name(torch.cuda.current_device())}"
+    return "cpu"

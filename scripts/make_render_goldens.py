@@ -1,0 +1,173 @@
+"""Regenerate the render goldens: ``python -m scripts.make_render_goldens`` (from the repo root).
+
+Fake, fixed run records (no model is trained) are rendered into Tables 1–3 with the paper numbers
+of ``results/paper.toml``; the texts go to ``tests/experiments/goldens/``.
+``tests/experiments/test_render.py`` renders them again and compares: any change to the table
+layout, the statistics, the number formatting, the paper data or the run_id hash shows up as a diff.
+Regenerate only for an intended change, and say why in the commit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from experiments.render import MetricFormat, Row, TableSpec, load_paper, render, table1, table2
+from experiments.render import table3 as make_table3
+from experiments.spec import MixSpec, RunSpec, baseline_of, derive
+from experiments.store import Provenance, RunRecord
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "tests" / "experiments" / "goldens"
+PAPER = REPO / "results" / "paper.toml"
+
+PROVENANCE = Provenance(
+    git_sha="0" * 40,
+    git_dirty=False,
+    python="3.11.7",
+    torch="2.13.0",
+    numpy="2.0.0",
+    packages={"torch": "2.13.0"},
+    platform="fake",
+    hostname="fake",
+    device="cpu",
+)
+F1 = MetricFormat("f1", scale=100, decimals=1)
+ACCURACY = MetricFormat("accuracy", scale=100, decimals=1)
+NER_F1 = MetricFormat("f1", scale=100, decimals=2)
+
+
+def base(task: str, sites: tuple[str, ...] = ("input",), lam: float = 0.001) -> RunSpec:
+    """A small ELMo spec for ``task`` (version 1, mini preset, demo data)."""
+    return RunSpec(
+        task=task,
+        task_version=1,
+        representation="elmo",
+        representation_config={"checkpoint": "runs/small-en/checkpoint.pt"},
+        sites=sites,
+        mix=MixSpec(mode="all", lam=lam),
+        preset="mini",
+        data="demo",
+        max_epochs=2,
+    )
+
+
+def tables() -> dict[str, TableSpec]:
+    """The three tables, with rows that exercise every cell state."""
+    squad = base("squad", ("input", "output"))
+    snli = base("snli", ("input", "output"))
+    srl = base("srl")
+    ner = base("ner")
+    sst5 = base("sst5")
+    return {
+        "table1": table1(
+            [
+                Row("SQuAD (F1)", squad, F1),
+                Row("SNLI (acc)", snli, ACCURACY),
+                Row("NER (F1)", ner, NER_F1, seeds=(0, 1, 2, 3, 4)),
+                Row("SST-5 (acc)", sst5, ACCURACY, seeds=(0, 1, 2, 3, 4)),
+            ]
+        ),
+        "table2": table2(
+            [
+                Row("SQuAD (F1)", squad, F1),
+                Row("SNLI (acc)", snli, ACCURACY),
+                Row("SRL (F1)", srl, F1),
+            ],
+            seeds=(0, 1, 2),
+        ),
+        "table3": make_table3(
+            [
+                Row("SQuAD (F1)", squad, F1),
+                Row("SNLI (acc)", snli, ACCURACY),
+                Row("SRL (F1)", srl, F1, seeds=(0,)),
+            ],
+            seeds=(0, 1),
+        ),
+    }
+
+
+def record(spec: RunSpec, **metrics: float) -> RunRecord:
+    """A fake stored run with one log line per epoch."""
+    log = [
+        {"epoch": epoch, **{f"dev_{k}": v - 0.01 * (2 - epoch) for k, v in metrics.items()}}
+        for epoch in (1, 2)
+    ]
+    return RunRecord(spec=spec, metrics=metrics, provenance=PROVENANCE, log=tuple(log))
+
+
+def fake_records() -> list[RunRecord]:
+    """Runs for most cells: complete, partial (some seeds missing) and absent cells."""
+    t = tables()
+    out: list[RunRecord] = []
+    # Table 1: SQuAD complete; SNLI baseline only; NER 5 seeds each; SST-5 ELMo 3 of 5 seeds.
+    out += [record(baseline_of(t["table1"].rows[0].base), f1=0.8113)]
+    out += [record(t["table1"].rows[0].base, f1=0.8561)]
+    out += [record(baseline_of(t["table1"].rows[1].base), accuracy=0.8795)]
+    ner_f1 = [(0.9012, 0.9221), (0.9020, 0.9230), (0.9005, 0.9214), (0.9031, 0.9209), (0.9, 0.92)]
+    for seed, (baseline_f1, elmo_f1) in enumerate(ner_f1):
+        ner = derive(t["table1"].rows[2].base, {"seed": seed})
+        out += [record(baseline_of(ner), f1=baseline_f1), record(ner, f1=elmo_f1)]
+    for seed in range(5):
+        sst5 = derive(t["table1"].rows[3].base, {"seed": seed})
+        out += [record(baseline_of(sst5), accuracy=0.512 + 0.004 * seed)]
+        if seed < 3:
+            out += [record(sst5, accuracy=0.545 + 0.003 * seed)]
+    # Table 2: SQuAD and SNLI complete over 3 seeds, SRL without λ = 0.001 and one LastOnly seed.
+    columns = {
+        "baseline": lambda s: baseline_of(s),
+        "last": lambda s: derive(s, {"mode": "last"}),
+        "lam1": lambda s: derive(s, {"mode": "all", "lam": 1.0}),
+        "lam0.001": lambda s: derive(s, {"mode": "all", "lam": 0.001}),
+    }
+    values = {
+        "squad": {"baseline": 0.808, "last": 0.846, "lam1": 0.851, "lam0.001": 0.853},
+        "snli": {"baseline": 0.881, "last": 0.889, "lam1": 0.893, "lam0.001": 0.896},
+        "srl": {"baseline": 0.815, "last": 0.840, "lam1": 0.846},
+    }
+    for row in t["table2"].rows:
+        key = row.metric.key
+        for column, value in values[row.base.task].items():
+            for seed in (0, 1, 2):
+                if row.base.task == "srl" and column == "last" and seed == 2:
+                    continue
+                spec = columns[column](derive(row.base, {"seed": seed}))
+                out += [record(spec, **{key: value + 0.002 * seed - 0.001 * (seed == 1)})]
+    # Table 3: sites, 2 seeds; SRL single seed; SNLI output-only absent.
+    sites = {"in": ("input",), "io": ("input", "output"), "out": ("output",)}
+    values3 = {
+        "squad": {"in": 0.851, "io": 0.855, "out": 0.848},
+        "snli": {"in": 0.889, "io": 0.894},
+        "srl": {"in": 0.847, "io": 0.843, "out": 0.809},
+    }
+    for row in t["table3"].rows:
+        key = row.metric.key
+        for column, value in values3[row.base.task].items():
+            for seed in row.seeds or (0, 1):
+                spec = derive(row.base, {"sites": sites[column], "seed": seed})
+                out += [record(spec, **{key: value + 0.003 * seed})]
+    unique = {r.run_id: r for r in out}  # a few Table 2/3 cells are the same runs
+    return list(unique.values())
+
+
+def compute() -> dict[str, str]:
+    """Golden file name → rendered text."""
+    paper = load_paper(PAPER)
+    records = fake_records()
+    result = {}
+    for name, table in tables().items():
+        result[f"{name}.md"] = render(table, records, paper, "markdown")
+    result["table2.tex"] = render(tables()["table2"], records, paper, "latex")
+    result["table2.csv"] = render(tables()["table2"], records, paper, "csv")
+    return result
+
+
+def main() -> None:
+    """Write the goldens."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, text in compute().items():
+        (OUT / name).write_text(text, encoding="utf-8")
+        print(f"wrote {OUT / name}")
+
+
+if __name__ == "__main__":
+    main()

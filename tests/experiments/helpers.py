@@ -1,0 +1,54 @@
+"""Fake records for the experiments tests (no model is trained)."""
+
+from __future__ import annotations
+
+from experiments.spec import MixSpec, RunSpec
+from experiments.store import Provenance, RunRecord
+
+PROVENANCE = Provenance(
+    git_sha="0" * 40,
+    git_dirty=False,
+    python="3.11.7",
+    torch="2.13.0",
+    numpy="2.0.0",
+    packages={"torch": "2.13.0"},
+    platform="test",
+    hostname="test",
+    device="cpu",
+)
+
+
+def make_spec(task: str = "snli", seed: int = 0, lam: float = 0.001, **changes: object) -> RunSpec:
+    """A small ELMo spec."""
+    fields: dict[str, object] = {
+        "task": task,
+        "task_version": 1,
+        "sites": ("input",),
+        "mix": MixSpec(lam=lam),
+        "seed": seed,
+        **changes,
+    }
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def make_record(spec: RunSpec, value: float = 0.5) -> RunRecord:
+    """A record with one metric, two log lines with layer weights, and timings."""
+    weights = {site: [0.2, 0.3, 0.5] for site in spec.sites}
+    log = (
+        {"epoch": 1, "dev_accuracy": value - 0.1, "layer_weights": weights},
+        {"epoch": 2, "dev_accuracy": value, "layer_weights": weights},
+    )
+    return RunRecord(
+        spec=spec,
+        metrics={"accuracy": value},
+        provenance=PROVENANCE,
+        log=log,
+        timings={"wall_s": 1.5},
+    )
+
+
+def fake_run(spec: RunSpec) -> RunRecord:
+    """A trivial ``run_one`` (module level, so process pools and Ray can pickle it)."""
+    if spec.seed < 0:
+        raise RuntimeError("negative seed")
+    return make_record(spec, 0.5 + spec.seed / 100)
