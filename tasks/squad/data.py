@@ -1,0 +1,576 @@
+"""SQuAD v1.1 reader (Rajpurkar et al., 2016): questions on Wikipedia paragraphs, span answers.
+
+Peters et al. (2018), §4 "Question answering": train on the 87,599 training questions (one answer
+each), report F1 on the 10,570 dev questions (usually three answers each).
+
+Format (``train-v1.1.json`` / ``dev-v1.1.json``)::
+
+    {"version": "1.1", "data": [{"title": str, "paragraphs": [{"context": str,
+        "qas": [{"id": str, "question": str, "answers": [{"answer_start": int, "text": str}]}]}]}]}
+
+``answer_start`` is a character offset into ``context``. Each question becomes one frozen
+:class:`SquadExample` holding the context tokens with their character offsets in the *original*
+context (spaCy's rule-based English tokenizer, ``spacy.blank("en")``; whitespace tokens dropped),
+the answers as ``(text, start)`` pairs whose text is always ``context[start:start + len(text)]``,
+and ``span``: the inclusive token span of the first answer, i.e. every token that overlaps its
+characters. An answer that starts or ends inside a token (``"Nieuwl"`` of ``"Nieuwland"``) gets the
+smallest token span that covers it, so a model restricted to token spans can at best predict the
+whole token; predictions are sliced from the original context by the tokens' character offsets,
+never re-joined from tokens.
+
+Bad-input policy (see :mod:`tasks.common.io` for the project-wide rules):
+
+* **Errors** (:class:`DataError`, nothing partial is returned): a missing or empty file, invalid
+  UTF-8 (with its line), malformed JSON (with its line and column), a top level that is not an
+  object with a ``data`` list, a missing or wrongly typed field at any level (``context``, ``qas``,
+  ``id``, ``question``, ``answers``, ``text``, ``answer_start``; ``paragraphs``), named by its JSON
+  path, e.g. ``data[3].paragraphs[0].qas[2]: missing "id"``, and a duplicate question id. ``title``
+  may be absent (it becomes ``""``); a top-level ``version`` other than ``"1.1"`` is logged.
+* **Repaired** (counted in :attr:`SquadReader.repairs` under ``"offset_repaired"``): an answer whose
+  ``answer_start`` does not slice its text, when the text occurs within ±20 characters of the given
+  offset; the occurrence closest to the given offset (the earlier one on a tie) is used.
+* **Skipped** (counted in ``SquadReader.stats.skipped``): per *answer*, ``"answer_offset_mismatch"``
+  (not repairable) and ``"empty_answer"`` (empty or whitespace-only text); per *question*,
+  ``"empty_context"``, ``"empty_question"`` (empty or whitespace-only) and ``"no_usable_answer"``
+  (it listed answers but every one was dropped). A question that lists no answers at all (a
+  prediction-only file) is kept with ``answers == ()`` and ``span is None``.
+
+Training keeps the first usable answer (``keep="first"``); evaluation keeps all (``keep="all"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from tasks.common.io import DataError, ReadStats
+
+if TYPE_CHECKING:
+    import datasets
+
+logger = logging.getLogger(__name__)
+
+READER_VERSION = 1  # bump when tokenization, repair or skip rules change (part of the cache key)
+EXPECTED_VERSION = "1.1"
+REPAIR_WINDOW = 20  # characters either side of answer_start searched by the repair
+HF_DATASET = "rajpurkar/squad"
+SPLIT_FILES: Mapping[str, str] = {"train": "train-v1.1.json", "dev": "dev-v1.1.json"}
+
+SKIP_EMPTY_CONTEXT = "empty_context"
+SKIP_EMPTY_QUESTION = "empty_question"
+SKIP_OFFSET_MISMATCH = "answer_offset_mismatch"
+SKIP_EMPTY_ANSWER = "empty_answer"
+SKIP_NO_USABLE_ANSWER = "no_usable_answer"
+REPAIRED = "offset_repaired"
+
+Keep = Literal["all", "first"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One gold answer: ``text == context[start:start + len(text)]`` always holds.
+
+    Attributes:
+        text: the answer text.
+        start: character offset of ``text`` in the original context.
+    """
+
+    text: str
+    start: int
+
+    @property
+    def end(self) -> int:
+        """Exclusive character end offset."""
+        return self.start + len(self.text)
+
+
+@dataclass(frozen=True)
+class SquadExample:
+    """One SQuAD question with its tokenized paragraph.
+
+    Attributes:
+        qid: the question ``id`` (unique within a file).
+        title: the article title (``""`` when absent).
+        context: the paragraph, exactly as in the file.
+        question: the question, exactly as in the file.
+        context_tokens: non-whitespace tokens of ``context``.
+        context_offsets: ``(start, end)`` character offsets of each token in ``context``
+            (``context[start:end] == token``).
+        question_tokens: non-whitespace tokens of ``question``.
+        answers: the kept answers (all usable ones, or only the first when training).
+        span: inclusive ``(first_token, last_token)`` of ``answers[0]``, or ``None`` when there are
+            no answers.
+    """
+
+    qid: str
+    title: str
+    context: str
+    question: str
+    context_tokens: tuple[str, ...]
+    context_offsets: tuple[tuple[int, int], ...]
+    question_tokens: tuple[str, ...]
+    answers: tuple[Answer, ...]
+    span: tuple[int, int] | None
+
+    def span_text(self, first: int, last: int) -> str:
+        """The original context text covered by tokens ``first..last`` (inclusive)."""
+        return self.context[self.context_offsets[first][0] : self.context_offsets[last][1]]
+
+
+class SquadNotAvailable(RuntimeError):
+    """SQuAD could not be found locally and the Hugging Face Hub could not be reached."""
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> Any:
+    try:
+        import spacy
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "the SQuAD reader needs spaCy: pip install 'elmo-bench[harness]'"
+        ) from exc
+    return spacy.blank("en").tokenizer
+
+
+def tokenize(text: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
+    """Tokens of ``text`` and their character offsets (spaCy ``blank("en")``; spaces dropped).
+
+    >>> tokenize("Hi,  there")
+    (('Hi', ',', 'there'), ((0, 2), (2, 3), (5, 10)))
+    """
+    tokens: list[str] = []
+    offsets: list[tuple[int, int]] = []
+    for token in _tokenizer()(text):
+        if token.text.isspace():
+            continue
+        tokens.append(token.text)
+        offsets.append((token.idx, token.idx + len(token.text)))
+    return tuple(tokens), tuple(offsets)
+
+
+def char_span_to_token_span(
+    offsets: Sequence[tuple[int, int]], start: int, end: int
+) -> tuple[int, int] | None:
+    """Inclusive token span of every token overlapping characters ``[start, end)``.
+
+    Returns ``None`` when no token overlaps (an empty or whitespace-only range).
+
+    >>> char_span_to_token_span([(0, 6), (7, 13)], 2, 9)
+    (0, 1)
+    """
+    covered = [i for i, (s, e) in enumerate(offsets) if s < end and e > start]
+    return (covered[0], covered[-1]) if covered else None
+
+
+def repair_offset(context: str, text: str, start: int, window: int = REPAIR_WINDOW) -> int | None:
+    """Start of the occurrence of ``text`` nearest ``start`` within ±``window`` characters.
+
+    Ties go to the earlier occurrence; ``None`` when ``text`` does not occur in the window.
+    """
+    if not text:
+        return None
+    low = max(0, start - window)
+    high = min(len(context), max(start, 0) + len(text) + window)
+    best: int | None = None
+    position = context.find(text, low, high)
+    while position != -1:
+        if best is None or abs(position - start) < abs(best - start):
+            best = position
+        position = context.find(text, position + 1, high)
+    return best
+
+
+def load_json_document(path: str | Path) -> Any:
+    """Read and parse a UTF-8 JSON file, raising a located :class:`DataError` on failure."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, None, "no such file")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(path, None, "empty file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(path, line, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        return json.loads(text.removeprefix("\ufeff"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # huge integers, deep nesting
+        raise DataError(path, None, f"bad JSON: {exc or 'nested too deeply'}") from None
+
+
+class _Fields:
+    """Typed field access on parsed JSON that raises :class:`DataError` naming the JSON path."""
+
+    def __init__(self, source: str | Path) -> None:
+        self.source = source
+
+    def fail(self, where: str, reason: str) -> DataError:
+        return DataError(self.source, None, f"{where}: {reason}")
+
+    def obj(self, value: object, where: str) -> Mapping[str, object]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_type_name(value)}")
+        return value
+
+    def get(self, record: Mapping[str, object], key: str, where: str, kind: type) -> Any:
+        if key not in record:
+            raise self.fail(where, f'missing "{key}"')
+        value = record[key]
+        if kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            expected = {str: "a string", int: "an integer", list: "a list"}[kind]
+            raise self.fail(f"{where}.{key}", f"expected {expected}, got {_type_name(value)}")
+        return value
+
+
+def _type_name(value: object) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+class SquadReader:
+    """Reads a SQuAD v1.1 JSON file into :class:`SquadExample` objects, in file order.
+
+    Iterating parses the whole file first (it is one JSON document), then yields the examples.
+    ``stats`` (examples and skips by reason) and ``repairs`` describe the last iteration and are
+    complete once it is exhausted. See the module docstring for the bad-input policy.
+
+    Args:
+        path: the JSON file.
+        keep: ``"all"`` keeps every usable answer (evaluation); ``"first"`` keeps only the first
+            usable answer (training) and does not look at the rest.
+
+    Raises (while iterating):
+        DataError: see the module docstring.
+    """
+
+    def __init__(self, path: str | Path, *, keep: Keep = "all") -> None:
+        if keep not in ("all", "first"):
+            raise ValueError(f'keep must be "all" or "first", got {keep!r}')
+        self.path = Path(path)
+        self.source: str | Path = self.path
+        self.keep: Keep = keep
+        self.stats = ReadStats()
+        self.repairs: Counter[str] = Counter()
+        self._document: object = None
+
+    @classmethod
+    def from_document(cls, document: object, source: str, *, keep: Keep = "all") -> SquadReader:
+        """A reader over an already parsed SQuAD JSON document; ``source`` names it in errors."""
+        reader = cls(source, keep=keep)
+        reader.source = source
+        reader._document = document
+        return reader
+
+    def __iter__(self) -> Iterator[SquadExample]:
+        self.stats = ReadStats()
+        self.repairs = Counter()
+        document = self._document
+        if document is None:
+            document = load_json_document(self.path)
+        fields = _Fields(self.source)
+        if not isinstance(document, dict):
+            raise fields.fail("top level", f"expected an object, got {_type_name(document)}")
+        version = document.get("version")
+        if version is not None and version != EXPECTED_VERSION:
+            logger.warning("%s: expected SQuAD v%s, got %r", self.source, EXPECTED_VERSION, version)
+        articles = fields.get(document, "data", "top level", list)
+        seen: dict[str, str] = {}
+        for a, article_value in enumerate(articles):
+            where_article = f"data[{a}]"
+            article = fields.obj(article_value, where_article)
+            title = article.get("title", "")
+            if not isinstance(title, str):
+                raise fields.fail(
+                    f"{where_article}.title", f"expected a string, got {_type_name(title)}"
+                )
+            paragraphs = fields.get(article, "paragraphs", where_article, list)
+            for p, paragraph_value in enumerate(paragraphs):
+                where_paragraph = f"{where_article}.paragraphs[{p}]"
+                yield from self._paragraph(fields, paragraph_value, where_paragraph, title, seen)
+
+    def _paragraph(
+        self,
+        fields: _Fields,
+        paragraph_value: object,
+        where: str,
+        title: str,
+        seen: dict[str, str],
+    ) -> Iterator[SquadExample]:
+        paragraph = fields.obj(paragraph_value, where)
+        context: str = fields.get(paragraph, "context", where, str)
+        qas = fields.get(paragraph, "qas", where, list)
+        tokenized: tuple[tuple[str, ...], tuple[tuple[int, int], ...]] | None = None
+        for q, qa_value in enumerate(qas):
+            where_qa = f"{where}.qas[{q}]"
+            qa = fields.obj(qa_value, where_qa)
+            qid: str = fields.get(qa, "id", where_qa, str)
+            question: str = fields.get(qa, "question", where_qa, str)
+            raw_answers = fields.get(qa, "answers", where_qa, list)
+            answers: list[tuple[str, int]] = []
+            for n, answer_value in enumerate(raw_answers):
+                where_answer = f"{where_qa}.answers[{n}]"
+                answer = fields.obj(answer_value, where_answer)
+                text: str = fields.get(answer, "text", where_answer, str)
+                start: int = fields.get(answer, "answer_start", where_answer, int)
+                answers.append((text, start))
+            if qid in seen:
+                raise fields.fail(where_qa, f"duplicate question id {qid!r} (first at {seen[qid]})")
+            seen[qid] = where_qa
+            if not context.strip():
+                self.stats.skip(SKIP_EMPTY_CONTEXT)
+                continue
+            if not question.strip():
+                self.stats.skip(SKIP_EMPTY_QUESTION)
+                continue
+            kept = self._usable_answers(context, answers)
+            if answers and not kept:
+                self.stats.skip(SKIP_NO_USABLE_ANSWER)
+                continue
+            if tokenized is None:
+                tokenized = tokenize(context)
+            tokens, offsets = tokenized
+            span = char_span_to_token_span(offsets, kept[0].start, kept[0].end) if kept else None
+            self.stats.examples += 1
+            yield SquadExample(
+                qid=qid,
+                title=title,
+                context=context,
+                question=question,
+                context_tokens=tokens,
+                context_offsets=offsets,
+                question_tokens=tokenize(question)[0],
+                answers=tuple(kept),
+                span=span,
+            )
+
+    def _usable_answers(self, context: str, answers: Sequence[tuple[str, int]]) -> list[Answer]:
+        kept: list[Answer] = []
+        for text, start in answers:
+            if not text.strip():
+                self.stats.skip(SKIP_EMPTY_ANSWER)
+                continue
+            if not (0 <= start and context[start : start + len(text)] == text):
+                repaired = repair_offset(context, text, start)
+                if repaired is None:
+                    self.stats.skip(SKIP_OFFSET_MISMATCH)
+                    continue
+                self.repairs[REPAIRED] += 1
+                start = repaired
+            kept.append(Answer(text, start))
+            if self.keep == "first":
+                break
+        return kept
+
+
+def read_squad(path: str | Path, *, keep: Keep = "all") -> list[SquadExample]:
+    """All examples of a SQuAD v1.1 file (see :class:`SquadReader`)."""
+    return list(SquadReader(path, keep=keep))
+
+
+# --- Hugging Face datasets -------------------------------------------------------------------
+
+
+def _datasets() -> Any:
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "this needs the Hugging Face 'datasets' package: pip install 'elmo-bench[harness]'"
+        ) from exc
+    return datasets
+
+
+def hf_features() -> datasets.Features:
+    """The column types of :func:`to_hf_dataset`."""
+    ds = _datasets()
+    string, int32 = ds.Value("string"), ds.Value("int32")
+    return ds.Features(
+        {
+            "qid": string,
+            "title": string,
+            "context": string,
+            "question": string,
+            "context_tokens": ds.List(string),
+            "context_offsets": ds.List(ds.List(int32, length=2)),
+            "question_tokens": ds.List(string),
+            "answers": ds.List({"text": string, "start": int32}),
+            "span": ds.List(int32, length=2),
+        }
+    )
+
+
+def example_to_row(example: SquadExample) -> dict[str, object]:
+    """One :func:`to_hf_dataset` row (lists instead of tuples)."""
+    return {
+        "qid": example.qid,
+        "title": example.title,
+        "context": example.context,
+        "question": example.question,
+        "context_tokens": list(example.context_tokens),
+        "context_offsets": [list(offset) for offset in example.context_offsets],
+        "question_tokens": list(example.question_tokens),
+        "answers": [{"text": a.text, "start": a.start} for a in example.answers],
+        "span": list(example.span) if example.span is not None else None,
+    }
+
+
+def example_from_row(row: Mapping[str, Any]) -> SquadExample:
+    """Inverse of :func:`example_to_row`, for rows of :func:`to_hf_dataset`."""
+    span = row["span"]
+    return SquadExample(
+        qid=row["qid"],
+        title=row["title"],
+        context=row["context"],
+        question=row["question"],
+        context_tokens=tuple(row["context_tokens"]),
+        context_offsets=tuple((s, e) for s, e in row["context_offsets"]),
+        question_tokens=tuple(row["question_tokens"]),
+        answers=tuple(Answer(a["text"], a["start"]) for a in row["answers"]),
+        span=(span[0], span[1]) if span is not None else None,
+    )
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def to_hf_dataset(
+    path: str | Path, cache_dir: str | Path | None = None, *, keep: Keep = "all"
+) -> datasets.Dataset:
+    """Read a SQuAD v1.1 file into a Hugging Face ``datasets.Dataset`` (:func:`hf_features`).
+
+    With ``cache_dir``, the preprocessed dataset is stored with ``Dataset.save_to_disk`` under
+    ``cache_dir/squad-r{READER_VERSION}-{keep}-{sha256 of the file}`` (written to a temporary
+    folder, then renamed, so an interrupted run leaves no half-written cache) together with
+    ``read_stats.json``, and later calls with the same file bytes, reader version and ``keep``
+    return ``datasets.load_from_disk`` of it without re-tokenizing. Without ``cache_dir`` nothing is
+    written. Editing the file changes its hash; stale entries are never reused (delete them freely).
+
+    Raises:
+        DataError: the file is malformed (see the module docstring).
+    """
+    ds = _datasets()
+    target: Path | None = None
+    if cache_dir is not None:
+        target = Path(cache_dir) / f"squad-r{READER_VERSION}-{keep}-{file_sha256(path)}"
+        if (target / "read_stats.json").is_file():
+            return ds.load_from_disk(str(target))
+    reader = SquadReader(path, keep=keep)
+    rows = [example_to_row(example) for example in reader]
+    columns = {name: [row[name] for row in rows] for name in hf_features()}
+    dataset = ds.Dataset.from_dict(columns, features=hf_features())
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".squad-", dir=target.parent))
+        try:
+            dataset.save_to_disk(str(staging / "data"))
+            stats = {**reader.stats.as_dict(), "repairs": dict(reader.repairs), "source": str(path)}
+            (staging / "data" / "read_stats.json").write_text(json.dumps(stats), encoding="utf-8")
+            try:
+                os.replace(staging / "data", target)
+            except OSError:  # another process cached the same file first
+                pass
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        dataset = ds.load_from_disk(str(target))
+    return dataset
+
+
+def _normalise_split(split: str) -> str:
+    names = {"train": "train", "dev": "dev", "validation": "dev"}
+    if split not in names:
+        raise ValueError(f"unknown SQuAD split {split!r}; expected one of {sorted(names)}")
+    return names[split]
+
+
+def hf_rows_to_document(rows: Sequence[Mapping[str, Any]]) -> dict[str, object]:
+    """Regroup flat ``rajpurkar/squad`` rows into the SQuAD v1.1 JSON layout.
+
+    Consecutive rows with the same title form an article, and consecutive rows with the same
+    context within it a paragraph, as in the official files the Hub copy was made from.
+    """
+    data: list[dict[str, Any]] = []
+    for row in rows:
+        if not data or data[-1]["title"] != row["title"]:
+            data.append({"title": row["title"], "paragraphs": []})
+        paragraphs = data[-1]["paragraphs"]
+        if not paragraphs or paragraphs[-1]["context"] != row["context"]:
+            paragraphs.append({"context": row["context"], "qas": []})
+        answers = row["answers"]
+        paragraphs[-1]["qas"].append(
+            {
+                "id": row["id"],
+                "question": row["question"],
+                "answers": [
+                    {"text": text, "answer_start": start}
+                    for text, start in zip(answers["text"], answers["answer_start"], strict=True)
+                ],
+            }
+        )
+    return {"version": EXPECTED_VERSION, "data": data}
+
+
+def load_squad(
+    split: str, data_dir: str | Path | None = None, *, cache_dir: str | Path | None = None
+) -> list[SquadExample]:
+    """The examples of one SQuAD v1.1 split, from local files or the Hugging Face Hub.
+
+    ``train`` keeps the first answer of each question, ``dev`` (alias ``validation``) all answers.
+    If ``data_dir`` holds ``train-v1.1.json`` / ``dev-v1.1.json`` (the official files), that file is
+    read. Otherwise ``datasets.load_dataset("rajpurkar/squad", split=...)`` is tried (downloading,
+    or reading a local Hugging Face cache; ``cache_dir`` is passed to it) and its rows go through
+    the same reader.
+
+    Raises:
+        SquadNotAvailable: no local file and the Hub cannot be reached (offline); the message says
+            how to supply the files.
+        DataError: a local file is malformed.
+    """
+    name = _normalise_split(split)
+    keep: Keep = "first" if name == "train" else "all"
+    if data_dir is not None:
+        path = Path(data_dir) / SPLIT_FILES[name]
+        if path.is_file():
+            return read_squad(path, keep=keep)
+        logger.warning("%s not found; trying the Hugging Face Hub (%s)", path, HF_DATASET)
+    ds = _datasets()
+    hf_split = "train" if name == "train" else "validation"
+    try:
+        rows = ds.load_dataset(
+            HF_DATASET, split=hf_split, cache_dir=None if cache_dir is None else str(cache_dir)
+        )
+    except (OSError, ConnectionError, TimeoutError) as exc:  # offline, DNS, missing cache entry
+        looked = f"no {SPLIT_FILES[name]} in {data_dir}" if data_dir else "no --data folder given"
+        raise SquadNotAvailable(
+            f"SQuAD v1.1 {name!r} split is not available: {looked}, and the Hugging Face Hub "
+            f"could not be reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply the "
+            "official files with --data DIR (a folder holding train-v1.1.json and dev-v1.1.json, "
+            "from https://rajpurkar.github.io/SQuAD-explorer/), or fill a local Hugging Face "
+            f"cache while online (datasets.load_dataset({HF_DATASET!r})) and rerun with "
+            "HF_DATASETS_OFFLINE=1."
+        ) from exc
+    document = hf_rows_to_document(rows)
+    return list(SquadReader.from_document(document, f"hf:{HF_DATASET}[{hf_split}]", keep=keep))
