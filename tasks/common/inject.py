@@ -1,0 +1,216 @@
+"""Injecting a representation into a task model, Peters et al. (2018) §3.3 and Table 3.
+
+One representation pass per batch feeds one :class:`bilm.ScalarMix` per injection site: ``input``
+(concatenated to the task's token vectors before its lowest RNN) and ``output`` (concatenated to the
+task RNN's output, with its own weights ``w`` and ``γ``). Model code sizes its layers from
+:meth:`Injector.extra_dim` and calls :meth:`Injector.concat` unconditionally; with a site off or
+the ``none`` representation both are no-ops, so there is no ``if`` in model code (STYLE §3.2).
+
+The λ penalty reaches the loss through :func:`mix_penalty`, which the runner calls on the whole
+task model.
+
+Typical use::
+
+    injector = Injector(representation, frozenset({"input", "output"}), MixSpec(lam=0.001))
+    layers = injector.represent(features)  # or cache.lookup(batch.indices)
+    injected = injector(layers)  # site -> (batch, time, dim), after dropout
+    x = injector.concat("input", word_vectors, injected)  # (batch, time, word_dim + dim)
+    loss = task_loss + mix_penalty(model)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import torch
+from torch import Tensor, nn
+
+from bilm.scalar_mix import MixMode, ScalarMix
+from tasks.representations import Layers, Representation
+
+Site = Literal["input", "output"]
+SITES: tuple[str, ...] = get_args(Site)
+
+
+@dataclass(frozen=True)
+class MixSpec:
+    """How each site mixes the layers (Table 2 axes).
+
+    Attributes:
+        mode: ``"all"`` (Eq. 1) or ``"last"`` (LastOnly: γ·h_L, no weights, no penalty).
+        lam: λ of ``λ‖w‖²`` (paper: 1 ≈ average, 0.001 lets the weights vary).
+        layer_norm: normalise each layer before weighting (allennlp ``do_layer_norm``).
+    """
+
+    mode: MixMode = "all"
+    lam: float = 0.0
+    layer_norm: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("all", "last"):
+            raise ValueError(f"MixSpec.mode must be 'all' or 'last', got {self.mode!r}")
+        if self.lam < 0:
+            raise ValueError(f"MixSpec.lam must be >= 0, got {self.lam}")
+
+
+@dataclass(frozen=True)
+class Injected:
+    """Mixed representations per active site.
+
+    Attributes:
+        tensors: site → ``(batch, time, dim)`` (only the active sites).
+        mask: ``(batch, time)`` bool.
+    """
+
+    tensors: Mapping[str, Tensor] = field(default_factory=dict)
+    mask: Tensor | None = None
+
+    def __getitem__(self, site: str) -> Tensor:
+        if site not in self.tensors:
+            raise KeyError(f"site {site!r} is not active; active: {sorted(self.tensors)}")
+        return self.tensors[site]
+
+    def __contains__(self, site: object) -> bool:
+        return site in self.tensors
+
+
+def _check_site(site: str) -> None:
+    if site not in SITES:
+        raise ValueError(f"unknown site {site!r}; valid: {', '.join(SITES)}")
+
+
+class Injector(nn.Module):
+    """One representation, one :class:`bilm.ScalarMix` per site, dropout on each mix.
+
+    Args:
+        representation: any :class:`~tasks.representations.Representation`.
+        sites: subset of ``{"input", "output"}``.
+        mix: mode, λ and layer norm, shared by the sites (each site has its own weights).
+        dropout: on each mixed output in training (paper and allennlp: 0.5).
+
+    A frozen representation is kept *outside* the module tree: it is not in ``parameters()`` or
+    ``state_dict()`` (task checkpoints stay small; its fingerprint identifies it), ``train()``
+    does not touch it, but ``.to()``/``.cuda()``/``.half()`` still move it (when it is an
+    ``nn.Module``). A trainable representation is an ordinary submodule.
+    """
+
+    def __init__(
+        self,
+        representation: Representation,
+        sites: frozenset[str] | set[str],
+        mix: MixSpec | None = None,
+        dropout: float = 0.5,
+    ) -> None:
+        super().__init__()
+        sites = frozenset(sites)
+        for site in sorted(sites):
+            _check_site(site)
+        self.mix = mix or MixSpec()
+        if representation.trainable:
+            self.representation = representation  # a submodule when it is an nn.Module
+        else:
+            self.__dict__["representation"] = representation  # outside the module tree
+        self.sites: frozenset[str] = sites
+        on = sites if representation.num_layers > 0 and representation.output_dim > 0 else set()
+        self.active_sites: frozenset[str] = frozenset(on)
+        self.mixes = nn.ModuleDict(
+            {
+                site: ScalarMix(
+                    representation.num_layers,
+                    mode=self.mix.mode,
+                    lam=self.mix.lam,
+                    layer_norm=self.mix.layer_norm,
+                )
+                for site in sorted(self.active_sites)
+            }
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def extra_dim(self, site: str) -> int:
+        """Width this site adds: the representation's ``output_dim`` if the site is on, else 0."""
+        _check_site(site)
+        return self.representation.output_dim if site in self.active_sites else 0
+
+    def represent(self, features: Mapping[str, Tensor]) -> Layers:
+        """Run the representation once for the batch (skip it when reading a feature cache)."""
+        return self.representation(features)
+
+    def forward(self, layers: Layers) -> Injected:
+        """Mix ``layers`` once per active site.
+
+        Args:
+            layers: ``(num_layers, batch, time, dim)`` and mask, from :meth:`represent` or a cache.
+
+        Returns:
+            :class:`Injected` with site → ``(batch, time, dim)`` after dropout.
+        """
+        if not self.active_sites:
+            return Injected({}, layers.mask)
+        expected = (self.representation.num_layers, self.representation.output_dim)
+        found = (layers.tensors.shape[0], layers.tensors.shape[-1])
+        if found != expected:
+            raise ValueError(f"layers are (num_layers, dim) = {found}, expected {expected}")
+        tensors = layers.tensors
+        if not tensors.is_floating_point():
+            raise TypeError(f"layers must be floating point, got {tensors.dtype}")
+        out = {
+            site: self.dropout(mix(tensors, layers.mask))  # (batch, time, dim)
+            for site, mix in self.mixes.items()
+        }
+        return Injected(out, layers.mask)
+
+    def concat(self, site: str, h: Tensor, injected: Injected) -> Tensor:
+        """``cat([h, injected[site]], -1)`` when the site is on, else ``h`` itself.
+
+        Args:
+            site: ``"input"`` or ``"output"``.
+            h: ``(batch, time, width)`` task vectors.
+            injected: from :meth:`forward`.
+
+        Returns:
+            ``(batch, time, width + extra_dim(site))``.
+        """
+        _check_site(site)
+        if site not in self.active_sites:
+            return h
+        extra = injected[site]  # (batch, time, dim)
+        if h.shape[:-1] != extra.shape[:-1]:
+            raise ValueError(
+                f"site {site!r}: task vectors {tuple(h.shape)} and representation "
+                f"{tuple(extra.shape)} differ before the last dimension"
+            )
+        return torch.cat([h, extra.to(h.dtype)], dim=-1)  # (batch, time, width + dim)
+
+    def penalty(self) -> Tensor:
+        """Sum of the mixes' ``λ‖w‖²`` (a 0-dim tensor; 0 without mixes or in ``last`` mode)."""
+        if not self.mixes:
+            return torch.zeros(())
+        return torch.stack([mix.penalty() for mix in self.mixes.values()]).sum()
+
+    def layer_weights(self) -> dict[str, list[float]]:
+        """``softmax(w)`` per active site (one-hot on the top layer in ``last`` mode)."""
+        return {
+            site: [float(x) for x in mix.normalized_weights().detach().cpu()]
+            for site, mix in self.mixes.items()
+        }
+
+    def gammas(self) -> dict[str, float]:
+        """γ per active site."""
+        return {site: float(mix.gamma.detach()) for site, mix in self.mixes.items()}
+
+    def _apply(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Injector:
+        super()._apply(fn, *args, **kwargs)
+        rep = self.representation
+        if not rep.trainable and isinstance(rep, nn.Module):
+            rep._apply(fn, *args, **kwargs)  # keep the frozen representation on our device
+        return self
+
+
+def mix_penalty(model: nn.Module) -> Tensor:
+    """Sum of :meth:`Injector.penalty` over every Injector inside ``model`` (0-dim tensor)."""
+    terms = [m.penalty() for m in model.modules() if isinstance(m, Injector)]
+    if not terms:
+        return torch.zeros(())
+    return torch.stack([t.to(terms[0].device) for t in terms]).sum()
