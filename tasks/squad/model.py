@@ -1,0 +1,149 @@
+"""The paper's SQuAD baseline: BiDAF improved with self-attention (Clark & Gardner 2018), with
+ELMo at the input and/or the output of the first recurrent layer (Peters et al. 2018, §4, A.4).
+
+Read top to bottom (TASKS_SPEC §3.1; document-qa ``lm_qa_models.py`` as used for the paper):
+
+1. words → [fixed word vectors; char-CNN] (+ ELMo input mix)       shared by question and context
+2. variational dropout → bi-GRU → (+ ELMo output mix, before attention: ``append_before_atten``)
+3. bi-attention (trilinear similarity): context ← question and question-to-context max pooling
+4. linear 2·hidden + ReLU
+5. residual block: dropout → bi-GRU → dropout → self-attention over the context → linear + ReLU
+6. chained bi-GRUs predict the start, then the end of the answer span
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks.common.inject import Injected, Injector
+from tasks.common.layers import (
+    BiGRU,
+    CharCNNEncoder,
+    TrilinearAttention,
+    VariationalDropout,
+    masked_log_softmax,
+    masked_softmax,
+)
+from tasks.representations import Layers
+from tasks.squad.config import SquadConfig
+
+
+@dataclass(frozen=True)
+class SquadBatch:
+    """A padded batch. Shapes: (batch, time) word ids / masks, (batch, time, chars) char ids."""
+
+    context_words: Tensor
+    context_chars: Tensor
+    context_mask: Tensor
+    question_words: Tensor
+    question_chars: Tensor
+    question_mask: Tensor
+    spans: Tensor | None  # (batch, 2) inclusive token span of the first answer
+    context_layers: Layers | None = None  # representation layers (e.g. ELMo) of the context
+    question_layers: Layers | None = None
+
+
+@dataclass(frozen=True)
+class SquadOutput:
+    """Loss (mean over the batch, or None without gold spans) and best spans (batch, 2)."""
+
+    loss: Tensor | None
+    spans: Tensor
+    start_logits: Tensor
+    end_logits: Tensor
+
+
+def best_spans(start: Tensor, end: Tensor, max_len: int) -> Tensor:
+    """Argmax of ``start_i + end_j`` over ``i ≤ j < i + max_len`` (log-probabilities).
+
+    ``start``, ``end``: (batch, time) → (batch, 2) inclusive spans.
+    """
+    t = start.shape[1]
+    scores = start[:, :, None] + end[:, None, :]  # (batch, time, time)
+    i = torch.arange(t, device=start.device)
+    valid = (i[None, :] >= i[:, None]) & (i[None, :] < i[:, None] + max_len)  # (time, time)
+    scores = scores.masked_fill(~valid, float("-inf"))
+    flat = scores.view(scores.shape[0], -1).argmax(dim=1)  # (batch,)
+    return torch.stack([flat // t, flat % t], dim=1)
+
+
+class BiDAFSelfAttention(nn.Module):
+    """Clark & Gardner's model; every width is computed from its parts.
+
+    Args:
+        config: hyper-parameters.
+        word_vectors: (vocab, word_dim) fixed word vectors (row 0 = padding, row 1 = unknown).
+        n_chars: size of the character vocabulary.
+        injector: ELMo (or any representation) injection; a ``none`` injector adds nothing.
+    """
+
+    def __init__(
+        self, config: SquadConfig, word_vectors: Tensor, n_chars: int, injector: Injector
+    ) -> None:
+        super().__init__()
+        self.config, self.injector = config, injector
+        self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
+        self.chars = CharCNNEncoder(
+            n_chars, config.char_dim, config.char_filters, config.char_width
+        )
+        h = config.hidden
+        embed_dim = word_vectors.shape[1] + self.chars.output_dim + injector.extra_dim("input")
+        self.drop = VariationalDropout(config.dropout)
+        self.encoder = BiGRU(embed_dim, h)
+        enc_dim = self.encoder.output_dim + injector.extra_dim("output")
+        self.bi_attention = TrilinearAttention(enc_dim)
+        self.attended = nn.Linear(4 * enc_dim, 2 * h)
+        self.self_gru = BiGRU(2 * h, h)
+        self.self_attention = TrilinearAttention(2 * h)
+        self.self_linear = nn.Linear(3 * 2 * h, 2 * h)
+        self.start_gru = BiGRU(2 * h, h)
+        self.start_out = nn.Linear(2 * h, 1)
+        self.end_gru = BiGRU(2 * h + 2 * h, h)
+        self.end_out = nn.Linear(2 * h, 1)
+
+    def _embed(self, words: Tensor, chars: Tensor, layers: Layers | None, mask: Tensor):
+        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        x = torch.cat([self.words(words), self.chars(chars)], dim=-1)  # (b, t, word+char)
+        x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)
+        h = self.encoder(self.drop(x), mask)  # (b, t, 2h)
+        return self.injector.concat("output", h, injected)  # (b, t, enc_dim)
+
+    def forward(self, batch: SquadBatch) -> SquadOutput:
+        """Span logits, best spans and (with gold spans) the loss."""
+        c_mask, q_mask = batch.context_mask, batch.question_mask
+        c = self._embed(batch.context_words, batch.context_chars, batch.context_layers, c_mask)
+        q = self._embed(batch.question_words, batch.question_chars, batch.question_layers, q_mask)
+        c, q = self.drop(c), self.drop(q)
+
+        sim = self.bi_attention(c, q)  # (b, tc, tq)
+        c2q = torch.bmm(masked_softmax(sim, q_mask[:, None, :]), q)  # (b, tc, enc)
+        q2c_weights = masked_softmax(
+            sim.masked_fill(~q_mask[:, None, :], float("-inf")).max(dim=2).values, c_mask
+        )  # (b, tc)
+        q2c = torch.bmm(q2c_weights[:, None, :], c)  # (b, 1, enc)
+        x = torch.cat([c, c2q, c * c2q, c2q * q2c], dim=-1)  # (b, tc, 4·enc)
+        x = F.relu(self.attended(x))  # (b, tc, 2h)
+
+        s = self.drop(self.self_gru(self.drop(x), c_mask))  # (b, tc, 2h)
+        self_sim = self.self_attention(s, s)  # (b, tc, tc)
+        eye = torch.eye(s.shape[1], dtype=torch.bool, device=s.device)[None]
+        attn = masked_softmax(self_sim.masked_fill(eye, float("-inf")), c_mask[:, None, :] & ~eye)
+        a = torch.bmm(attn, s)  # (b, tc, 2h)
+        x = x + F.relu(self.self_linear(torch.cat([s, a, s * a], dim=-1)))  # residual (b, tc, 2h)
+        x = self.drop(x)
+
+        start_h = self.start_gru(x, c_mask)  # (b, tc, 2h)
+        start_logits = self.start_out(start_h).squeeze(-1)  # (b, tc)
+        end_h = self.end_gru(torch.cat([x, start_h], dim=-1), c_mask)  # (b, tc, 2h)
+        end_logits = self.end_out(end_h).squeeze(-1)  # (b, tc)
+        log_start = masked_log_softmax(start_logits, c_mask)
+        log_end = masked_log_softmax(end_logits, c_mask)
+        spans = best_spans(log_start, log_end, self.config.max_answer_tokens)
+        loss = None
+        if batch.spans is not None:
+            loss = F.nll_loss(log_start, batch.spans[:, 0]) + F.nll_loss(log_end, batch.spans[:, 1])
+        return SquadOutput(loss, spans, start_logits, end_logits)
