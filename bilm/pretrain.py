@@ -194,7 +194,8 @@ class LanguageModel(nn.Module):
 
 
 # ------------------------------------------------------------------------------ checkpointing
-def _atomic_save(payload: dict[str, Any], path: Path) -> None:
+def atomic_save(payload: dict[str, Any], path: Path) -> None:
+    """``torch.save`` to a temporary file, fsync, rename: readers see the old or the new file."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with tmp.open("wb") as handle:
@@ -405,7 +406,7 @@ def train(
                 "rng_torch": rng,
                 "rng_sampler": sampler.get_state(),
             }
-            _atomic_save(payload, ckpt_path)
+            atomic_save(payload, ckpt_path)
         if world > 1:
             dist.barrier()
 
