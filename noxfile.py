@@ -23,8 +23,17 @@ def lint(session: nox.Session) -> None:
     """Ruff lint and format check over the whole repository."""
     session.install("ruff>=0.5")
     session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", "bilm", "tests/bilm", "benchmarks", "experiments",
-                "tests/experiments", "scripts")
+    session.run(
+        "ruff",
+        "format",
+        "--check",
+        "bilm",
+        "tests/bilm",
+        "benchmarks",
+        "experiments",
+        "tests/experiments",
+        "scripts",
+    )
 
 
 @nox.session(python=PYTHON)
@@ -76,3 +85,39 @@ def bench_pretrain(session: nox.Session) -> None:
     on the same split. Extra arguments go to benchmarks/bench_pretrain.py."""
     _install(session)
     session.run("python", "benchmarks/bench_pretrain.py", *session.posargs)
+
+
+def _reproduce(session: nox.Session, name: str) -> None:
+    session.install("-e", ".[dev,glove]")
+    session.run(
+        "python",
+        "-m",
+        "experiments",
+        "reproduce",
+        name,
+        *session.posargs,
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+    )
+
+
+@nox.session(python=PYTHON, default=False)
+def squad_baseline(session: nox.Session) -> None:
+    """SQuAD baseline (BiDAF + self-attention, no ELMo). With no arguments: the bundled DEMO
+    set and the mini config; `-- --data DIR` (train-v1.1.json, dev-v1.1.json) for real SQuAD,
+    `--config paper` for the full model, `--seeds 0,1,2` for several seeds."""
+    _reproduce(session, "squad_baseline")
+
+
+@nox.session(python=PYTHON, default=False)
+def squad_elmo(session: nox.Session) -> None:
+    """SQuAD baseline vs ELMo + baseline (Table 1 row) with the paper's numbers beside ours.
+    Default: the shipped small biLM on the bundled DEMO set, mini config; arguments as
+    squad_baseline, plus `--checkpoint PATH` for another biLM."""
+    _reproduce(session, "squad_elmo")
+
+
+@nox.session(python=PYTHON, default=False)
+def squad_ablations(session: nox.Session) -> None:
+    """SQuAD rows of Table 2 (LastOnly, λ=1, λ=0.001) and Table 3 (input, both, output);
+    finished runs are reused. Arguments as squad_elmo."""
+    _reproduce(session, "squad_ablations")
