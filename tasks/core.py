@@ -51,8 +51,9 @@ class TaskRecipe(Protocol):
         """The task model; its forward returns an object with ``.loss`` (Tensor)."""
         ...
 
-    def evaluate(self, model: nn.Module, examples: Sequence[Any], represent: Represent
-                 ) -> dict[str, float]:
+    def evaluate(
+        self, model: nn.Module, examples: Sequence[Any], represent: Represent
+    ) -> dict[str, float]:
         """Official-compatible metrics in natural units (e.g. F1 in [0, 1])."""
         ...
 

@@ -16,6 +16,7 @@ import collections
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class DataError(ValueError):
@@ -72,3 +73,14 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield n, text.rstrip("\r\n")
     if n == 0:
         raise DataError(path, None, "empty file")
+
+
+def require_datasets() -> Any:
+    """Import Hugging Face ``datasets`` lazily, with an actionable error when it is missing."""
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "this needs the Hugging Face 'datasets' package: pip install 'elmo-bench[harness]'"
+        ) from exc
+    return datasets

@@ -34,8 +34,9 @@ class BiGRU(nn.Module):
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden); 0 at pads."""
         lengths = mask.sum(1).clamp_min(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
-                                                   enforce_sorted=False)
+        packed = nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
         out, _ = self.gru(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
         return out * mask[:, :, None]  # (batch, time, 2·hidden)
@@ -48,7 +49,7 @@ class TrilinearAttention(nn.Module):
         super().__init__()
         self.w_x = nn.Linear(dim, 1, bias=False)
         self.w_y = nn.Linear(dim, 1, bias=False)
-        self.w_xy = nn.Parameter(torch.empty(dim).uniform_(-dim**-0.5, dim**-0.5))
+        self.w_xy = nn.Parameter(torch.empty(dim).uniform_(-(dim**-0.5), dim**-0.5))
         self.bias = nn.Parameter(torch.zeros(1))
 
     def forward(self, x: Tensor, y: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.common.conll2012 import Document, Mention, read_documents
-from tasks.common.io import ReadStats
+from tasks.common.io import ReadStats, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -81,12 +81,7 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
     Columns: ``doc_key``, ``document_id``, ``part``, ``genre``, ``sentences``, ``speakers`` and
     ``clusters`` (a list of clusters, each a list of ``[start, end]``).
     """
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_hf_dataset needs the 'datasets' package: pip install 'elmo-bench[harness]'"
-        ) from exc
+    datasets = require_datasets()
     rows: list[dict[str, Any]] = [
         {
             "doc_key": document.doc_key,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from tasks.common.io import DataError, ReadStats, iter_lines
+from tasks.common.io import DataError, ReadStats, iter_lines, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -229,13 +229,7 @@ class Conll2003Reader:
 
 def to_hf_dataset(path: str | Path, *, scheme: Scheme = "IOB1") -> datasets.Dataset:
     """Read a CoNLL-2003 file into a Hugging Face ``datasets.Dataset`` (one row per sentence)."""
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_hf_dataset needs the Hugging Face 'datasets' package: "
-            "pip install 'elmo-bench[harness]'"
-        ) from exc
+    datasets = require_datasets()
     reader = Conll2003Reader(path, scheme=scheme)
     names = ("tokens", "pos_tags", "chunk_tags", "ner_tags")
     columns: dict[str, list[object]] = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tasks.common.io import DataError, ReadStats, iter_lines
+from tasks.common.io import DataError, ReadStats, iter_lines, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -118,13 +118,7 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
     :data:`LABELS`), ``premise_tokens``, ``hypothesis_tokens`` (``None`` when the file has no
     binary parses).
     """
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_hf_dataset needs the Hugging Face 'datasets' package: "
-            "pip install 'elmo-bench[harness]'"
-        ) from exc
+    datasets = require_datasets()
     names = ("pair_id", "premise", "hypothesis", "label", "premise_tokens", "hypothesis_tokens")
     columns: dict[str, list[object]] = {name: [] for name in names}
     for example in SnliReader(path):

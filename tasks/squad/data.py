@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tasks.common.io import DataError, ReadStats
+from tasks.common.io import DataError, ReadStats, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -388,19 +388,9 @@ def read_squad(path: str | Path, *, keep: Keep = "all") -> list[SquadExample]:
 # --- Hugging Face datasets -------------------------------------------------------------------
 
 
-def _datasets() -> Any:
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "this needs the Hugging Face 'datasets' package: pip install 'elmo-bench[harness]'"
-        ) from exc
-    return datasets
-
-
 def hf_features() -> datasets.Features:
     """The column types of :func:`to_hf_dataset`."""
-    ds = _datasets()
+    ds = require_datasets()
     string, int32 = ds.Value("string"), ds.Value("int32")
     return ds.Features(
         {
@@ -472,7 +462,7 @@ def to_hf_dataset(
     Raises:
         DataError: the file is malformed (see the module docstring).
     """
-    ds = _datasets()
+    ds = require_datasets()
     target: Path | None = None
     if cache_dir is not None:
         target = Path(cache_dir) / f"squad-r{READER_VERSION}-{keep}-{file_sha256(path)}"
@@ -556,7 +546,7 @@ def load_squad(
         if path.is_file():
             return read_squad(path, keep=keep)
         logger.warning("%s not found; trying the Hugging Face Hub (%s)", path, HF_DATASET)
-    ds = _datasets()
+    ds = require_datasets()
     hf_split = "train" if name == "train" else "validation"
     try:
         rows = ds.load_dataset(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.common.conll2012 import Sentence, Span, read_sentences
-from tasks.common.io import ReadStats
+from tasks.common.io import ReadStats, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -149,12 +149,7 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
 
     Columns: ``sentence_id``, ``tokens``, ``predicate_index``, ``tags``, ``genre``.
     """
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_hf_dataset needs the 'datasets' package: pip install 'elmo-bench[harness]'"
-        ) from exc
+    datasets = require_datasets()
     rows: list[dict[str, Any]] = [
         {
             "sentence_id": instance.sentence_id,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from tasks.common.io import DataError, ReadStats, iter_lines
+from tasks.common.io import DataError, ReadStats, iter_lines, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -235,13 +235,7 @@ def to_hf_dataset(
     Columns: ``tree_index``, ``tokens``, ``label`` (``ClassLabel``), ``phrase_starts``,
     ``phrase_ends``, ``phrase_labels`` (fine-grained).
     """
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_hf_dataset needs the Hugging Face 'datasets' package: "
-            "pip install 'elmo-bench[harness]'"
-        ) from exc
+    datasets = require_datasets()
     reader = SstReader(path, granularity=granularity, subtrees=subtrees, min_tokens=min_tokens)
     names = ("tree_index", "tokens", "label", "phrase_starts", "phrase_ends", "phrase_labels")
     columns: dict[str, list[object]] = {name: [] for name in names}
