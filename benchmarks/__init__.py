@@ -1,0 +1,1 @@
+"""Speed benchmark and a straightforward reference implementation of the biLM forward pass."""

@@ -1,0 +1,586 @@
+"""Speed benchmark of the full-size ELMo biLM on CPU (issue #2).
+
+Usage::
+
+    python benchmarks/bench_bilm.py [--threads 2] [--repeats 7] [--corpus PATH] [--profile]
+                                    [--natural 2000] [--seed 0] [--json out.json]
+
+What it does (ELMO_SPEC §15 describes the reference measurement this is compared with):
+
+1. A full-size biLM (``BiLMOptions()`` defaults = the published 2×4096/512, 2048-filter CNN,
+   2 highway) with random weights (``init_weights(seed)``) is written in the official HDF5 layout
+   by a *separate* process, so that the measured process's peak RSS is only its own. The file is
+   cached under ``~/.cache/elmo-bench/bench/`` (``$ELMO_BENCH_CACHE`` overrides the root).
+2. The measuring process loads it with :func:`bilm.load_official` (timed) and measures the fp32
+   GEMM throughput of this machine (the roofline) with the same thread count.
+3. Forward time of a 64 × 20 batch of natural sentences (eval, no_grad, state reset; character
+   ids computed beforehand), natural text in length-sorted batches of 64, FLOPs per token,
+   fraction of the roofline, parity with ``benchmarks/reference_bilm.py`` (run in another
+   process), peak RSS. Targets are printed as PASS/MISS, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import bilm
+from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids
+from bilm.options import CharCNNOptions, LSTMOptions
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "valid.txt"
+REFERENCE_SCRIPT = Path(__file__).resolve().with_name("reference_bilm.py")
+CACHE_ROOT = Path(os.environ.get("ELMO_BENCH_CACHE", "~/.cache/elmo-bench")).expanduser()
+CACHE_FORMAT = "v1"
+
+#: allennlp 2.10.1 on a 2-core Xeon (AVX-512), 64 × 20 batch (ELMO_SPEC §15; another machine).
+ALLENNLP_TOKENS_PER_S = 570.0
+TARGET_TOKENS_PER_S = 1100.0
+TARGET_ROOFLINE = 0.75
+TARGET_MAX_DIFF = 1e-5
+TARGET_PEAK_RSS_BYTES = 1.2e9
+
+BATCH, LENGTH = 64, 20
+
+
+# ---------------------------------------------------------------------------- model file
+def model_dir(seed: int) -> Path:
+    return CACHE_ROOT / "bench" / f"elmo-2x4096_512_2048cnn_2xhighway-seed{seed}-{CACHE_FORMAT}"
+
+
+def write_model(out_dir: Path, seed: int) -> None:
+    """Body of the writer subprocess: random full-size weights in the official layout."""
+    start = time.perf_counter()
+    model = BiLM(BiLMOptions())
+    bilm.init_weights(model, seed=seed)
+    bilm.export_official(model, out_dir)
+    size = (out_dir / "weights.hdf5").stat().st_size
+    marker = {"seed": seed, "bytes": size, "seconds": round(time.perf_counter() - start, 1)}
+    (out_dir / "complete.json").write_text(json.dumps(marker) + "\n", encoding="utf-8")
+
+
+def ensure_model(seed: int) -> tuple[Path, Path, str]:
+    """The cached model files, written by a child process when missing."""
+    out = model_dir(seed)
+    if (out / "complete.json").exists() and (out / "weights.hdf5").exists():
+        return out / "options.json", out / "weights.hdf5", f"cached ({out})"
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--write-model", str(out)]
+    subprocess.run([*cmd, "--seed", str(seed)], check=True)
+    took = time.perf_counter() - start
+    return out / "options.json", out / "weights.hdf5", f"written in {took:.1f} s ({out})"
+
+
+# ---------------------------------------------------------------------------- text
+SYNTHETIC_WORDS = (
+    "the of and to in a is that for it as was with be by on not he I this are or his from at "
+    "which but have an they you were her she there one all we their has would been if more when "
+    "will who so no time people year government president nation country world congress freedom "
+    "economy history several important development everything understanding responsibility , ."
+).split()
+
+
+def read_corpus(path: Path | None) -> tuple[list[list[str]], str]:
+    """Tokenised sentences (one per line) or a labelled synthetic fallback."""
+    if path is not None and path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [line.split() for line in lines if line.strip()], str(path)
+    rng = random.Random(0)
+    weights = [1.0 / (rank + 1) for rank in range(len(SYNTHETIC_WORDS))]  # Zipf-like
+    sentences = [rng.choices(SYNTHETIC_WORDS, weights, k=rng.randint(3, 45)) for _ in range(2000)]
+    return sentences, f"SYNTHETIC word list (corpus {path} not found)"
+
+
+def fixed_batch(sentences: list[list[str]]) -> list[list[str]]:
+    """64 sentences of exactly 20 tokens: the first long-enough sentences, cut; else windows."""
+    chosen = [s[:LENGTH] for s in sentences if len(s) >= LENGTH][:BATCH]
+    stream = [token for s in sentences for token in s]
+    start = 0
+    while len(chosen) < BATCH:  # not enough long sentences: consecutive 20-token windows
+        chosen.append(stream[start : start + LENGTH])
+        start += LENGTH
+    return chosen
+
+
+# ---------------------------------------------------------------------------- cost model
+def macs_per_token_cnn(cnn: CharCNNOptions, projection_dim: int) -> int:
+    """Multiply-adds of the char CNN for one token: convolutions, highway, projection."""
+    F = cnn.n_filters
+    conv = sum(
+        (cnn.max_characters_per_token - w + 1) * w * cnn.embedding_dim * n for w, n in cnn.filters
+    )
+    highway = cnn.n_highway * F * 2 * F
+    proj = F * projection_dim if F != projection_dim else 0
+    return conv + highway + proj
+
+
+def macs_per_position_lstm(lstm: LSTMOptions) -> int:
+    """Multiply-adds of all LSTM cells (both directions, every layer) at one position."""
+    P, C = lstm.projection_dim, lstm.dim
+    has_proj = P < C
+    hidden = P if has_proj else C
+    per_cell = P * 4 * C + hidden * 4 * C + (C * P if has_proj else 0)
+    return lstm.n_layers * 2 * per_cell
+
+
+def batch_cost(sentences: Sequence[Sequence[str]], options: BiLMOptions) -> dict[str, float]:
+    """Tokens, positions, distinct tokens and FLOPs (nominal / executed) of one batch."""
+    cnn = 2 * macs_per_token_cnn(options.char_cnn, options.lstm.projection_dim)
+    lstm = 2 * macs_per_position_lstm(options.lstm)
+    max_chars = options.char_cnn.max_characters_per_token
+    tokens = sum(len(s) for s in sentences)
+    positions = tokens + 2 * len(sentences)  # + <S> and </S> of every sentence
+    distinct = {tuple(word_to_char_ids(w, max_chars)) for s in sentences for w in s}
+    n_distinct = len(distinct) + (2 if sentences else 0)  # + the two boundary tokens
+    return {
+        "tokens": tokens,
+        "positions": positions,
+        "distinct": n_distinct,
+        "nominal_flop": positions * (cnn + lstm),
+        "executed_flop": n_distinct * cnn + positions * lstm,
+    }
+
+
+def sum_costs(costs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: sum(c[key] for c in costs) for key in costs[0]}
+
+
+# ---------------------------------------------------------------------------- measuring
+def rss_peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+def rss_now_bytes() -> int:
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def fmt_bytes(n: float) -> str:
+    return f"{n / 1e6:,.0f} MB ({n / 2**20:,.0f} MiB)"
+
+
+def gemm_gflops(m: int, k: int, n: int, repeats: int) -> tuple[float, float]:
+    """fp32 ``torch.mm`` throughput for (m×k)·(k×n), GFLOP/s: (median, best) over samples."""
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+    c = torch.empty(m, n)
+    flop = 2.0 * m * k * n
+    inner = max(1, round(16e9 / flop))  # ≈16 GFLOP per sample: short shapes repeat
+    torch.mm(a, b, out=c)
+    samples = []
+    for _ in range(max(5, repeats)):
+        start = time.perf_counter()
+        for _ in range(inner):
+            torch.mm(a, b, out=c)
+        samples.append((time.perf_counter() - start) / inner)
+    return flop / statistics.median(samples) / 1e9, flop / min(samples) / 1e9
+
+
+def time_calls(fn: Callable[[], Any], repeats: int) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def forward(model: BiLM, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model(ids).layers
+
+
+def profile_split(model: BiLM, ids: torch.Tensor, repeats: int) -> dict[str, Any]:
+    """Wall time inside the char CNN (highway separately) and each LSTM, via forward hooks."""
+    totals: dict[str, float] = defaultdict(float)
+    starts: dict[str, float] = {}
+    handles = []
+
+    def watch(module: torch.nn.Module, name: str) -> None:
+        def pre(*_: Any) -> None:
+            starts[name] = time.perf_counter()
+
+        def post(*_: Any) -> None:
+            totals[name] += time.perf_counter() - starts[name]
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post))
+
+    watch(model.char_cnn, "char CNN (all)")
+    watch(model.char_cnn.highway, "char CNN: highway")
+    for layer_index, layer in enumerate(model.layers):
+        for d, cell in enumerate(layer):
+            watch(cell, f"LSTM layer {layer_index} {'fwd' if d == 0 else 'bwd'}")
+    try:
+        total = sum(time_calls(lambda: forward(model, ids), repeats))
+    finally:
+        for handle in handles:
+            handle.remove()
+    split = {name: seconds / repeats for name, seconds in totals.items()}
+    lstm = sum(v for k, v in split.items() if k.startswith("LSTM"))
+    result = {
+        "forward_s": total / repeats,
+        "char_cnn_s": split["char CNN (all)"],
+        "highway_s": split["char CNN: highway"],
+        "lstm_s": lstm,
+        "per_module_s": split,
+    }
+    result["other_s"] = result["forward_s"] - result["char_cnn_s"] - lstm
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        forward(model, ids)
+    result["op_table"] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12)
+    return result
+
+
+def run_reference(
+    options_path: Path, weights_path: Path, sentences: list[list[str]], threads: int
+) -> np.ndarray:
+    """The reference implementation's layers, computed in a child process (float64)."""
+    with tempfile.TemporaryDirectory(prefix="elmo-bench-ref-") as tmp:
+        sent_path, out_path = Path(tmp) / "sentences.json", Path(tmp) / "reference.npz"
+        sent_path.write_text(json.dumps(sentences), encoding="utf-8")
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        cmd = [sys.executable, str(REFERENCE_SCRIPT), str(options_path), str(weights_path)]
+        subprocess.run([*cmd, str(sent_path), str(out_path)], check=True, env=env, cwd=REPO)
+        with np.load(out_path) as data:
+            return data["layers"]
+
+
+def busy_other_cpus(seconds: float = 1.0) -> float | None:
+    """CPUs kept busy by other processes while this one sleeps (from /proc/stat), or None."""
+
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    try:
+        busy0, total0 = sample()
+        time.sleep(seconds)
+        busy1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 == total0:
+        return None
+    return (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
+
+
+def print_contention(report: dict[str, Any], when: str) -> None:
+    busy = busy_other_cpus()
+    report.setdefault("other_busy_cpus", {})[when] = busy
+    if busy is None:
+        return
+    note = "" if busy < 0.25 else "  WARNING: the machine is shared, timings are unreliable"
+    print(f"  other processes ({when}): {busy:.2f} of {os.cpu_count()} CPUs busy{note}")
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+# ---------------------------------------------------------------------------- main
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    torch.set_num_threads(args.threads)
+    report: dict[str, Any] = {
+        "machine": {
+            "cpu": cpu_name(),
+            "logical_cpus": os.cpu_count(),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+        },
+        "repeats": args.repeats,
+    }
+    print("ELMo biLM speed benchmark (full-size model, random weights, fp32, CPU)")
+    m = report["machine"]
+    print(
+        f"  machine: {m['cpu']}, {m['logical_cpus']} logical CPUs; torch {m['torch']}, "
+        f"{m['threads']} threads; repeats {args.repeats}"
+    )
+
+    options_path, weights_path, how = ensure_model(args.seed)
+    size = weights_path.stat().st_size
+    print(f"  weights: {size:,} bytes, seed {args.seed}, {how}")
+    print_contention(report, "start")
+    report["weights"] = {"path": str(weights_path), "bytes": size, "seed": args.seed}
+
+    # -- load ---------------------------------------------------------------------------
+    start = time.perf_counter()
+    model = bilm.load_official(options_path, weights_path, state="reset")
+    load_s = time.perf_counter() - start
+    rss_after_load = rss_peak_bytes()
+    options = model.options
+    n_params = sum(p.numel() for p in model.parameters())
+    print("\n[load]")
+    print(f"  load_official: {load_s:.2f} s (file likely in page cache); {n_params:,} parameters")
+    print(f"  peak RSS after load: {fmt_bytes(rss_after_load)}")
+    report["load"] = {"seconds": load_s, "parameters": n_params, "peak_rss_bytes": rss_after_load}
+
+    # -- roofline -----------------------------------------------------------------------
+    P, C, F = options.lstm.projection_dim, options.lstm.dim, options.char_cnn.n_filters
+    positions = BATCH * (LENGTH + 2)
+    shapes = {
+        f"{F}x{F}x{F}": (F, F, F),
+        f"{BATCH}x{P}x{4 * C} (LSTM step)": (BATCH, P, 4 * C),
+        f"{positions}x{P}x{4 * C} (LSTM input)": (positions, P, 4 * C),
+    }
+    gemm = {name: gemm_gflops(*shape, args.repeats) for name, shape in shapes.items()}
+    roofline = max(median for median, _ in gemm.values())
+    roofline_best = max(best for _, best in gemm.values())
+    print("\n[fp32 GEMM roofline: torch.mm, GFLOP/s]              median     best")
+    for name, (median, best) in gemm.items():
+        print(f"  {name:<46} {median:8.1f} {best:8.1f}")
+    print(f"  {'roofline (highest of these)':<46} {roofline:8.1f} {roofline_best:8.1f}")
+    report["gemm_gflops"] = {name: {"median": a, "best": b} for name, (a, b) in gemm.items()}
+    report["gemm_gflops"]["roofline"] = {"median": roofline, "best": roofline_best}
+
+    # -- 64 × 20 -----------------------------------------------------------------------
+    corpus, source = read_corpus(args.corpus)
+    batch = fixed_batch(corpus)
+    ids = batch_to_ids(batch)
+    warm_s = time_calls(lambda: forward(model, ids), 1)[0]
+    samples = time_calls(lambda: forward(model, ids), args.repeats)
+    median_s, best_s = statistics.median(samples), min(samples)
+    rss_after_batch = rss_peak_bytes()
+    spread = max(samples) / best_s
+    cost = batch_cost(batch, options)
+    tokens = cost["tokens"]
+    tps = tokens / median_s
+    executed_gflops = cost["executed_flop"] / median_s / 1e9
+    fraction = executed_gflops / roofline
+    fraction_best = cost["executed_flop"] / best_s / 1e9 / roofline_best
+    print(
+        f"\n[batch {BATCH} x {LENGTH}: {tokens:,} tokens, {cost['positions']:,} positions "
+        f"with boundaries, {cost['distinct']:,} distinct tokens]"
+    )
+    print(f"  text: {source}")
+    print(
+        f"  first (warm-up) call {warm_s:.3f} s; forward median {median_s:.3f} s, "
+        f"best {best_s:.3f} s over {args.repeats}"
+    )
+    print(f"  tokens/s: median {tps:,.0f}, best {tokens / best_s:,.0f}")
+    if spread > 1.3:
+        print(f"  NOTE: noisy machine, slowest/fastest repeat = {spread:.1f}x")
+    print(
+        f"  vs allennlp 2.10.1 ({ALLENNLP_TOKENS_PER_S:.0f} tokens/s, measured on another "
+        f"2-core machine, ELMO_SPEC §15): x{tps / ALLENNLP_TOKENS_PER_S:.2f}"
+    )
+    nominal_tok = cost["nominal_flop"] / tokens
+    executed_tok = cost["executed_flop"] / tokens
+    print(
+        f"  FLOP/token: nominal {nominal_tok / 1e6:,.1f} M (char CNN on every position), "
+        f"executed {executed_tok / 1e6:,.1f} M (distinct tokens only)"
+    )
+    print(
+        f"  executed {executed_gflops:,.1f} GFLOP/s = {fraction:.1%} of the GEMM roofline; "
+        f"best run vs best GEMM: {fraction_best:.1%} "
+        f"(nominal-FLOP rate {cost['nominal_flop'] / median_s / 1e9:,.1f} GFLOP/s)"
+    )
+    report["batch_64x20"] = {
+        "text": source,
+        "warmup_s": warm_s,
+        "samples_s": samples,
+        "median_s": median_s,
+        "best_s": best_s,
+        "slowest_over_fastest": spread,
+        "peak_rss_bytes": rss_after_batch,
+        "tokens_per_s_median": tps,
+        "tokens_per_s_best": tokens / best_s,
+        "ratio_to_allennlp_570": tps / ALLENNLP_TOKENS_PER_S,
+        "cost": cost,
+        "flop_per_token_nominal": nominal_tok,
+        "flop_per_token_executed": executed_tok,
+        "executed_gflops": executed_gflops,
+        "roofline_fraction": fraction,
+        "roofline_fraction_best_vs_best": fraction_best,
+    }
+
+    # -- natural text ------------------------------------------------------------------
+    if args.natural > 0:
+        sentences = corpus[: args.natural]
+        ordered = sorted(sentences, key=len, reverse=True)
+        batches = [ordered[i : i + BATCH] for i in range(0, len(ordered), BATCH)]
+        start = time.perf_counter()
+        all_ids = [batch_to_ids(b) for b in batches]
+        ids_s = time.perf_counter() - start
+        start = time.perf_counter()
+        per_batch = [time_calls(lambda b=b: forward(model, b), 1)[0] for b in all_ids]
+        natural_s = time.perf_counter() - start
+        longest = max(range(len(batches)), key=lambda i: all_ids[i].shape[1])
+        ncost = sum_costs([batch_cost(b, options) for b in batches])
+        ntps = ncost["tokens"] / natural_s
+        n_exec = ncost["executed_flop"] / natural_s / 1e9
+        note = "" if len(sentences) == args.natural else f" (asked {args.natural:,})"
+        print(
+            f"\n[natural text: first {len(sentences):,} sentences{note}, "
+            f"{ncost['tokens']:,} tokens, {len(batches)} length-sorted batches of <= {BATCH}]"
+        )
+        print(
+            f"  forward {natural_s:.2f} s (one pass) -> {ntps:,.0f} tokens/s; "
+            f"batch_to_ids {ids_s:.2f} s extra"
+        )
+        print(
+            f"  longest batch (T = {all_ids[longest].shape[1]}, "
+            f"{sum(len(s) for s in batches[longest]):,} tokens): {per_batch[longest]:.2f} s; "
+            f"peak RSS after this stage {fmt_bytes(rss_peak_bytes())}"
+        )
+        print(
+            f"  FLOP/token: nominal {ncost['nominal_flop'] / ncost['tokens'] / 1e6:,.1f} M, "
+            f"executed {ncost['executed_flop'] / ncost['tokens'] / 1e6:,.1f} M; "
+            f"{n_exec:,.1f} GFLOP/s = {n_exec / roofline:.1%} of roofline"
+        )
+        report["natural"] = {
+            "sentences": len(sentences),
+            "batches": len(batches),
+            "seconds": natural_s,
+            "batch_to_ids_s": ids_s,
+            "per_batch": [
+                {"time": a.shape[1], "tokens": sum(len(s) for s in b), "seconds": t}
+                for a, b, t in zip(all_ids, batches, per_batch, strict=True)
+            ],
+            "peak_rss_bytes": rss_peak_bytes(),
+            "tokens_per_s": ntps,
+            "cost": ncost,
+            "executed_gflops": n_exec,
+            "roofline_fraction": n_exec / roofline,
+        }
+
+    # -- profile ----------------------------------------------------------------------
+    if args.profile:
+        prof = profile_split(model, ids, args.repeats)
+        total = prof["forward_s"]
+        print(f"\n[profile: 64 x 20 batch, forward hooks, mean of {args.repeats}]")
+        print(f"  forward (with hooks)          {total:7.3f} s")
+        for label, key in (
+            ("char CNN (dedup'd tokens)", "char_cnn_s"),
+            ("  of which highway", "highway_s"),
+            ("LSTM layers (4 cells)", "lstm_s"),
+            ("other (ids, unique, stack)", "other_s"),
+        ):
+            print(f"  {label:<29} {prof[key]:7.3f} s  {prof[key] / total:6.1%}")
+        for name, seconds in prof["per_module_s"].items():
+            if name.startswith("LSTM"):
+                print(f"    {name:<27} {seconds:7.3f} s")
+        print("  top ops (torch.profiler, one forward, by self CPU time):")
+        print("\n".join("    " + line for line in prof["op_table"].splitlines()))
+        report["profile"] = {k: v for k, v in prof.items() if k != "op_table"}
+
+    # -- correctness ------------------------------------------------------------------
+    subset = [s[:30] for s in corpus[:4]]
+    ours = forward(model, batch_to_ids(subset)).double().numpy()
+    start = time.perf_counter()
+    ref = run_reference(options_path, weights_path, subset, args.threads)
+    ref_s = time.perf_counter() - start
+    max_diff = float(np.abs(ours - ref).max()) if ours.shape == ref.shape else float("inf")
+    print(
+        f"\n[correctness: {len(subset)} sentences ({', '.join(str(len(s)) for s in subset)} "
+        "tokens) vs benchmarks/reference_bilm.py, float64, separate process]"
+    )
+    print(
+        f"  max |optimised - reference| over all {ours.shape[0]} layers: {max_diff:.2e}  "
+        f"{'PASS' if max_diff <= TARGET_MAX_DIFF else 'FAIL'} (<= 1e-5); "
+        f"reference took {ref_s:.1f} s"
+    )
+    report["correctness"] = {"sentences": len(subset), "max_abs_diff": max_diff}
+
+    rss_end = rss_peak_bytes()
+    print()
+    print_contention(report, "end")
+    print("\n[memory: measuring process]")
+    print(f"  peak RSS after load          {fmt_bytes(rss_after_load)}")
+    print(f"  peak RSS after 64x20 runs    {fmt_bytes(rss_after_batch)}")
+    print(
+        f"  peak RSS at the end          {fmt_bytes(rss_end)}"
+        f"  (current {fmt_bytes(rss_now_bytes())})"
+    )
+    report["peak_rss_bytes"] = {
+        "after_load": rss_after_load,
+        "after_64x20": rss_after_batch,
+        "end": rss_end,
+    }
+
+    targets = [
+        (
+            f"64x20 tokens/s >= {TARGET_TOKENS_PER_S:,.0f}",
+            f"{tps:,.0f}",
+            tps >= TARGET_TOKENS_PER_S,
+        ),
+        (
+            f"fraction of GEMM roofline >= {TARGET_ROOFLINE:.0%}",
+            f"{fraction:.1%}",
+            fraction >= TARGET_ROOFLINE,
+        ),
+        ("max abs diff vs reference <= 1e-5", f"{max_diff:.1e}", max_diff <= TARGET_MAX_DIFF),
+        ("peak RSS <= 1.2 GB", fmt_bytes(rss_end), rss_end <= TARGET_PEAK_RSS_BYTES),
+    ]
+    print("\n[targets]")
+    for name, value, ok in targets:
+        print(f"  {verdict(ok)}  {name:<36} measured {value}")
+    report["targets"] = {name: {"measured": value, "met": ok} for name, value, ok in targets}
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="ELMo biLM CPU speed benchmark")
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (2)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats (7)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=DEFAULT_CORPUS,
+        help="one tokenised sentence per line (../shared/data/corpus/valid.txt)",
+    )
+    parser.add_argument(
+        "--natural", type=int, default=2000, help="natural-text sentences to time (0 = skip)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    parser.add_argument("--profile", action="store_true", help="char CNN vs LSTM time split")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--write-model", type=Path, help=argparse.SUPPRESS)  # child process
+    args = parser.parse_args(argv)
+    if args.write_model is not None:
+        write_model(args.write_model, args.seed)
+        return
+    report = run(args)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        print(f"\nJSON written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
