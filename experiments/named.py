@@ -15,10 +15,9 @@ from experiments.render import table2 as _table2
 from experiments.render import table3 as _table3
 from experiments.spec import MixSpec, RunSpec, baseline_of
 
-#: task → (version, sites, mix, metric label, metric key). Versions must match tasks/registry.
+#: task → (sites, mix, metric label, metric key); versions come from tasks.registry.
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "squad": {
-        "version": 1,
         "sites": ("input", "output"),
         "mix": MixSpec("all", 0.0, False),
         "label": "SQuAD (F1)",
@@ -37,10 +36,12 @@ def base_spec(task: str, preset: str, data: str, rep_config: Mapping[str, Any]) 
     """The paper's ELMo configuration of ``task``."""
     if task not in TASK_DEFAULTS:
         raise KeyError(f"unknown task {task!r}; known: {', '.join(TASK_DEFAULTS)}")
+    from tasks.registry import get_task
+
     d = TASK_DEFAULTS[task]
     return RunSpec(
         task=task,
-        task_version=d["version"],
+        task_version=get_task(task).version,
         representation="elmo",
         representation_config=dict(rep_config),
         sites=d["sites"],

