@@ -134,7 +134,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             out_dir / f"{args.name}-{table.name}-{args.config}-{_label(args.data)}.{suffix}"
         ).write_text(text, encoding="utf-8")
         print(text)
+    _plots(
+        tables,
+        records,
+        REPO / "results" / "plots",
+        f"{args.name}-{args.config}-{_label(args.data)}",
+    )
     return 0
+
+
+def _plots(tables: Sequence[object], records: Sequence[object], out: Path, stem: str) -> None:
+    """Learned layer weights per site and dev learning curves of the table's runs (PNG)."""
+    try:
+        from experiments.plots import plot_layer_weights, plot_learning_curves
+    except ImportError:
+        return
+    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}  # type: ignore[arg-type]
+    runs = [r for r in records if r.run_id in wanted]  # type: ignore[attr-defined]
+    if not runs:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        path = plot_layer_weights(
+            [r for r in runs if r.spec.representation != "none"], out / f"{stem}-layer-weights.png"
+        )
+        print(f"wrote {path}", file=sys.stderr)
+    except (ValueError, ImportError):
+        pass
+    try:
+        path = plot_learning_curves(runs, out / f"{stem}-learning-curves.png", "dev_f1", scale=100)
+        print(f"wrote {path}", file=sys.stderr)
+    except (ValueError, ImportError):
+        pass
 
 
 def _label(data: str) -> str:
