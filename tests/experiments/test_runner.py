@@ -62,7 +62,7 @@ def test_same_seed_same_result_and_resume_is_exact(tmp_path: Path) -> None:
 
 KILLER = """
 import os, signal, sys, torch
-torch.set_num_threads(1)
+torch.set_num_threads(int(sys.argv[3]))  # as the parent: float sums depend on the thread count
 from experiments import runner
 from tasks.common.inject import MixSpec
 from tasks.registry import get_task
@@ -83,11 +83,11 @@ runner.train_run(get_task("squad"), config="mini", overrides=TINY, representatio
 
 
 def test_kill_9_mid_epoch_then_resume(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     reference = run(tmp_path / "ref")
     # 40 examples / batch 8 = 5 steps per epoch: step 8 is inside epoch 2
     done = subprocess.run(
-        [sys.executable, "-c", KILLER, str(tmp_path / "k"), "8"],
+        [sys.executable, "-c", KILLER, str(tmp_path / "k"), "8", str(torch.get_num_threads())],
         env=env,
         capture_output=True,
         text=True,
