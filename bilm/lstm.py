@@ -22,6 +22,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+#: Time steps whose input products are computed in one GEMM (inference); bounds memory.
+TIME_CHUNK = 32
+
 
 def active_counts(lengths: list[int], steps: int) -> list[int]:
     """Rows active at each step for lengths sorted in decreasing order: ``#{b: len_b > t}``."""
@@ -79,46 +82,59 @@ class LSTMWithProjection(nn.Module):
         """
         steps, batch, _ = inputs.shape
         counts = active_counts(lengths, steps)
-        zin = torch.addmm(self.bias, inputs.reshape(steps * batch, -1), self.w_input)
-        zin = zin.view(steps, batch, 4 * self.cell_dim)  # (T, B, 4C) all input products at once
-        order = range(steps - 1, -1, -1) if self.reverse else range(steps)
         if torch.is_grad_enabled() and (inputs.requires_grad or self.w_state.requires_grad):
+            zin = torch.addmm(self.bias, inputs.reshape(steps * batch, -1), self.w_input)
+            zin = zin.view(steps, batch, 4 * self.cell_dim)  # (T, B, 4C) all input products
+            order = range(steps - 1, -1, -1) if self.reverse else range(steps)
             return self._run_autograd(zin, counts, order, h0, c0)
-        return self._run_inference(zin, counts, order, h0, c0)
+        return self._run_inference(inputs, counts, h0, c0)
 
     def _run_inference(
-        self, zin: Tensor, counts: list[int], order: range, h0: Tensor, c0: Tensor
+        self, inputs: Tensor, counts: list[int], h0: Tensor, c0: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
-        steps, batch, _ = zin.shape
+        steps, batch, _ = inputs.shape
         C = self.cell_dim
         h, c = h0.clone(), c0.clone()
-        out = zin.new_zeros(steps, batch, self.hidden_dim)
-        zbuf = zin.new_empty(batch, 4 * C)
-        mbuf = zin.new_empty(batch, C)
-        for t in order:
-            n = counts[t]
-            if n == 0:
+        out = inputs.new_zeros(steps, batch, self.hidden_dim)
+        zbuf = inputs.new_empty(batch, 4 * C)
+        mbuf = inputs.new_empty(batch, C)
+        # Input products of TIME_CHUNK steps at once, for the rows active in that chunk only:
+        # one large GEMM per chunk, memory bounded by the chunk, not by the sentence length.
+        zin_buf = inputs.new_empty(min(steps, TIME_CHUNK) * batch * 4 * C)
+        starts = list(range(0, steps, TIME_CHUNK))
+        for t0 in reversed(starts) if self.reverse else starts:
+            t1 = min(t0 + TIME_CHUNK, steps)
+            rows = counts[t0]  # counts decrease with t: the chunk's widest step is its first
+            if rows == 0:
                 continue
-            z = torch.addmm(zin[t, :n], h[:n], self.w_state, out=zbuf[:n])  # (n, 4C)
-            # tanh(x) = 2σ(2x) − 1: one sigmoid pass over all four blocks; torch's CPU tanh is
-            # several times slower than its sigmoid (×2 is exact; deviation ≤ 2e-7 measured).
-            z[:, 3 * C :].mul_(2.0)
-            z.sigmoid_()
-            gates_j = z[:, 3 * C :].mul_(2.0).sub_(1.0)
-            cell = c[:n]
-            cell.mul_(z[:, C : 2 * C]).addcmul_(z[:, :C], gates_j)  # f·c + i·j
-            if self.cell_clip is not None:
-                cell.clamp_(-self.cell_clip, self.cell_clip)
-            m = torch.mul(cell, 2.0, out=mbuf[:n]).sigmoid_().mul_(2.0).sub_(1.0)  # tanh(c)
-            m.mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
-            hn = h[:n]
-            if self.w_proj is not None:
-                torch.mm(m, self.w_proj, out=hn)  # (n, P)
-            else:
-                hn.copy_(m)
-            if self.proj_clip is not None:
-                hn.clamp_(-self.proj_clip, self.proj_clip)
-            out[t, :n] = hn
+            x = inputs[t0:t1, :rows].reshape((t1 - t0) * rows, -1)  # (chunk·rows, P)
+            zin = zin_buf[: (t1 - t0) * rows * 4 * C].view((t1 - t0) * rows, 4 * C)
+            torch.addmm(self.bias, x, self.w_input, out=zin)
+            zin = zin.view(t1 - t0, rows, 4 * C)  # (chunk, rows, 4C)
+            for t in range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1):
+                n = counts[t]
+                if n == 0:
+                    continue
+                z = torch.addmm(zin[t - t0, :n], h[:n], self.w_state, out=zbuf[:n])  # (n, 4C)
+                # tanh(x) = 2σ(2x) − 1: one sigmoid pass over all four blocks; torch's CPU tanh
+                # is several times slower than its sigmoid (×2 is exact; deviation ≤ 2e-7).
+                z[:, 3 * C :].mul_(2.0)
+                z.sigmoid_()
+                gates_j = z[:, 3 * C :].mul_(2.0).sub_(1.0)
+                cell = c[:n]
+                cell.mul_(z[:, C : 2 * C]).addcmul_(z[:, :C], gates_j)  # f·c + i·j
+                if self.cell_clip is not None:
+                    cell.clamp_(-self.cell_clip, self.cell_clip)
+                m = torch.mul(cell, 2.0, out=mbuf[:n]).sigmoid_().mul_(2.0).sub_(1.0)  # tanh(c)
+                m.mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
+                hn = h[:n]
+                if self.w_proj is not None:
+                    torch.mm(m, self.w_proj, out=hn)  # (n, P)
+                else:
+                    hn.copy_(m)
+                if self.proj_clip is not None:
+                    hn.clamp_(-self.proj_clip, self.proj_clip)
+                out[t, :n] = hn
         return out, h, c
 
     def _run_autograd(

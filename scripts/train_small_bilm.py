@@ -123,7 +123,8 @@ def card(config: object, f: dict) -> str:
 
 A small English ELMo-style biLM trained by this project's own code, shipped as the default biLM of
 `bilm` and of the harness when no other is configured. It is **not** the published ELMo model
-(Peters et al. 2018): it is about 30× smaller and trained on 2.3 M tokens instead of 800 M.
+(Peters et al. 2018): it is about 30× smaller and trained on 2.3 M tokens instead of about 770 M
+(the 1B Word Benchmark).
 
 ## Architecture
 - char CNN: embedding {cnn.embedding_dim}, filters {[list(x) for x in cnn.filters]}

@@ -128,3 +128,19 @@ def test_bad_input_errors() -> None:
         model(ids)
     with pytest.raises(ValueError, match="state must be one of"):
         BiLM(tiny_options(), state="sometimes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 32])
+def test_time_chunked_inference_equals_autograd_path(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bilm import lstm
+
+    monkeypatch.setattr(lstm, "TIME_CHUNK", chunk)
+    model = tiny_bilm()
+    long = [f"w{i % 13}" for i in range(70)]  # crosses several chunk boundaries
+    sentences = [long, SENTENCES[0], [], long[:33]]
+    ids = batch_to_ids(sentences)
+    fast = run(model, sentences)
+    slow = model(ids).layers.detach()
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=0)
