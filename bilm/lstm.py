@@ -24,6 +24,12 @@ from torch import Tensor, nn
 
 #: Time steps whose input products are computed in one GEMM (inference); bounds memory.
 TIME_CHUNK = 32
+_PACKING = torch.backends.mkldnn.is_available()
+
+
+def _packed_mm(x: Tensor, packed: Tensor) -> Tensor:
+    """``x @ W`` with ``W`` pre-packed by ``torch.ops.mkldnn._reorder_linear_weight``."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 
 def active_counts(lengths: list[int], steps: int) -> list[int]:
@@ -65,6 +71,7 @@ class LSTMWithProjection(nn.Module):
         self.w_proj: nn.Parameter | None = None
         if projection_dim is not None:
             self.w_proj = nn.Parameter(torch.empty(cell_dim, projection_dim))
+        self._packed_cache: dict[str, tuple[tuple[int, ...], Tensor]] = {}
 
     def forward(
         self, inputs: Tensor, lengths: list[int], h0: Tensor, c0: Tensor
@@ -98,6 +105,8 @@ class LSTMWithProjection(nn.Module):
         out = inputs.new_zeros(steps, batch, self.hidden_dim)
         zbuf = inputs.new_empty(batch, 4 * C)
         mbuf = inputs.new_empty(batch, C)
+        packed_state = self._packed("w_state", inputs)
+        packed_proj = self._packed("w_proj", inputs) if self.w_proj is not None else None
         # Input products of TIME_CHUNK steps at once, for the rows active in that chunk only:
         # one large GEMM per chunk, memory bounded by the chunk, not by the sentence length.
         zin_buf = inputs.new_empty(min(steps, TIME_CHUNK) * batch * 4 * C)
@@ -115,7 +124,10 @@ class LSTMWithProjection(nn.Module):
                 n = counts[t]
                 if n == 0:
                     continue
-                z = torch.addmm(zin[t - t0, :n], h[:n], self.w_state, out=zbuf[:n])  # (n, 4C)
+                if packed_state is not None:  # oneDNN GEMM on pre-packed weights
+                    z = _packed_mm(h[:n], packed_state).add_(zin[t - t0, :n])  # (n, 4C)
+                else:
+                    z = torch.addmm(zin[t - t0, :n], h[:n], self.w_state, out=zbuf[:n])
                 # tanh(x) = 2σ(2x) − 1: one sigmoid pass over all four blocks; torch's CPU tanh
                 # is several times slower than its sigmoid (×2 is exact; deviation ≤ 2e-7).
                 z[:, 3 * C :].mul_(2.0)
@@ -128,7 +140,9 @@ class LSTMWithProjection(nn.Module):
                 m = torch.mul(cell, 2.0, out=mbuf[:n]).sigmoid_().mul_(2.0).sub_(1.0)  # tanh(c)
                 m.mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
                 hn = h[:n]
-                if self.w_proj is not None:
+                if packed_proj is not None:
+                    hn.copy_(_packed_mm(m, packed_proj))  # (n, P)
+                elif self.w_proj is not None:
                     torch.mm(m, self.w_proj, out=hn)  # (n, P)
                 else:
                     hn.copy_(m)
@@ -136,6 +150,33 @@ class LSTMWithProjection(nn.Module):
                     hn.clamp_(-self.proj_clip, self.proj_clip)
                 out[t, :n] = hn
         return out, h, c
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_packed_cache"] = {}  # oneDNN tensors neither pickle nor deep-copy; re-packed lazily
+        return state
+
+    def _packed(self, name: str, like: Tensor) -> Tensor | None:
+        """``name`` (``(in, out)``) pre-packed for oneDNN, cached until the weight changes.
+
+        The recurrent products have only ``batch`` rows; on CPU, oneDNN's GEMM on a weight packed
+        once runs them 1.5–2× faster than ``addmm`` (measured here; fp32 throughout, deviation
+        from float64 of the same order as MKL's). ``None`` where oneDNN is unavailable or the
+        tensors are not float32 on the CPU.
+        """
+        weight = getattr(self, name)
+        if not _PACKING or like.device.type != "cpu" or weight.dtype != torch.float32:
+            return None
+        key = (weight.data_ptr(), weight._version, tuple(weight.shape))
+        cached = self._packed_cache.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach().t().contiguous(), 64)
+        except (RuntimeError, AttributeError):
+            return None
+        self._packed_cache[name] = (key, packed)
+        return packed
 
     def _run_autograd(
         self, zin: Tensor, counts: list[int], order: range, h0: Tensor, c0: Tensor
