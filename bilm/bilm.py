@@ -37,6 +37,7 @@ from bilm.lstm import LSTMWithProjection
 from bilm.options import BiLMOptions
 
 StatePolicy = Literal["reset", "carry", "warm"]
+CNN_CHUNK = 256  # distinct words per char-CNN call
 STATE_POLICIES: tuple[str, ...] = ("reset", "carry", "warm")
 
 #: Fixed warm-up text for the ``"warm"`` policy (public-domain sentences, one per line; the first
@@ -171,15 +172,19 @@ class BiLM(nn.Module):
         if self.state == "carry":
             self._store_carry(final_h[:, :, inverse], final_c[:, :, inverse])
 
-        strip = torch.cat([x, x], dim=-1)[1 : time + 1]  # (T, B, 2P) token layer, markers off
-        layers = [strip] + [torch.cat(o, dim=-1)[1 : time + 1] for o in outputs]
-        real = mask[perm].transpose(0, 1)[:, :, None]  # (T, B, 1) masks out the </S> rows
-        stacked = torch.stack(layers) * real  # (L+1, T, B, 2P)
+        # Assemble (L+1, B, T, 2P) in the caller's row order, markers off, 0 at padding; one
+        # half-layer at a time so that no second full-size copy of the output is alive.
+        result = x.new_empty(L + 1, batch, time, 2 * P)
+        for layer_index, halves in enumerate([(x, x), *outputs]):
+            for half, source in enumerate(halves):  # source: (T+2, B, P), sorted rows
+                result[layer_index, :, :, half * P : (half + 1) * P] = source[
+                    1 : time + 1
+                ].transpose(0, 1)[inverse]  # (B, T, P)
+        result = result * mask[None, :, :, None]  # the </S> position of shorter rows → 0
         if self.training and self.dropout > 0:
-            stacked = torch.cat(
-                [stacked[:-1], nn.functional.dropout(stacked[-1:], self.dropout, True)]
-            )
-        return BiLMOutput(stacked[:, :, inverse].transpose(1, 2), mask)  # (L+1, B, T, 2P)
+            top = nn.functional.dropout(result[-1:], self.dropout, True)
+            result = torch.cat([result[:-1], top])
+        return BiLMOutput(result, mask)  # (L+1, B, T, 2P)
 
     def run_streams(
         self,
@@ -304,7 +309,9 @@ class BiLM(nn.Module):
         if real_ids.shape[0] == 0:
             return out
         unique, index = torch.unique(real_ids, dim=0, return_inverse=True)  # (n_unique, max_chars)
-        out[token_mask] = self.char_cnn(unique)[index]  # (n_real, P)
+        # Chunks of CNN_CHUNK words bound the convolutions' memory (≈ 0.4 MB a word, full size).
+        encoded = torch.cat([self.char_cnn(chunk) for chunk in unique.split(CNN_CHUNK)])
+        out[token_mask] = encoded[index]  # (n_real, P)
         return out
 
     def _initial_state(self, batch: int, perm: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:
