@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -41,8 +40,14 @@ import numpy as np
 import torch
 
 import bilm
+from benchmarks.common import (
+    cnn_macs_per_token,
+    cpu_name,
+    gemm_gflops,
+    lstm_macs_per_cell_step,
+    peak_rss_bytes,
+)
 from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids
-from bilm.options import CharCNNOptions, LSTMOptions
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "valid.txt"
@@ -121,30 +126,15 @@ def fixed_batch(sentences: list[list[str]]) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------------------- cost model
-def macs_per_token_cnn(cnn: CharCNNOptions, projection_dim: int) -> int:
-    """Multiply-adds of the char CNN for one token: convolutions, highway, projection."""
-    F = cnn.n_filters
-    conv = sum(
-        (cnn.max_characters_per_token - w + 1) * w * cnn.embedding_dim * n for w, n in cnn.filters
-    )
-    highway = cnn.n_highway * F * 2 * F
-    proj = F * projection_dim if F != projection_dim else 0
-    return conv + highway + proj
-
-
-def macs_per_position_lstm(lstm: LSTMOptions) -> int:
+def macs_per_position_lstm(options: BiLMOptions) -> int:
     """Multiply-adds of all LSTM cells (both directions, every layer) at one position."""
-    P, C = lstm.projection_dim, lstm.dim
-    has_proj = P < C
-    hidden = P if has_proj else C
-    per_cell = P * 4 * C + hidden * 4 * C + (C * P if has_proj else 0)
-    return lstm.n_layers * 2 * per_cell
+    return options.lstm.n_layers * 2 * lstm_macs_per_cell_step(options)
 
 
 def batch_cost(sentences: Sequence[Sequence[str]], options: BiLMOptions) -> dict[str, float]:
     """Tokens, positions, distinct tokens and FLOPs (nominal / executed) of one batch."""
-    cnn = 2 * macs_per_token_cnn(options.char_cnn, options.lstm.projection_dim)
-    lstm = 2 * macs_per_position_lstm(options.lstm)
+    cnn = 2 * cnn_macs_per_token(options.char_cnn, options.lstm.projection_dim)
+    lstm = 2 * macs_per_position_lstm(options)
     max_chars = options.char_cnn.max_characters_per_token
     tokens = sum(len(s) for s in sentences)
     positions = tokens + 2 * len(sentences)  # + <S> and </S> of every sentence
@@ -164,10 +154,6 @@ def sum_costs(costs: list[dict[str, float]]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------- measuring
-def rss_peak_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-
-
 def rss_now_bytes() -> int:
     try:
         pages = int(Path("/proc/self/statm").read_text().split()[1])
@@ -178,23 +164,6 @@ def rss_now_bytes() -> int:
 
 def fmt_bytes(n: float) -> str:
     return f"{n / 1e6:,.0f} MB ({n / 2**20:,.0f} MiB)"
-
-
-def gemm_gflops(m: int, k: int, n: int, repeats: int) -> tuple[float, float]:
-    """fp32 ``torch.mm`` throughput for (m×k)·(k×n), GFLOP/s: (median, best) over samples."""
-    gen = torch.Generator().manual_seed(0)
-    a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
-    c = torch.empty(m, n)
-    flop = 2.0 * m * k * n
-    inner = max(1, round(16e9 / flop))  # ≈16 GFLOP per sample: short shapes repeat
-    torch.mm(a, b, out=c)
-    samples = []
-    for _ in range(max(5, repeats)):
-        start = time.perf_counter()
-        for _ in range(inner):
-            torch.mm(a, b, out=c)
-        samples.append((time.perf_counter() - start) / inner)
-    return flop / statistics.median(samples) / 1e9, flop / min(samples) / 1e9
 
 
 def time_calls(fn: Callable[[], Any], repeats: int) -> list[float]:
@@ -298,16 +267,6 @@ def print_contention(report: dict[str, Any], when: str) -> None:
     print(f"  other processes ({when}): {busy:.2f} of {os.cpu_count()} CPUs busy{note}")
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
@@ -342,7 +301,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     model = bilm.load_official(options_path, weights_path, state="reset")
     load_s = time.perf_counter() - start
-    rss_after_load = rss_peak_bytes()
+    rss_after_load = peak_rss_bytes()
     options = model.options
     n_params = sum(p.numel() for p in model.parameters())
     print("\n[load]")
@@ -358,7 +317,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"{BATCH}x{P}x{4 * C} (LSTM step)": (BATCH, P, 4 * C),
         f"{positions}x{P}x{4 * C} (LSTM input)": (positions, P, 4 * C),
     }
-    gemm = {name: gemm_gflops(*shape, args.repeats) for name, shape in shapes.items()}
+    gemm = {
+        name: gemm_gflops(*shape, samples=max(5, args.repeats), work=16e9)
+        for name, shape in shapes.items()
+    }
     roofline = max(median for median, _ in gemm.values())
     roofline_best = max(best for _, best in gemm.values())
     print("\n[fp32 GEMM roofline: torch.mm, GFLOP/s]              median     best")
@@ -375,7 +337,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     warm_s = time_calls(lambda: forward(model, ids), 1)[0]
     samples = time_calls(lambda: forward(model, ids), args.repeats)
     median_s, best_s = statistics.median(samples), min(samples)
-    rss_after_batch = rss_peak_bytes()
+    rss_after_batch = peak_rss_bytes()
     spread = max(samples) / best_s
     cost = batch_cost(batch, options)
     tokens = cost["tokens"]
@@ -456,7 +418,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(
             f"  longest batch (T = {all_ids[longest].shape[1]}, "
             f"{sum(len(s) for s in batches[longest]):,} tokens): {per_batch[longest]:.2f} s; "
-            f"peak RSS after this stage {fmt_bytes(rss_peak_bytes())}"
+            f"peak RSS after this stage {fmt_bytes(peak_rss_bytes())}"
         )
         print(
             f"  FLOP/token: nominal {ncost['nominal_flop'] / ncost['tokens'] / 1e6:,.1f} M, "
@@ -472,7 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 {"time": a.shape[1], "tokens": sum(len(s) for s in b), "seconds": t}
                 for a, b, t in zip(all_ids, batches, per_batch, strict=True)
             ],
-            "peak_rss_bytes": rss_peak_bytes(),
+            "peak_rss_bytes": peak_rss_bytes(),
             "tokens_per_s": ntps,
             "cost": ncost,
             "executed_gflops": n_exec,
@@ -517,7 +479,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     report["correctness"] = {"sentences": len(subset), "max_abs_diff": max_diff}
 
-    rss_end = rss_peak_bytes()
+    rss_end = peak_rss_bytes()
     print()
     print_contention(report, "end")
     print("\n[memory: measuring process]")

@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import sys
 import tempfile
@@ -53,9 +52,16 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
+from benchmarks.common import (  # noqa: E402
+    cnn_macs_per_token,
+    cpu_name,
+    gemm_gflops,
+    lstm_macs_per_cell_step,
+    peak_rss_bytes,
+)
 from benchmarks.kn_trigram import KneserNeyTrigram, perplexity  # noqa: E402
 from bilm.lm_data import BidirectionalLMStream, LMBatch, count_tokens, read_sentences  # noqa: E402
-from bilm.options import BiLMOptions, CharCNNOptions  # noqa: E402
+from bilm.options import BiLMOptions  # noqa: E402
 from bilm.pretrain import (  # noqa: E402
     LanguageModel,
     PretrainConfig,
@@ -81,31 +87,6 @@ FLOP_FORMULA = """\
 
 
 # ---------------------------------------------------------------------------- cost model
-def cnn_macs_per_token(cnn: CharCNNOptions, projection_dim: int) -> int:
-    """Multiply-adds of the char CNN for one token: convolutions, highway layers, projection.
-
-    Args:
-        cnn: the char-CNN options.
-        projection_dim: P (the CNN output is projected to P when ``F != P``).
-
-    Returns:
-        The multiply-add count.
-    """
-    width = cnn.max_characters_per_token
-    conv = sum((width - w + 1) * w * cnn.embedding_dim * n for w, n in cnn.filters)
-    n_filters = sum(n for _, n in cnn.filters)
-    highway = cnn.n_highway * n_filters * 2 * n_filters
-    projection = n_filters * projection_dim if n_filters != projection_dim else 0
-    return conv + highway + projection
-
-
-def lstm_macs_per_cell_step(options: BiLMOptions) -> int:
-    """Multiply-adds of one LSTM cell for one row and time step: ``P·4C + H·4C (+ C·P)``."""
-    P, C = options.lstm.projection_dim, options.lstm.dim
-    hidden = P if P < C else C
-    return P * 4 * C + hidden * 4 * C + (C * P if P < C else 0)
-
-
 def distinct_tokens(batch: LMBatch) -> tuple[int, int]:
     """Distinct input tokens of each direction (the char CNN runs once per distinct token)."""
     fwd = {t for row in batch.forward.tokens for t in row if t}
@@ -151,42 +132,6 @@ def step_flops(
 
 
 # ---------------------------------------------------------------------------- measuring
-def gemm_gflops(m: int, k: int, n: int, samples: int = 5, work: float = 2e9) -> tuple[float, float]:
-    """fp32 ``torch.mm`` throughput of ``(m×k)·(k×n)`` in GFLOP/s: (median, best) of samples.
-
-    Each sample repeats the product until about ``work`` FLOP are done (small shapes loop more).
-    """
-    gen = torch.Generator().manual_seed(0)
-    a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
-    out = torch.empty(m, n)
-    flop = 2.0 * m * k * n
-    inner = max(1, round(work / flop))
-    torch.mm(a, b, out=out)  # warm-up
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        for _ in range(inner):
-            torch.mm(a, b, out=out)
-        times.append((time.perf_counter() - start) / inner)
-    return flop / statistics.median(times) / 1e9, flop / min(times) / 1e9
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident memory of this process so far (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def cpu_name() -> str:
-    """The CPU model from /proc/cpuinfo (or the platform's processor string)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def measure_training(
     name: str, config: PretrainConfig, train_file: Path, warmup: int, steps: int
 ) -> tuple[dict[str, Any], LanguageModel, Vocabulary]:

@@ -1,0 +1,66 @@
+"""Measuring pieces shared by the benchmarks: cost model, GEMM roofline, memory, CPU name."""
+
+from __future__ import annotations
+
+import platform
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from bilm import BiLMOptions, CharCNNOptions
+
+
+def cnn_macs_per_token(cnn: CharCNNOptions, projection_dim: int) -> int:
+    """Multiply-adds of the char CNN for one token: convolutions, highway layers, projection."""
+    width = cnn.max_characters_per_token
+    conv = sum((width - w + 1) * w * cnn.embedding_dim * n for w, n in cnn.filters)
+    f = cnn.n_filters
+    highway = cnn.n_highway * f * 2 * f
+    projection = f * projection_dim if f != projection_dim else 0
+    return conv + highway + projection
+
+
+def lstm_macs_per_cell_step(options: BiLMOptions) -> int:
+    """Multiply-adds of one LSTM cell for one row and time step: ``P·4C + H·4C (+ C·P)``."""
+    P, C = options.lstm.projection_dim, options.lstm.dim
+    hidden = P if P < C else C
+    return P * 4 * C + hidden * 4 * C + (C * P if P < C else 0)
+
+
+def gemm_gflops(m: int, k: int, n: int, samples: int = 5, work: float = 2e9) -> tuple[float, float]:
+    """fp32 ``torch.mm`` throughput of ``(m×k)·(k×n)`` in GFLOP/s: (median, best) of samples.
+
+    Each sample repeats the product until about ``work`` FLOP are done (small shapes loop more).
+    """
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+    out = torch.empty(m, n)
+    flop = 2.0 * m * k * n
+    inner = max(1, round(work / flop))
+    torch.mm(a, b, out=out)  # warm-up
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        for _ in range(inner):
+            torch.mm(a, b, out=out)
+        times.append((time.perf_counter() - start) / inner)
+    return flop / statistics.median(times) / 1e9, flop / min(times) / 1e9
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo (or the platform's processor string)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
