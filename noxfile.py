@@ -89,12 +89,16 @@ def bench_pretrain(session: nox.Session) -> None:
 
 def _reproduce(session: nox.Session, name: str) -> None:
     session.install("-e", ".[dev,glove]")
+    # A clone's own store (git-ignored runs/): a fresh machine trains every run. The committed
+    # results/runs/ holds the records behind results/tables/ (pass `-- --store results/runs`).
+    store = [] if "--store" in session.posargs else ["--store", "runs/store"]
     session.run(
         "python",
         "-m",
         "experiments",
         "reproduce",
         name,
+        *store,
         *session.posargs,
         env={"OMP_WAIT_POLICY": "PASSIVE"},
     )
