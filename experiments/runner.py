@@ -222,7 +222,8 @@ def train_run(
             model.train()
             losses: list[float] = []
             batches = recipe.batches(recipe.train, cfg.batch_size, seed * 10_007 + epoch, represent)
-            bar = _bar(batches, progress, f"{task.name} epoch {epoch + 1}/{cfg.epochs}")
+            n_batches = math.ceil(len(recipe.train) / cfg.batch_size)
+            bar = _bar(batches, progress, f"{task.name} epoch {epoch + 1}/{cfg.epochs}", n_batches)
             for batch in bar:
                 output = model(batch)
                 loss = loss_of(output) + mix_penalty(model)
@@ -304,12 +305,12 @@ def train_run(
     )
 
 
-def _bar(iterable: Any, progress: bool, desc: str) -> Any:
+def _bar(iterable: Any, progress: bool, desc: str, total: int | None = None) -> Any:
     if not progress:
         return iterable
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True)
+    return tqdm(iterable, desc=desc, total=total, leave=False, dynamic_ncols=True)
 
 
 def _wandb(project: str, work: Path) -> Any:
