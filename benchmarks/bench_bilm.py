@@ -39,17 +39,20 @@ from typing import Any
 import numpy as np
 import torch
 
-import bilm
-from benchmarks.common import (
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
+
+import bilm  # noqa: E402
+from benchmarks.common import (  # noqa: E402
     cnn_macs_per_token,
     cpu_name,
     gemm_gflops,
     lstm_macs_per_cell_step,
     peak_rss_bytes,
 )
-from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids
+from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "valid.txt"
 REFERENCE_SCRIPT = Path(__file__).resolve().with_name("reference_bilm.py")
 CACHE_ROOT = Path(os.environ.get("ELMO_BENCH_CACHE", "~/.cache/elmo-bench")).expanduser()

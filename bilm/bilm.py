@@ -180,7 +180,7 @@ class BiLM(nn.Module):
                 result[layer_index, :, :, half * P : (half + 1) * P] = source[
                     1 : time + 1
                 ].transpose(0, 1)[inverse]  # (B, T, P)
-        result = result * mask[None, :, :, None]  # the </S> position of shorter rows → 0
+        result.mul_(mask[None, :, :, None])  # the </S> position of shorter rows → 0
         if self.training and self.dropout > 0:
             top = nn.functional.dropout(result[-1:], self.dropout, True)
             result = torch.cat([result[:-1], top])
