@@ -14,23 +14,13 @@ from pathlib import Path
 from experiments.render import MetricFormat, Row, TableSpec, load_paper, render, table1, table2
 from experiments.render import table3 as make_table3
 from experiments.spec import MixSpec, RunSpec, baseline_of, derive
-from experiments.store import Provenance, RunRecord
+from experiments.store import RunRecord
+from tests.experiments.helpers import PROVENANCE  # the same fake provenance as the tests
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "tests" / "experiments" / "goldens"
 PAPER = REPO / "results" / "paper.toml"
 
-PROVENANCE = Provenance(
-    git_sha="0" * 40,
-    git_dirty=False,
-    python="3.11.7",
-    torch="2.13.0",
-    numpy="2.0.0",
-    packages={"torch": "2.13.0"},
-    platform="fake",
-    hostname="fake",
-    device="cpu",
-)
 F1 = MetricFormat("f1", scale=100, decimals=1)
 ACCURACY = MetricFormat("accuracy", scale=100, decimals=1)
 NER_F1 = MetricFormat("f1", scale=100, decimals=2)

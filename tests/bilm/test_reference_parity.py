@@ -13,13 +13,12 @@ from benchmarks.reference_bilm import reference_layers
 from bilm import (
     BiLM,
     BiLMOptions,
-    CharCNNOptions,
-    LSTMOptions,
     batch_to_ids,
     export_official,
     init_weights,
     load_official,
 )
+from tests.bilm.helpers import tiny_options
 from tests.conftest import shared_path
 
 h5py = pytest.importorskip("h5py")
@@ -34,31 +33,10 @@ SENTENCES = [
 ]
 
 
-def _options(
-    dim: int = 32,
-    projection_dim: int = 8,
-    n_layers: int = 2,
-    filters: tuple[tuple[int, int], ...] = ((1, 4), (2, 8), (3, 8)),
-    n_highway: int = 1,
-    skip: bool = True,
-    activation: str = "relu",
-) -> BiLMOptions:
-    return BiLMOptions(
-        lstm=LSTMOptions(
-            dim=dim,
-            projection_dim=projection_dim,
-            n_layers=n_layers,
-            cell_clip=3.0,
-            proj_clip=3.0,
-            use_skip_connections=skip,
-        ),
-        char_cnn=CharCNNOptions(
-            embedding_dim=4,
-            filters=filters,
-            n_highway=n_highway,
-            activation=activation,  # type: ignore[arg-type]
-        ),
-    )
+def _options(**kwargs: object) -> BiLMOptions:
+    """The shared tiny options, at this test's default sizes (dim 32, filters 4/8/8)."""
+    defaults: dict[str, object] = {"dim": 32, "filters": ((1, 4), (2, 8), (3, 8))}
+    return tiny_options(**{**defaults, **kwargs})  # type: ignore[arg-type]
 
 
 def _compare(
