@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -45,11 +44,13 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
 
 import bilm  # noqa: E402
 from benchmarks.common import (  # noqa: E402
+    add_standard_arguments,
     cnn_macs_per_token,
-    cpu_name,
     gemm_gflops,
     lstm_macs_per_cell_step,
+    machine_info,
     peak_rss_bytes,
+    write_json,
 )
 from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids  # noqa: E402
 
@@ -277,16 +278,7 @@ def verdict(ok: bool) -> str:
 # ---------------------------------------------------------------------------- main
 def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
-    report: dict[str, Any] = {
-        "machine": {
-            "cpu": cpu_name(),
-            "logical_cpus": os.cpu_count(),
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-        },
-        "repeats": args.repeats,
-    }
+    report: dict[str, Any] = {"machine": machine_info(), "repeats": args.repeats}
     print("ELMo biLM speed benchmark (full-size model, random weights, fp32, CPU)")
     m = report["machine"]
     print(
@@ -521,7 +513,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="ELMo biLM CPU speed benchmark")
-    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (2)")
+    add_standard_arguments(parser, threads=2)
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats (7)")
     parser.add_argument(
         "--corpus",
@@ -534,7 +526,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--profile", action="store_true", help="char CNN vs LSTM time split")
-    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--write-model", type=Path, help=argparse.SUPPRESS)  # child process
     args = parser.parse_args(argv)
     if args.write_model is not None:
@@ -542,9 +533,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     report = run(args)
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"\nJSON written to {args.json}")
+        print()
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ otherwise idle machine. ``--tiny`` is a seconds-long smoke test (tiny biLM, 60 s
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -40,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``tasks`` importable
     sys.path.insert(0, str(REPO))
 
+from benchmarks.common import add_standard_arguments, write_json  # noqa: E402
 from bilm import BiLM, BiLMOptions, CharCNNOptions, LSTMOptions, init_weights  # noqa: E402
 from bilm.weights import save_checkpoint  # noqa: E402
 from tasks.common.feature_cache import FeatureCache  # noqa: E402
@@ -219,13 +219,12 @@ def report(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="feature-cache sweep benchmark")
-    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (1)")
+    add_standard_arguments(parser, threads=1)
     parser.add_argument("--sentences", type=int, default=600, help="synthetic sentences (600)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs per run (3)")
     parser.add_argument("--batch", type=int, default=32, help="batch size (32)")
     parser.add_argument("--checkpoint", type=Path, help="biLM checkpoint (default: shipped)")
     parser.add_argument("--dtype", choices=("float16", "float32"), default="float16")
-    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--tiny", action="store_true", help="seconds-long smoke test")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -233,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = run(args)
     print(report(result))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -4,21 +4,24 @@ Usage::
 
     python benchmarks/bench_pretrain.py [--threads 2] [--steps 3] [--full-steps 1]
         [--full-batch N] [--skip-full] [--skip-perplexity] [--checkpoint PATH]
-        [--corpus DIR] [--json PATH]
+        [--corpus DIR] [--device cpu] [--precision fp32] [--json PATH]
 
 Run it on an otherwise idle machine: every figure is a wall-clock time.
 
 1. **Training throughput** of the ``small`` and ``full`` presets (``bilm.pretrain.preset``): the
    vocabulary is built from the corpus train file with the preset's ``min_count``/``max_vocab``,
    batches come from a :class:`bilm.lm_data.BidirectionalLMStream`, the model from
-   :func:`bilm.pretrain.build_model`; one optimizer step (forward with the sampled softmax,
-   ``(loss × unroll_steps).backward()``, global-norm clip, Adagrad step) is timed after
-   ``--warmup`` untimed ones. Batches are drawn before the clock starts (their cost is reported
-   separately). Tokens/s = text tokens per direction per second = ``batch × unroll / median step``.
+   :func:`bilm.pretrain.build_model`; one optimizer step, :func:`bilm.pretrain.training_step`
+   (the very function ``bilm pretrain`` runs: forward with the sampled softmax under the
+   ``--precision`` autocast, ``(loss × unroll_steps).backward()``, global-norm clip, Adagrad
+   step, gradient scaler), is timed on ``--device`` after ``--warmup`` untimed ones. Batches are
+   drawn and moved to the device before the clock starts (their cost is reported separately).
+   Tokens/s = text tokens per direction per second = ``batch × unroll / median step``.
    The ``full`` preset keeps its architecture; only its batch may be capped (``--full-batch``,
-   reported). The same run measures fp32 GEMM throughput (``torch.mm``: 2048³ and the model's
-   LSTM shapes; the highest median is the roofline) and an analytic FLOP count per step
-   (printed with its formula) → achieved GFLOP/s and fraction of the roofline.
+   reported). The same run measures GEMM throughput on that device in the step's matmul dtype
+   (``torch.mm``: 2048³ and the model's LSTM shapes; the highest median is the roofline) and an
+   analytic FLOP count per step (printed with its formula) → achieved GFLOP/s and fraction of
+   the roofline.
 2. **Held-out perplexity** of a trained biLM (``--checkpoint``, default: the shipped model,
    :func:`bilm.pretrained.default_checkpoint_path`) on the corpus valid and test files with
    :func:`bilm.pretrain.evaluate_perplexity`, next to an interpolated Kneser-Ney trigram
@@ -33,9 +36,7 @@ small GEMMs, and a freshly saved tiny model as the checkpoint.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -46,30 +47,45 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import (  # noqa: E402
+    add_standard_arguments,
     cnn_macs_per_token,
-    cpu_name,
     gemm_gflops,
     lstm_macs_per_cell_step,
+    machine_info,
     peak_rss_bytes,
+    write_json,
 )
 from benchmarks.kn_trigram import KneserNeyTrigram, perplexity  # noqa: E402
+from bilm.devices import (  # noqa: E402
+    DEVICE_SPECS,
+    PRECISIONS,
+    DeviceError,
+    autocast_dtype,
+    describe_device,
+    make_scaler,
+    resolve_device,
+    resolve_precision,
+    synchronize,
+)
 from bilm.lm_data import BidirectionalLMStream, LMBatch, count_tokens, read_sentences  # noqa: E402
 from bilm.options import BiLMOptions  # noqa: E402
 from bilm.pretrain import (  # noqa: E402
     LanguageModel,
     PretrainConfig,
+    batch_to_device,
     build_model,
+    build_optimizer,
     evaluate_perplexity,
     load_language_model,
     preset,
     save_language_model,
+    training_step,
 )
 from bilm.vocab import Vocabulary  # noqa: E402
 
@@ -133,9 +149,15 @@ def step_flops(
 
 # ---------------------------------------------------------------------------- measuring
 def measure_training(
-    name: str, config: PretrainConfig, train_file: Path, warmup: int, steps: int
+    name: str,
+    config: PretrainConfig,
+    train_file: Path,
+    warmup: int,
+    steps: int,
+    device: torch.device | None = None,
+    precision: str = "fp32",
 ) -> tuple[dict[str, Any], LanguageModel, Vocabulary]:
-    """Time ``warmup + steps`` optimizer steps of ``config`` on ``train_file``.
+    """Time ``warmup + steps`` calls of :func:`bilm.pretrain.training_step` on ``train_file``.
 
     Args:
         name: label of the configuration.
@@ -143,6 +165,8 @@ def measure_training(
         train_file: training text (one tokenized sentence per line).
         warmup: untimed steps first.
         steps: timed steps.
+        device: where to train (default: the CPU); batches are moved there before the clock.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` (:mod:`bilm.devices`).
 
     Returns:
         The figures, the (briefly trained) model and its vocabulary.
@@ -163,30 +187,36 @@ def measure_training(
         start = time.perf_counter()
         batches.append(next(stream))
         data_s.append(time.perf_counter() - start)
+    device = device if device is not None else torch.device("cpu")
+    on_device = [batch_to_device(b, device) for b in batches]
     start = time.perf_counter()
-    model = build_model(config, len(vocab))
+    model = build_model(config, len(vocab)).to(device)
+    synchronize(device)
     build_s = time.perf_counter() - start
     model.train()
-    if config.optimizer == "adagrad":
-        optimizer: torch.optim.Optimizer = torch.optim.Adagrad(
-            model.parameters(),
-            lr=config.lr,
-            initial_accumulator_value=config.adagrad_initial_accumulator,
-        )
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    sampler = torch.Generator().manual_seed(config.seed + 1)
+    optimizer = build_optimizer(config, model)
+    scaler = make_scaler(device, precision)
+    sampler = torch.Generator(device=device).manual_seed(config.seed + 1)
     state = None
     times, losses = [], []
-    for batch in batches:
+    for batch in on_device:
+        synchronize(device)
         start = time.perf_counter()
-        loss, _, _, state = model(batch, state, sampler)
-        optimizer.zero_grad(set_to_none=True)
-        (loss * config.unroll_steps).backward()  # bilm-tf scales by unroll_steps
-        nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-        optimizer.step()
+        out = training_step(
+            model,
+            optimizer,
+            batch,
+            None if batch.reset_state else state,
+            sampler,
+            unroll_steps=config.unroll_steps,
+            clip_norm=config.clip_norm,
+            precision=precision,  # type: ignore[arg-type]
+            scaler=scaler,
+        )
+        synchronize(device)
         times.append(time.perf_counter() - start)
-        losses.append(loss.item())
+        state = out.state
+        losses.append(out.loss.item())
     measured = times[warmup:]
     median = statistics.median(measured)
     rows, unroll = config.batch_size, config.unroll_steps
@@ -200,6 +230,8 @@ def measure_training(
     n_params = sum(p.numel() for p in model.parameters())
     result = {
         "name": name,
+        "device": str(device),
+        "precision": precision,
         "batch_size": rows,
         "unroll_steps": unroll,
         "vocab_size": len(vocab),
@@ -264,14 +296,18 @@ def measure_roofline(
     runs: list[tuple[str, PretrainConfig, int, int, str]],
     work: float,
     report: dict[str, Any],
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> float:
-    """Measure and print fp32 GEMM throughput: ``size``³ and each run's LSTM shapes.
+    """Measure and print GEMM throughput: ``size``³ and each run's LSTM shapes.
 
     Args:
         size: edge of the square product (2048 in a real run).
         runs: ``(name, config, …)`` of the configurations to be timed.
         work: FLOP per timing sample.
         report: receives ``gemm_gflops`` and ``roofline_gflops``.
+        device: where (default: the CPU).
+        dtype: the training step's matmul dtype (fp32, or the autocast dtype).
 
     Returns:
         The roofline: the highest median GFLOP/s of these products.
@@ -282,9 +318,13 @@ def measure_roofline(
         P, C = config.model.lstm.projection_dim, config.model.lstm.dim
         shapes[f"{name}: LSTM step {B}×{P}×{4 * C}"] = (B, P, 4 * C)
         shapes[f"{name}: LSTM input {B * T}×{P}×{4 * C}"] = (B * T, P, 4 * C)
-    gemm = {label: gemm_gflops(*shape, work=work) for label, shape in shapes.items()}
+    gemm = {
+        label: gemm_gflops(*shape, work=work, device=device, dtype=dtype)
+        for label, shape in shapes.items()
+    }
     roofline = max(median for median, _ in gemm.values())
-    print("\n[fp32 GEMM, torch.mm, GFLOP/s]                      median      best")
+    title = f"[{str(dtype).removeprefix('torch.')} GEMM, torch.mm, GFLOP/s]"
+    print(f"\n{title:<52} median      best")
     for label, (median, best) in gemm.items():
         print(f"  {label:<48} {median:8.1f}  {best:8.1f}")
     print(f"  {'roofline (highest median)':<48} {roofline:8.1f}")
@@ -393,6 +433,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         Every figure, JSON-serialisable.
     """
     torch.set_num_threads(args.threads)
+    try:
+        device = resolve_device(args.device)
+        precision = resolve_precision(device, args.precision)
+    except DeviceError as exc:
+        raise SystemExit(f"bench_pretrain: {exc}") from None
     corpus = Path(args.corpus)
     train_file = corpus / ("valid.txt" if args.tiny else "train.txt")
     eval_files = {"valid": corpus / "valid.txt", "test": corpus / "test.txt"}
@@ -400,13 +445,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not path.is_file():
             raise SystemExit(f"corpus file not found: {path} (pass --corpus DIR)")
     report: dict[str, Any] = {
-        "machine": {
-            "cpu": cpu_name(),
-            "logical_cpus": os.cpu_count(),
-            "threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-        },
+        "machine": {**machine_info(), "device": describe_device(device)},
+        "precision": precision,
         "tiny": args.tiny,
         "train_file": str(train_file),
         "train_tokens": count_tokens([train_file]),
@@ -415,7 +455,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print("biLM pre-training benchmark" + (" (--tiny smoke test)" if args.tiny else ""))
     print(
         f"  machine: {m['cpu']}, {m['logical_cpus']} logical CPUs; torch {m['torch']}, "
-        f"{m['threads']} threads; fp32"
+        f"{m['threads']} threads; training on {m['device']}, {precision}"
     )
     print(f"  training text: {train_file} ({report['train_tokens']:,} tokens)")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -442,11 +482,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.skip_throughput:
         print("\n[training throughput] skipped (--skip-throughput)")
     else:
-        roofline = measure_roofline(args.gemm_size, runs, 2e7 if args.tiny else 2e9, report)
-        print("\n[training throughput] one optimizer step = forward + backward + clip + Adagrad")
+        dtype = autocast_dtype(precision) or torch.float32
+        work = 2e7 if args.tiny else 2e9
+        roofline = measure_roofline(args.gemm_size, runs, work, report, device, dtype)
+        print(
+            "\n[training throughput] one optimizer step = bilm.pretrain.training_step: "
+            "forward + backward + clip + Adagrad"
+        )
         print(FLOP_FORMULA)
         for name, config, warmup, steps, note in runs:
-            result, model, vocab = measure_training(name, config, train_file, warmup, steps)
+            result, model, vocab = measure_training(
+                name, config, train_file, warmup, steps, device, precision
+            )
+            model = model.cpu()  # the perplexity part runs on the CPU
             result["note"] = note
             result["roofline_fraction"] = result["achieved_gflops"] / roofline
             print_training(result, roofline, note)
@@ -503,7 +551,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description="biLM pre-training throughput and perplexity")
-    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (2)")
+    add_standard_arguments(parser, threads=2)
     parser.add_argument("--steps", type=int, default=3, help="timed steps, small preset (3)")
     parser.add_argument("--full-steps", type=int, default=1, help="timed steps, full preset (1)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps first (1)")
@@ -524,7 +572,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=DEFAULT_CORPUS,
         help="folder with train.txt, valid.txt, test.txt (../shared/data/corpus)",
     )
-    parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    parser.add_argument(
+        "--device", default="cpu", help=f"{DEVICE_SPECS}: where to time the step (cpu)"
+    )
+    parser.add_argument(
+        "--precision", choices=PRECISIONS, default="fp32", help="autocast precision (fp32)"
+    )
     parser.add_argument("--gemm-size", type=int, default=2048, help=argparse.SUPPRESS)
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # smoke test
     args = parser.parse_args(argv)
@@ -537,9 +590,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     report["wall_s"] = time.perf_counter() - start
     print(f"\ntotal wall time {report['wall_s']:.1f} s")
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        print(f"JSON written to {args.json}")
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

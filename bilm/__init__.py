@@ -13,7 +13,7 @@ from bilm.bilm import STATE_POLICIES, WARMUP_TEXT, BiLM, BiLMOutput, StatePolicy
 from bilm.chars import batch_to_ids, word_to_char_ids
 from bilm.elmo import Elmo, ElmoOutput
 from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions, OptionsError
-from bilm.scalar_mix import MixMode, ScalarMix
+from bilm.scalar_mix import MIX_MODES, MixMode, MixSpec, ScalarMix
 from bilm.weights import (
     WeightsError,
     export_official,
@@ -33,7 +33,9 @@ __all__ = [
     "Elmo",
     "ElmoOutput",
     "LSTMOptions",
+    "MIX_MODES",
     "MixMode",
+    "MixSpec",
     "OptionsError",
     "ScalarMix",
     "StatePolicy",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,15 @@ from pathlib import Path
 import torch
 
 from bilm.bilm import STATE_POLICIES
+from bilm.devices import (
+    DEVICE_SPECS,
+    PRECISIONS,
+    DeviceError,
+    distributed_backend,
+    resolve_device,
+    resolve_precision,
+    torchrun_local_rank,
+)
 from bilm.embed import LAYER_SELECTIONS, EmbedError, embed_file
 from bilm.options import OptionsError
 from bilm.pretrained import default_checkpoint_path
@@ -191,7 +199,13 @@ Train a biLM on tokenized text (one sentence per line, many files allowed), as b
 forward and backward LMs on two independent sentence streams, 20-step windows with state
 carried, one shared softmax (sampled in training), Adagrad. Checkpoints go to OUT/checkpoint.pt
 (atomically); running the same command again resumes exactly where the last checkpoint left off.
-Multi-process: launch with torchrun (gloo on CPU, nccl on GPUs), see the README."""
+Multi-process: launch with torchrun (gloo on CPU, nccl on GPUs), see the README.
+
+Device and precision: --device auto (default) trains on the GPU when CUDA is available, else on
+the CPU; under torchrun each process takes cuda:LOCAL_RANK. --precision bf16 or fp16 runs the
+forward pass under autocast (fp16 with loss scaling, CUDA only); weights stay float32. Both are
+recorded in OUT/log.jsonl and in the checkpoint; a checkpoint written on a GPU resumes on the
+CPU too (exactly only on the same device type and precision)."""
 
 
 def _configure_pretrain(parser: argparse.ArgumentParser) -> None:
@@ -204,6 +218,19 @@ def _configure_pretrain(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=_positive_int, metavar="N", help="override")
     parser.add_argument("--max-minutes", type=float, metavar="M", help="wall-clock budget")
     parser.add_argument("--wandb", metavar="PROJECT", help="log to W&B (offline by default)")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEVICE",
+        help=f"{DEVICE_SPECS} (default: auto = cuda if available, else cpu; "
+        "cuda:LOCAL_RANK per process under torchrun)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="autocast precision of the forward pass (default: fp32; fp16 needs CUDA)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -220,11 +247,19 @@ def _run_pretrain(args: argparse.Namespace) -> int:
         config = replace(config, max_steps=args.max_steps)
     if args.max_minutes:
         config = replace(config, max_minutes=args.max_minutes)
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # set by torchrun
+    local_rank = torchrun_local_rank()  # None unless torchrun started several processes
+    try:
+        device = resolve_device(args.device, local_rank=local_rank)
+        precision = resolve_precision(device, args.precision)
+    except DeviceError as exc:
+        raise UsageError(str(exc)) from None
+    distributed = local_rank is not None
     if distributed:
         import torch.distributed as dist
 
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        if device.type == "cuda":
+            torch.cuda.set_device(device)  # before NCCL picks a GPU for this process
+        dist.init_process_group(distributed_backend(device))
     try:
         result = train(
             config,
@@ -233,13 +268,21 @@ def _run_pretrain(args: argparse.Namespace) -> int:
             valid_files=[args.valid] if args.valid else [],
             progress=not args.quiet,
             wandb_project=args.wandb,
+            device=device,
+            precision=precision,
         )
     finally:
         if distributed:
             import torch.distributed as dist
 
             dist.destroy_process_group()
-    summary = {"steps": result.steps, "tokens": result.tokens, "seconds": round(result.seconds, 1)}
+    summary: dict[str, object] = {
+        "steps": result.steps,
+        "tokens": result.tokens,
+        "seconds": round(result.seconds, 1),
+        "device": str(device),
+        "precision": precision,
+    }
     if result.perplexity:
         summary["valid_perplexity"] = result.perplexity
     print(json.dumps(summary))

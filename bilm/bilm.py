@@ -311,7 +311,7 @@ class BiLM(nn.Module):
         unique, index = torch.unique(real_ids, dim=0, return_inverse=True)  # (n_unique, max_chars)
         # Chunks of CNN_CHUNK words bound the convolutions' memory (≈ 0.4 MB a word, full size).
         encoded = torch.cat([self.char_cnn(chunk) for chunk in unique.split(CNN_CHUNK)])
-        out[token_mask] = encoded[index]  # (n_real, P)
+        out[token_mask] = encoded[index].to(out.dtype)  # (n_real, P); autocast may give bf16
         return out
 
     def _initial_state(self, batch: int, perm: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from bilm.bilm import BiLM
+from bilm.bilm import BiLM, BiLMOutput
 from bilm.chars import batch_to_ids
 from bilm.scalar_mix import MixMode, ScalarMix
 
@@ -23,6 +23,15 @@ class ElmoOutput:
 
     representations: tuple[Tensor, ...]
     mask: Tensor
+
+
+def run_bilm(bilm: BiLM, char_ids: Tensor, *, trainable: bool) -> BiLMOutput:
+    """One biLM pass: with gradients when ``trainable``, else in eval mode under ``no_grad``."""
+    if trainable:
+        return bilm(char_ids)
+    bilm.eval()
+    with torch.no_grad():
+        return bilm(char_ids)
 
 
 class Elmo(nn.Module):
@@ -70,12 +79,7 @@ class Elmo(nn.Module):
 
     def forward(self, char_ids: Tensor) -> ElmoOutput:
         """``char_ids (batch, time, max_chars)`` → ``num_outputs × (batch, time, 2P)``."""
-        if self.fine_tune:
-            out = self.bilm(char_ids)
-        else:
-            self.bilm.eval()
-            with torch.no_grad():
-                out = self.bilm(char_ids)
+        out = run_bilm(self.bilm, char_ids, trainable=self.fine_tune)
         reps = tuple(self.dropout(mix(out.layers, out.mask)) for mix in self.mixes)
         return ElmoOutput(reps, out.mask)
 

@@ -120,14 +120,7 @@ class BiLMOptions:
     @classmethod
     def from_json(cls, path: str | Path) -> BiLMOptions:
         """Read an official ``options.json`` file."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise OptionsError(f"{path}: no such file") from None
-        except json.JSONDecodeError as exc:
-            raise OptionsError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_json_file(path), source=str(path))
 
     def to_dict(self, n_characters: int | None = None) -> dict[str, Any]:
         """The official ``options.json`` structure (``n_characters`` may be overridden)."""
@@ -181,3 +174,25 @@ class BiLMOptions:
             raise OptionsError(
                 f"{source}: lstm.projection_dim ({lstm.projection_dim}) > dim ({lstm.dim})"
             )
+
+
+def read_json_file(
+    path: str | Path, error: type[ValueError] = OptionsError, missing: str | None = None
+) -> Any:
+    """Parse a UTF-8 JSON file, raising ``error`` with a located message on failure.
+
+    Args:
+        path: the file.
+        error: the exception type raised.
+        missing: the message when the file does not exist (default ``"{path}: no such file"``).
+
+    Raises:
+        ``error``: the file is missing, or ``"{path}:{line}: not valid JSON (...)"``.
+    """
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(missing or f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None

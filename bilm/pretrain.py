@@ -14,6 +14,13 @@ file and renamed, so a crash or a full disk mid-write leaves the previous one in
 Data parallel: call inside ``torchrun`` after ``torch.distributed.init_process_group``; each rank
 takes a block of rows of the global batch, gradients are averaged by DDP, the sampled-softmax
 negatives come from a generator seeded identically on every rank.
+
+Devices and precision (:mod:`bilm.devices`): the model, softmax, batches and carried LSTM state
+live on one device (``cuda:LOCAL_RANK`` per rank under torchrun); the forward pass runs under
+autocast for ``bf16``/``fp16`` with a gradient scaler for ``fp16`` on CUDA. Parameters and
+optimizer state stay float32; checkpoints load on the CPU (``map_location``) and hold the scaler
+and the CUDA RNG states too. One optimizer step is :func:`training_step`, which the benchmark
+(``benchmarks/bench_pretrain.py``) times.
 """
 
 from __future__ import annotations
@@ -33,6 +40,15 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from bilm.bilm import BiLM
+from bilm.devices import (
+    Precision,
+    autocast,
+    describe_device,
+    make_scaler,
+    resolve_device,
+    resolve_precision,
+    torchrun_local_rank,
+)
 from bilm.lm import SoftmaxHead
 from bilm.lm_data import BatchMode, BidirectionalLMStream, DirectionBatch, LMBatch, count_tokens
 from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions
@@ -223,6 +239,114 @@ def build_model(config: PretrainConfig, vocab_size: int) -> LanguageModel:
     return LanguageModel(bilm, head)
 
 
+def build_optimizer(config: PretrainConfig, model: nn.Module) -> torch.optim.Optimizer:
+    """The configured optimizer over ``model``'s parameters (create it after moving the model)."""
+    if config.optimizer == "adagrad":
+        return torch.optim.Adagrad(
+            model.parameters(),
+            lr=config.lr,
+            initial_accumulator_value=config.adagrad_initial_accumulator,
+        )
+    return torch.optim.Adam(model.parameters(), lr=config.lr)
+
+
+def batch_to_device(batch: LMBatch, device: torch.device) -> LMBatch:
+    """``batch`` with its tensors on ``device`` (the same object when they already are)."""
+    if batch.forward.char_ids.device == device:
+        return batch
+
+    def move(half: DirectionBatch) -> DirectionBatch:
+        return replace(
+            half,
+            char_ids=half.char_ids.to(device, non_blocking=True),
+            targets=half.targets.to(device, non_blocking=True),
+            mask=half.mask.to(device, non_blocking=True),
+        )
+
+    return replace(batch, forward=move(batch.forward), backward=move(batch.backward))
+
+
+def _state_to(
+    state: tuple[Tensor, Tensor] | None, device: torch.device
+) -> tuple[Tensor, Tensor] | None:
+    return None if state is None else (state[0].to(device), state[1].to(device))
+
+
+# ------------------------------------------------------------------------------ one step
+@dataclass
+class StepOutput:
+    """What :func:`training_step` returns (tensors stay on the device: no synchronisation).
+
+    Attributes:
+        loss: mean of the two directions' token-mean losses (before ``× unroll_steps``).
+        loss_fwd: forward LM loss.
+        loss_bwd: backward LM loss.
+        grad_norm: global gradient norm before clipping (unscaled).
+        state: the LSTM state to carry into the next batch (detached).
+        skipped: the fp16 gradient scaler found inf/NaN gradients and skipped the update.
+    """
+
+    loss: Tensor
+    loss_fwd: Tensor
+    loss_bwd: Tensor
+    grad_norm: Tensor
+    state: tuple[Tensor, Tensor]
+    skipped: bool = False
+
+
+def training_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: LMBatch,
+    state: tuple[Tensor, Tensor] | None,
+    sampler: torch.Generator | None,
+    *,
+    unroll_steps: int,
+    clip_norm: float,
+    precision: Precision = "fp32",
+    scaler: torch.amp.GradScaler | None = None,
+) -> StepOutput:
+    """One optimizer step, exactly as :func:`train` runs it (and the benchmark times it).
+
+    Forward under autocast (``precision``), ``(loss × unroll_steps).backward()`` as bilm-tf does,
+    global-norm clip to ``clip_norm`` (on unscaled gradients), optimizer step and scaler update.
+
+    Args:
+        model: a :class:`LanguageModel`, or its ``DistributedDataParallel`` wrapper; its
+            parameters' device is where the step runs (``batch`` and ``state`` are moved there).
+        optimizer: over ``model``'s parameters (:func:`build_optimizer`).
+        batch: the next batch (any device).
+        state: carried LSTM state, or ``None`` for zeros (first batch, sentence mode).
+        sampler: generator of the sampled-softmax negatives, on the model's device.
+        unroll_steps: the loss multiplier (``config.unroll_steps``).
+        clip_norm: global gradient-norm clip (``config.clip_norm``).
+        precision: ``fp32``, ``bf16`` or ``fp16`` (:mod:`bilm.devices`).
+        scaler: :func:`bilm.devices.make_scaler`'s scaler; ``None`` = no scaling.
+
+    Raises:
+        FloatingPointError: a non-finite gradient norm without an enabled scaler (with one, the
+            step is skipped and ``skipped`` is True, as fp16 training expects now and then).
+    """
+    device = next(model.parameters()).device
+    batch = batch_to_device(batch, device)
+    state = _state_to(state, device)
+    scaler = scaler if scaler is not None else make_scaler(device, "fp32")
+    with autocast(device, precision):
+        loss, loss_f, loss_b, new_state = model(batch, state, sampler)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss * unroll_steps).backward()  # bilm-tf scales by unroll_steps
+    scaler.unscale_(optimizer)
+    grad_norm = nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    skipped = False
+    if scaler.is_enabled():
+        skipped = not bool(torch.isfinite(grad_norm))
+    elif not torch.isfinite(grad_norm):
+        raise FloatingPointError(f"non-finite gradient norm ({float(grad_norm)})")
+    scaler.step(optimizer)  # a plain optimizer.step() when the scaler is disabled
+    scaler.update()
+    return StepOutput(loss, loss_f, loss_b, grad_norm, new_state, skipped)
+
+
 # ------------------------------------------------------------------------------ evaluation
 def _direction_nll(model: LanguageModel, top: Tensor, batch: DirectionBatch) -> float:
     hidden, targets = top[batch.mask], batch.targets[batch.mask]
@@ -245,6 +369,7 @@ def evaluate_perplexity(
     """
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device
     # Each row is one continuous stream and the last incomplete batch is dropped: use fewer rows
     # for small files so that at least ~99.5 % of the text is scored (the count is returned).
     rows = max(1, min(batch_size, count_tokens(files) // (200 * unroll_steps)))
@@ -255,6 +380,7 @@ def evaluate_perplexity(
     count = 0
     state = None
     for batch in stream:
+        batch = batch_to_device(batch, device)
         lengths = batch.forward.mask.sum(1)
         top_f, top_b, state = model.bilm.run_streams(
             batch.forward.char_ids, batch.backward.char_ids, state, lengths=lengths
@@ -296,6 +422,8 @@ def train(
     wandb_project: str | None = None,
     stop_after: int | None = None,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    device: str | torch.device = "auto",
+    precision: str = "fp32",
 ) -> TrainResult:
     """Train (or resume when ``out_dir`` holds a checkpoint).
 
@@ -308,11 +436,25 @@ def train(
         wandb_project: log to Weights & Biases (offline unless ``WANDB_MODE`` says otherwise).
         stop_after: stop after this many steps *in this call* (tests of resume).
         on_step: callback ``(step, metrics)`` after each step.
+        device: ``auto`` | ``cpu`` | ``cuda`` | ``cuda:N`` (:func:`bilm.devices.resolve_device`;
+            ``auto``/``cuda`` mean ``cuda:LOCAL_RANK`` under torchrun), or a resolved
+            :class:`torch.device`.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` (autocast; fp16 with a gradient scaler, CUDA
+            only). Resuming with another device type or precision continues the run but cannot
+            reproduce an uninterrupted one exactly (a warning says so).
 
     Returns:
         :class:`TrainResult`.
+
+    Raises:
+        bilm.devices.DeviceError: a device or precision this machine cannot run.
     """
     rank, world = _world()
+    if not isinstance(device, torch.device):
+        device = resolve_device(device, local_rank=torchrun_local_rank() if world > 1 else None)
+    amp = resolve_precision(device, precision)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path = out / CHECKPOINT_NAME
@@ -326,7 +468,7 @@ def train(
             vocab.save(vocab_path)
             (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
 
-    model = build_model(config, len(vocab))
+    model = build_model(config, len(vocab)).to(device)  # initialised on the CPU: same everywhere
     stream = BidirectionalLMStream(
         train_files,
         vocab,
@@ -337,15 +479,9 @@ def train(
         rank=rank,
         world_size=world,
     )
-    if config.optimizer == "adagrad":
-        optimizer: torch.optim.Optimizer = torch.optim.Adagrad(
-            model.parameters(),
-            lr=config.lr,
-            initial_accumulator_value=config.adagrad_initial_accumulator,
-        )
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    sampler = torch.Generator().manual_seed(config.seed + 1)
+    optimizer = build_optimizer(config, model)
+    scaler = make_scaler(device, amp)
+    sampler = torch.Generator(device=device).manual_seed(config.seed + 1)
     state: tuple[Tensor, Tensor] | None = None
     step, tokens = 0, 0
     if resume:
@@ -357,21 +493,53 @@ def train(
         if payload["config"] != _identity(config):
             raise ValueError(f"{ckpt_path}: checkpoint was written with another config")
         model.load_state_dict(payload["model"])
-        optimizer.load_state_dict(payload["optimizer"])
+        optimizer.load_state_dict(payload["optimizer"])  # moves its state to the params' device
         stream.load_state_dict(json.loads(payload["data"])[rank])
-        state = payload["lstm_state"][rank] if payload["lstm_state"] else None
-        torch.set_rng_state(payload["rng_torch"][rank])
-        sampler.set_state(payload["rng_sampler"])
+        state = _state_to(payload["lstm_state"][rank], device) if payload["lstm_state"] else None
         step, tokens = payload["step"], payload["tokens"]
+        torch.set_rng_state(payload["rng_torch"][rank])
+        saved_type = torch.device(payload.get("device", "cpu")).type
+        saved_precision = payload.get("precision", "fp32")
+        if saved_type == device.type:
+            sampler.set_state(payload["rng_sampler"])
+            if device.type == "cuda" and payload.get("rng_cuda"):
+                torch.cuda.set_rng_state(payload["rng_cuda"][rank], device)
+        else:  # generator states differ between device types: reseed, deterministically
+            sampler.manual_seed(config.seed + 1 + step)
+        if payload.get("scaler") and scaler.is_enabled():
+            scaler.load_state_dict(payload["scaler"])
+        if (saved_type, saved_precision) != (device.type, amp):
+            logger.warning(
+                "%s: written on %s with %s, resumed on %s with %s: the run continues, but it "
+                "will not reproduce an uninterrupted run exactly",
+                ckpt_path,
+                saved_type,
+                saved_precision,
+                device.type,
+                amp,
+            )
         _truncate_log(out / "log.jsonl", step)
         logger.info("resumed from %s at step %d", ckpt_path, step)
 
     trained: nn.Module = model
     if world > 1:
-        trained = nn.parallel.DistributedDataParallel(model)
+        device_ids = [device.index] if device.type == "cuda" else None
+        trained = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     model.train()
+    session = {
+        "device": str(device),
+        "device_name": describe_device(device),
+        "precision": amp,
+        "world_size": world,
+        "resumed": resume,
+        "torch": torch.__version__,
+    }
+    logger.info("training on %s, %s, %d process(es)", describe_device(device), amp, world)
     log = (out / "log.jsonl").open("a", encoding="utf-8") if rank == 0 else None
-    run = _wandb(wandb_project, config, out) if (wandb_project and rank == 0) else None
+    if log:  # one record per call: where and how the following steps ran
+        log.write(json.dumps({"step": step, "session": session}) + "\n")
+        log.flush()
+    run = _wandb(wandb_project, config, out, session) if (wandb_project and rank == 0) else None
     bar = None
     if progress and rank == 0:
         from tqdm.auto import tqdm
@@ -383,15 +551,19 @@ def train(
     window_tokens, window_start = 0, time.perf_counter()
 
     def save() -> None:
+        cpu = torch.device("cpu")  # gathered as CPU tensors: all_gather_object pickles them
         data_states = [stream.state_dict()]
-        lstm_states = [state]
+        lstm_states = [_state_to(state, cpu)]
         rng = [torch.get_rng_state()]
+        rng_cuda = [torch.cuda.get_rng_state(device)] if device.type == "cuda" else []
         if world > 1:
             gathered: list[Any] = [None] * world
-            dist.all_gather_object(gathered, (data_states[0], state, rng[0]))
+            mine = (data_states[0], lstm_states[0], rng[0], rng_cuda[0] if rng_cuda else None)
+            dist.all_gather_object(gathered, mine)
             data_states = [g[0] for g in gathered]
             lstm_states = [g[1] for g in gathered]
             rng = [g[2] for g in gathered]
+            rng_cuda = [g[3] for g in gathered] if rng_cuda else []
         if rank == 0:
             payload = {
                 "format": CHECKPOINT_FORMAT,
@@ -404,7 +576,11 @@ def train(
                 "data": json.dumps(data_states),
                 "lstm_state": lstm_states if state is not None else [],
                 "rng_torch": rng,
+                "rng_cuda": rng_cuda,
                 "rng_sampler": sampler.get_state(),
+                "scaler": scaler.state_dict(),
+                "device": str(device),
+                "precision": amp,
             }
             atomic_save(payload, ckpt_path)
         if world > 1:
@@ -422,22 +598,30 @@ def train(
                 break
             if batch.reset_state:
                 state = None
-            loss, loss_f, loss_b, state = trained(batch, state, sampler)
-            optimizer.zero_grad(set_to_none=True)
-            (loss * config.unroll_steps).backward()  # bilm-tf scales by unroll_steps
-            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-            if not torch.isfinite(grad_norm):
-                raise FloatingPointError(f"non-finite gradient norm at step {step + 1}")
-            optimizer.step()
+            try:
+                out_step = training_step(
+                    trained,
+                    optimizer,
+                    batch,
+                    state,
+                    sampler,
+                    unroll_steps=config.unroll_steps,
+                    clip_norm=config.clip_norm,
+                    precision=amp,
+                    scaler=scaler,
+                )
+            except FloatingPointError as exc:
+                raise FloatingPointError(f"step {step + 1}: {exc}") from None
+            state, grad_norm = out_step.state, out_step.grad_norm
             step += 1
             steps_this_call += 1
             batch_tokens = batch.forward.n_tokens * world  # text tokens per direction
             tokens += batch_tokens
             window_tokens += batch_tokens
             metrics = {
-                "loss": loss.item(),
-                "loss_fwd": loss_f.item(),
-                "loss_bwd": loss_b.item(),
+                "loss": out_step.loss.item(),
+                "loss_fwd": out_step.loss_fwd.item(),
+                "loss_bwd": out_step.loss_bwd.item(),
             }
             if on_step:
                 on_step(step, metrics)
@@ -450,6 +634,9 @@ def train(
                     "grad_norm": float(grad_norm),
                     "tokens_per_s": window_tokens / max(elapsed, 1e-9),
                 }
+                if scaler.is_enabled():
+                    record["loss_scale"] = scaler.get_scale()
+                    record["skipped"] = out_step.skipped
                 window_tokens, window_start = 0, time.perf_counter()
                 if log:
                     log.write(json.dumps(record) + "\n")
@@ -507,13 +694,14 @@ def _truncate_log(path: Path, step: int) -> None:
     os.replace(tmp, path)
 
 
-def _wandb(project: str, config: PretrainConfig, out: Path) -> Any:
+def _wandb(project: str, config: PretrainConfig, out: Path, session: dict[str, Any]) -> Any:
     try:
         import wandb
     except ImportError as exc:
         raise ImportError("W&B logging needs wandb: pip install wandb") from exc
     mode = os.environ.get("WANDB_MODE", "offline")
-    return wandb.init(project=project, config=config.to_dict(), dir=str(out), mode=mode)
+    run_config = {**config.to_dict(), "session": session}
+    return wandb.init(project=project, config=run_config, dir=str(out), mode=mode)
 
 
 # ------------------------------------------------------------------------------ release files

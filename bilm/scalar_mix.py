@@ -8,12 +8,47 @@ as bilm-tf does; nothing is hidden in a parameter-name regex.
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
 
 MixMode = Literal["all", "last"]
+MIX_MODES: tuple[str, ...] = get_args(MixMode)
+
+
+@dataclass(frozen=True)
+class MixSpec:
+    """How a :class:`ScalarMix` combines layers: the axes of the paper's Table 2.
+
+    The one description of a mix, used by the harness's injector and run specs alike.
+
+    Attributes:
+        mode: ``"all"`` (Eq. 1: softmax-weighted sum of all layers) or ``"last"`` (the paper's
+            *LastOnly*: the top layer only, no weights, no penalty).
+        lam: λ of the penalty ``λ‖w‖²`` (Table 2: 1 ≈ plain average, 0.001 lets weights vary).
+            Canonically 0 in ``"last"`` mode, where it has no effect, so that a λ sweep crossed
+            with both modes yields one LastOnly configuration, not several.
+        layer_norm: normalise each layer before weighting (allennlp ``do_layer_norm``).
+    """
+
+    mode: MixMode = "all"
+    lam: float = 0.0
+    layer_norm: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in MIX_MODES:
+            raise ValueError(f"mix.mode must be one of {MIX_MODES}, got {self.mode!r}")
+        if isinstance(self.lam, bool) or not isinstance(self.lam, int | float):
+            raise TypeError(f"mix.lam must be a number, got {self.lam!r}")
+        lam = float(self.lam)
+        if not math.isfinite(lam) or lam < 0:
+            raise ValueError(f"mix.lam must be a finite number >= 0, got {lam}")
+        object.__setattr__(self, "lam", lam if self.mode == "all" else 0.0)
+        if not isinstance(self.layer_norm, bool):
+            raise TypeError(f"mix.layer_norm must be a bool, got {self.layer_norm!r}")
 
 
 class ScalarMix(nn.Module):
@@ -40,8 +75,8 @@ class ScalarMix(nn.Module):
         trainable: bool = True,
     ) -> None:
         super().__init__()
-        if mode not in ("all", "last"):
-            raise ValueError(f"mode must be 'all' or 'last', got {mode!r}")
+        if mode not in MIX_MODES:
+            raise ValueError(f"mode must be one of {MIX_MODES}, got {mode!r}")
         if initial_weights is not None and len(initial_weights) != num_layers:
             raise ValueError(
                 f"initial_weights has {len(initial_weights)} values for {num_layers} layers"
@@ -52,6 +87,11 @@ class ScalarMix(nn.Module):
         # (allennlp #5097).
         self.weights = nn.Parameter(init, requires_grad=trainable and mode == "all")
         self.gamma = nn.Parameter(torch.ones(1), requires_grad=trainable)
+
+    @classmethod
+    def from_spec(cls, num_layers: int, spec: MixSpec) -> ScalarMix:
+        """A trainable mix of ``num_layers`` layers configured by ``spec``."""
+        return cls(num_layers, mode=spec.mode, lam=spec.lam, layer_norm=spec.layer_norm)
 
     def normalized_weights(self) -> Tensor:
         """``s = softmax(w)``, one-hot on the top layer in ``last`` mode; ``(num_layers,)``."""

@@ -6,14 +6,15 @@
 * :mod:`experiments.render`: :class:`TableSpec` → Markdown / LaTeX / CSV, paper numbers beside ours.
 * :mod:`experiments.plots`: layer-weight bars and learning curves (matplotlib, lazily).
 * :mod:`experiments.executors`: :func:`run_sweep`, locally or on Ray (lazily).
+* :mod:`experiments.runner`: the one training loop (imported on demand: it loads the models).
+* :mod:`experiments.wandb_sink`: W&B logging (wandb imported only when asked for).
 
-This package imports neither torch nor any task: specs, stores and tables work without a model.
+This package names no task: everything task-specific comes through :class:`tasks.core.TaskSpec`.
 """
 
 from experiments.executors import SweepError, SweepResult, run_sweep
 from experiments.render import (
     IncreaseColumn,
-    MetricFormat,
     Row,
     RunsColumn,
     TableSpec,
@@ -43,7 +44,6 @@ from experiments.store import (
 
 __all__ = [
     "IncreaseColumn",
-    "MetricFormat",
     "MixSpec",
     "Provenance",
     "ResultsStore",

@@ -1,11 +1,17 @@
 """``python -m experiments``: run specs and sweeps, reproduce named tables, render.
 
     python -m experiments run squad --repr elmo --sites input,output --seeds 0,1,2
+    python -m experiments sweep squad --repr elmo,bilm-random --mode all,last --lam 0,0.001,1 \\
+        --sites input,input+output,output --seeds 0,1,2 [--executor ray --max-parallel 4]
     python -m experiments reproduce squad_elmo [--seeds 0,1,2] [--data DIR] [--config paper]
-    python -m experiments render table2
+    python -m experiments render squad_elmo --store results/runs --out results
 
-Finished runs are stored in ``results/runs/`` (append-only; a rerun skips them) and tables are
-written to ``results/tables/``.
+Every command takes ``--device auto|cpu|cuda|cuda:N``, ``--precision fp32|bf16|fp16``,
+``--wandb PROJECT`` (offline unless ``WANDB_MODE`` says otherwise) and ``--set KEY=VALUE`` on
+the task's configuration (dotted keys: ``train.epochs=3``). Finished runs go to the store
+(default ``runs/store``, append-only; a rerun skips them), tables and plots to ``--out``
+(default ``runs``: ``runs/tables``, ``runs/plots``). The committed ``results/`` is written only
+by an explicit ``render --store results/runs --out results``.
 """
 
 from __future__ import annotations
@@ -19,157 +25,329 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments import named
-from experiments.executors import run_sweep
-from experiments.render import render
-from experiments.spec import MixSpec, RunSpec, derive, expand_sweep
-from experiments.store import ResultsStore
+from experiments.executors import SweepError, run_sweep
+from experiments.render import Row, RunsColumn, TableSpec, load_paper, render
+from experiments.spec import RunSpec, derive, expand_sweep
+from experiments.store import ResultsStore, RunRecord
+from experiments.wandb_sink import WandbOptions
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_STORE = REPO / "results" / "runs"
-DEFAULT_WORK = REPO / "runs" / "work"
+DEFAULT_STORE = Path("runs/store")
+DEFAULT_WORK = Path("runs/work")
+DEFAULT_OUT = Path("runs")
 DEFAULT_CACHE = Path.home() / ".cache" / "elmo-bench" / "features"
+FORMATS = {"markdown": "md", "latex": "tex", "csv": "csv"}
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
 def _seeds(text: str) -> tuple[int, ...]:
-    return tuple(int(s) for s in text.split(",") if s)
+    return tuple(int(s) for s in _list(text))
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(s) for s in _list(text))
+
+
+def _sites(text: str) -> tuple[tuple[str, ...], ...]:
+    """``input,input+output,output`` → one site set per comma."""
+    return tuple(tuple(s for s in group.split("+") if s) for group in _list(text))
+
+
+def _common(parser: argparse.ArgumentParser, train: bool = True) -> None:
     parser.add_argument("--seeds", type=_seeds, default=(0,), help="comma-separated (default 0)")
     parser.add_argument("--data", default="demo", help="data folder, or 'demo' (default)")
-    parser.add_argument("--config", default="mini", choices=("mini", "paper"))
+    parser.add_argument("--config", default="mini", help="the task's preset: mini (default), paper")
     parser.add_argument("--checkpoint", help="biLM checkpoint (default: the shipped small biLM)")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="task configuration changes, e.g. hidden=64 train.epochs=5",
+    )
+    parser.add_argument(
+        "--eval-split",
+        default="dev",
+        choices=("dev", "test"),
+        help="split of Table 1's numbers; test is scored only when asked (default dev)",
+    )
+    parser.add_argument("--store", type=Path, default=DEFAULT_STORE, help="results store")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="tables/ and plots/ here")
+    parser.add_argument("--wandb", metavar="PROJECT", help="log to W&B (offline by default)")
+    if not train:
+        return
+    parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
     parser.add_argument("--executor", default="local", choices=("local", "ray"))
     parser.add_argument("--address", help="Ray cluster address (with --executor ray)")
-    parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--max-parallel", type=int, default=1, help="runs at once (default 1)")
+    parser.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray resources per run")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray resources per run")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="checkpoints of runs")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="feature cache")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace) -> None:
-    from experiments.runner import run_spec
+def _run_config(args: argparse.Namespace) -> dict[str, str]:
+    return {"checkpoint": args.checkpoint} if args.checkpoint else {}
 
-    run_one = functools.partial(
-        run_spec, work_root=DEFAULT_WORK, cache_dir=DEFAULT_CACHE, progress=not args.quiet
+
+def _wandb(args: argparse.Namespace, group: str) -> WandbOptions | None:
+    return WandbOptions(project=args.wandb, group=group) if args.wandb else None
+
+
+def _describe(spec: RunSpec) -> str:
+    if spec.representation == "none":
+        return f"{spec.task} baseline seed={spec.seed}"
+    mix = "LastOnly" if spec.mix.mode == "last" else f"λ={spec.mix.lam:g}"
+    return f"{spec.task} {spec.representation} {mix} {'+'.join(spec.sites)} seed={spec.seed}"
+
+
+def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> ResultsStore:
+    """Run every spec not yet stored, one progress line per run; failures end in exit 1."""
+    from experiments.runner import RunOptions, run_spec
+
+    options = RunOptions(
+        work_root=args.work,
+        cache_dir=args.cache,
+        device=args.device,
+        precision=args.precision,
+        progress=not args.quiet,
+        wandb=_wandb(args, group),
     )
-    result = run_sweep(specs, run_one, ResultsStore(args.store), args.executor, args.address)
-    print(f"runs: {len(result.ran)} ran, {len(result.skipped)} already stored", file=sys.stderr)
+    store = ResultsStore(args.store)
+    unique = list({s.run_id: s for s in specs}.values())
+    count = {"n": 0}
+
+    def on_event(status: str, spec: RunSpec, detail: str) -> None:
+        count["n"] += 1
+        line = f"[{count['n']}/{len(unique)}] {status:6s} {spec.run_id} {_describe(spec)}"
+        if status in ("done", "stored"):
+            metrics = store.get(spec.run_id).metrics
+            line += "  " + " ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()))
+        print(line + (f"  {detail}" if detail else ""), file=sys.stderr, flush=True)
+
+    ray_options = {"num_cpus": args.cpus_per_run, "num_gpus": args.gpus_per_run}
+    run_sweep(
+        unique,
+        functools.partial(run_spec, options=options),
+        store,
+        args.executor,
+        args.address,
+        max_parallel=args.max_parallel,
+        ray_options=ray_options if args.executor == "ray" else None,
+        on_event=on_event,
+    )
+    return store
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point."""
+def _base(args: argparse.Namespace, task: str) -> RunSpec:
+    splits = ("dev", "test") if args.eval_split == "test" else ("dev",)
+    return named.base_spec(task, args.config, args.data, _run_config(args), args.overrides, splits)
+
+
+def _grid_table(
+    task: str, specs: Sequence[RunSpec], seeds: tuple[int, ...], split: str
+) -> TableSpec:
+    """One row per grid point (seeds averaged), one column: the task's main metric."""
+    points: dict[str, RunSpec] = {}
+    for spec in specs:
+        point = derive(spec, {"seed": seeds[0]})
+        points.setdefault(point.run_id, point)
+    first = named.rows(task, next(iter(points.values())), split)[0]
+    rows = tuple(
+        Row(_describe(p).rsplit(" seed=", 1)[0], p, first.metric, paper_key=None)
+        for p in points.values()
+    )
+    column = RunsColumn(f"{split} {first.metric.label or first.metric.key}", {})
+    return TableSpec(
+        f"sweep-{task}", f"Sweep over {task} ({split}; seeds {seeds})", rows, (column,), seeds
+    )
+
+
+def _write_tables(
+    tables: Sequence[TableSpec], records: Sequence[RunRecord], out: Path, stem: str, fmt: str
+) -> list[Path]:
+    written = []
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    paper = load_paper()
+    for table in tables:
+        text = render(table, records, paper, fmt=fmt)  # type: ignore[arg-type]
+        path = out / "tables" / f"{stem}-{table.name}.{FORMATS[fmt]}"
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+        print(text)
+    return written + _plots(tables, records, out / "plots", stem)
+
+
+def _plots(
+    tables: Sequence[TableSpec], records: Sequence[RunRecord], out: Path, stem: str
+) -> list[Path]:
+    """Learned layer weights per site and dev learning curves of the tables' runs (PNG)."""
+    try:
+        from experiments.plots import plot_layer_weights, plot_learning_curves
+    except ImportError:
+        return []
+    from tasks.registry import get_task
+
+    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
+    runs = [r for r in records if r.run_id in wanted]
+    written: list[Path] = []
+    if not runs:
+        return written
+    out.mkdir(parents=True, exist_ok=True)
+    elmo = [r for r in runs if r.spec.representation != "none"]
+    if elmo:
+        written.append(plot_layer_weights(elmo, out / f"{stem}-layer-weights.png"))
+    for task in sorted({r.spec.task for r in runs}):
+        metric = get_task(task).metric
+        mine = [r for r in runs if r.spec.task == task]
+        path = out / f"{stem}-{task}-learning-curves.png"
+        written.append(plot_learning_curves(mine, path, f"dev_{metric.key}", scale=metric.scale))
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return written
+
+
+def _label(data: str) -> str:
+    return "demo" if data == "demo" else Path(data).name
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (``python -m experiments --help``)."""
+    from tasks.registry import TASKS
+
     parser = argparse.ArgumentParser(
         prog="python -m experiments",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    tasks = sorted(TASKS)
     run = sub.add_parser("run", help="train one configuration over seeds")
-    run.add_argument("task")
+    run.add_argument("task", choices=tasks)
     run.add_argument("--repr", default="elmo", help="elmo | bilm-random | glove | cove | none")
-    run.add_argument("--sites", default="input,output")
-    run.add_argument("--mode", default="all", choices=("all", "last"))
-    run.add_argument("--lam", type=float, default=0.0)
+    run.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")
+    run.add_argument("--mode", default=None, choices=("all", "last"))
+    run.add_argument("--lam", type=float, default=None)
     run.add_argument("--layer-norm", action="store_true")
-    run.add_argument("--dropout", type=float, default=0.5)
+    run.add_argument("--dropout", type=float, default=named.ELMO_DROPOUT)
     run.add_argument("--state", default="reset", choices=("reset", "carry", "warm"))
-    run.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", dest="overrides")
+    run.add_argument("--limit", type=int, help="first N examples of each split (smoke runs)")
+    run.add_argument("--max-epochs", type=int, help="epoch budget (default: the preset's)")
     _common(run)
+    sweep = sub.add_parser("sweep", help="a grid of runs, then a table of the grid")
+    sweep.add_argument("task", choices=tasks)
+    sweep.add_argument("--repr", type=_list, default=("elmo",), help="e.g. elmo,bilm-random,cove")
+    sweep.add_argument("--mode", type=_list, default=None, help="all,last")
+    sweep.add_argument("--lam", type=_floats, default=None, help="e.g. 0,0.001,1")
+    sweep.add_argument("--sites", type=_sites, default=None, help="e.g. input,input+output,output")
+    sweep.add_argument("--state", default="reset", choices=("reset", "carry", "warm"))
+    sweep.add_argument("--limit", type=int, help="first N examples of each split (smoke runs)")
+    sweep.add_argument("--max-epochs", type=int, help="epoch budget (default: the preset's)")
+    _common(sweep)
     rep = sub.add_parser("reproduce", help="run and render a named table")
-    rep.add_argument("name", choices=sorted(named.NAMED))
+    rep.add_argument("name", choices=sorted(named.reproductions()))
     _common(rep)
     ren = sub.add_parser("render", help="render a named table from stored runs only")
-    ren.add_argument("name", choices=sorted(named.NAMED))
-    ren.add_argument("--format", default="markdown", choices=("markdown", "latex", "csv"))
-    _common(ren)
-    args = parser.parse_args(argv)
-    if args.executor == "ray" and args.address is None:
+    ren.add_argument("name", choices=sorted(named.reproductions()))
+    ren.add_argument("--format", default="markdown", choices=tuple(FORMATS))
+    _common(ren, train=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _command(args)
+    except SweepError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+def _command(args: argparse.Namespace) -> int:
+    if getattr(args, "executor", None) == "ray" and args.address is None:
         os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
-
-    if args.command == "run":
-        rep_config = {"checkpoint": args.checkpoint} if args.checkpoint else {}
-        base = named.base_spec(args.task, args.config, args.data, rep_config)
-        if args.repr == "none":
-            base = named.baseline(base)
-        else:
-            base = derive(
-                base,
-                {
-                    "representation": args.repr,
-                    "sites": tuple(s for s in args.sites.split(",") if s),
-                    "mix": MixSpec(args.mode, args.lam, args.layer_norm),
-                    "dropout": args.dropout,
-                    "state": args.state,
-                },
-            )
-        base = derive(base, {"overrides": tuple(args.overrides)})
-        specs = expand_sweep(base, seed=list(args.seeds))
-        _run_all(specs, args)
-        store = ResultsStore(args.store)
-        for spec in specs:
-            print(
-                json.dumps(
-                    {"run_id": spec.run_id, "seed": spec.seed, **store.get(spec.run_id).metrics}
-                )
-            )
-        return 0
-
+    if args.command in ("run", "sweep"):
+        return _train_command(args)
     tables = named.tables(
         args.name,
         args.config,
         args.data,
         args.seeds,
-        {"checkpoint": args.checkpoint} if args.checkpoint else {},
+        _run_config(args),
+        args.overrides,
+        args.eval_split,
     )
+    stem = f"{args.name}-{args.config}-{_label(args.data)}"
     if args.command == "reproduce":
-        _run_all([s for t in tables for s in named.expected_specs(t)], args)
-    records = list(ResultsStore(args.store).records())
-    paper = named.paper()
-    out_dir = REPO / "results" / "tables"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fmt = getattr(args, "format", "markdown")
-    for table in tables:
-        text = render(table, records, paper, fmt=fmt)
-        suffix = {"markdown": "md", "latex": "tex", "csv": "csv"}[fmt]
-        (
-            out_dir / f"{args.name}-{table.name}-{args.config}-{_label(args.data)}.{suffix}"
-        ).write_text(text, encoding="utf-8")
-        print(text)
-    _plots(
-        tables,
-        records,
-        REPO / "results" / "plots",
-        f"{args.name}-{args.config}-{_label(args.data)}",
-    )
+        _run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
+    records = ResultsStore(args.store).records()
+    written = _write_tables(tables, records, args.out, stem, getattr(args, "format", "markdown"))
+    if args.wandb:
+        from experiments.wandb_sink import log_artifacts
+
+        log_artifacts(WandbOptions(project=args.wandb, group=stem), written, name=stem)
     return 0
 
 
-def _plots(tables: Sequence[object], records: Sequence[object], out: Path, stem: str) -> None:
-    """Learned layer weights per site and dev learning curves of the table's runs (PNG)."""
-    try:
-        from experiments.plots import plot_layer_weights, plot_learning_curves
-    except ImportError:
-        return
-    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}  # type: ignore[arg-type]
-    runs = [r for r in records if r.run_id in wanted]  # type: ignore[attr-defined]
-    if not runs:
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        path = plot_layer_weights(
-            [r for r in runs if r.spec.representation != "none"], out / f"{stem}-layer-weights.png"
-        )
-        print(f"wrote {path}", file=sys.stderr)
-    except (ValueError, ImportError):
-        pass
-    try:
-        path = plot_learning_curves(runs, out / f"{stem}-learning-curves.png", "dev_f1", scale=100)
-        print(f"wrote {path}", file=sys.stderr)
-    except (ValueError, ImportError):
-        pass
+def _train_command(args: argparse.Namespace) -> int:
+    base = _base(args, args.task)
+    changes: dict[str, object] = {"state": args.state, "limit": args.limit}
+    if args.max_epochs is not None:
+        changes["max_epochs"] = args.max_epochs
+    base = derive(base, changes)
+    if args.command == "run":
+        axes: dict[str, list[object]] = {"seed": list(args.seeds)}
+        if args.repr == "none":
+            base = named.baseline(base)
+        else:
+            point: dict[str, object] = {"representation": args.repr, "dropout": args.dropout}
+            if args.sites:
+                point["sites"] = _list(args.sites)
+            if args.mode:
+                point["mode"] = args.mode
+            if args.lam is not None:
+                point["lam"] = args.lam
+            if args.layer_norm:
+                point["layer_norm"] = True
+            base = derive(base, point)
+        specs = expand_sweep(base, **axes)
+        group = f"run-{args.task}-{base.run_id}"
+    else:
+        grid: dict[str, list[object]] = {}
+        if args.mode:
+            grid["mode"] = list(args.mode)
+        if args.lam is not None:
+            grid["lam"] = list(args.lam)
+        if args.sites:
+            grid["sites"] = list(args.sites)
+        specs = []
+        for rep in args.repr:
+            if rep == "none":
+                specs += expand_sweep(named.baseline(base), seed=list(args.seeds))
+            else:
+                point = derive(base, {"representation": rep})
+                specs += expand_sweep(point, **grid, seed=list(args.seeds))
+        group = f"sweep-{args.task}-{_label(args.data)}-{len(specs)}runs"
+    store = _run_all(specs, args, group)
+    if args.command == "run":
+        for spec in specs:
+            metrics = store.get(spec.run_id).metrics
+            print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
+        return 0
+    table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split)
+    stem = group
+    written = _write_tables([table], store.records(args.task), args.out, stem, "markdown")
+    if args.wandb:
+        from experiments.wandb_sink import log_artifacts
 
-
-def _label(data: str) -> str:
-    return "demo" if data == "demo" else Path(data).name
+        log_artifacts(WandbOptions(project=args.wandb, group=group), written, name=stem)
+    return 0
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ Executor = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 LOCAL_RAY_CPUS = 2
 RunOne = Callable[[RunSpec], RunRecord]
+#: Called once per run of a sweep: ``(status, spec, detail)`` with status ``"stored"`` (already
+#: in the store), ``"done"`` or ``"failed"``; detail is the error message of a failure.
+OnEvent = Callable[[str, RunSpec, str], None]
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ def run_sweep(
     address: str | None = None,
     max_parallel: int = 1,
     ray_options: Mapping[str, Any] | None = None,
+    on_event: OnEvent | None = None,
 ) -> SweepResult:
     """Run every spec not yet in ``store`` and store the records.
 
@@ -84,6 +88,7 @@ def run_sweep(
             local 2-CPU Ray unless Ray is already initialised. Only for ``executor="ray"``.
         max_parallel: runs in flight at once.
         ray_options: options of each Ray task, e.g. ``{"num_gpus": 1}`` (default: 1 CPU).
+        on_event: progress callback, one call per run (see :data:`OnEvent`).
 
     Returns:
         What ran, what was skipped and what failed.
@@ -101,7 +106,10 @@ def run_sweep(
     for spec in specs:
         unique.setdefault(spec.run_id, spec)
     pending = [spec for rid, spec in unique.items() if not store.has(rid)]
-    tally = _Tally(store, skipped=[rid for rid in unique if store.has(rid)])
+    tally = _Tally(store, skipped=[rid for rid in unique if store.has(rid)], on_event=on_event)
+    if on_event is not None:
+        for rid in tally.skipped:
+            on_event("stored", unique[rid], "")
     logger.info(
         "sweep: %d runs, %d to do, %d stored", len(unique), len(pending), len(tally.skipped)
     )
@@ -130,6 +138,7 @@ class _Tally:
     skipped: list[str]
     ran: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    on_event: OnEvent | None = None
 
     def done(self, spec: RunSpec, record: object) -> None:
         rid = spec.run_id
@@ -147,10 +156,14 @@ class _Tally:
         else:
             logger.info("stored run %s", rid)
             self.ran.append(rid)
+            if self.on_event is not None:
+                self.on_event("done", spec, "")
 
     def fail(self, spec: RunSpec, error: BaseException) -> None:
         logger.error("run %s failed: %r", spec.run_id, error)
         self.failed[spec.run_id] = f"{type(error).__name__}: {error}"
+        if self.on_event is not None:
+            self.on_event("failed", spec, self.failed[spec.run_id])
 
     def result(self, order: list[str]) -> SweepResult:
         rank = {rid: i for i, rid in enumerate(order)}

@@ -1,7 +1,10 @@
 """Named reproductions: which runs fill which table (``python -m experiments reproduce NAME``).
 
-Each base spec is the paper's configuration for the task (TASKS_SPEC §3): for SQuAD, ELMo at the
-input and the output of the first GRU, λ = 0, no layer norm, dropout 0.5 (document-qa defaults).
+Built from the task registry, never from task names written here: every task contributes
+``<task>_baseline``, ``<task>_elmo`` (its Table 1 row) and ``<task>_ablations`` (its Table 2 and
+Table 3 rows), and ``table1`` / ``table2`` / ``table3`` take every registered task. A task's base
+spec is the paper's ELMo configuration for it, read from its :class:`~tasks.core.TaskSpec`
+(default sites and mix); dropout 0.5 on the mixed vectors (paper §3.3, allennlp default).
 """
 
 from __future__ import annotations
@@ -10,88 +13,111 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.render import MetricFormat, Row, RunsColumn, TableSpec, load_paper, table1
-from experiments.render import table2 as _table2
-from experiments.render import table3 as _table3
-from experiments.spec import MixSpec, RunSpec, baseline_of
+from experiments.render import Row, RunsColumn, TableSpec, table1, table2, table3
+from experiments.spec import RunSpec, baseline_of
+from tasks.registry import TASKS, get_task
 
-#: task → (sites, mix, metric label, metric key); versions come from tasks.registry.
-TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "squad": {
-        "sites": ("input", "output"),
-        "mix": MixSpec("all", 0.0, False),
-        "label": "SQuAD (F1)",
-        "metric": "f1",
-        "extra": (("SQuAD (EM)", "exact_match"),),  # the paper reports F1 only
-    },
-}
-
-NAMED: dict[str, str] = {
-    "squad_baseline": "SQuAD baseline (BiDAF + self-attention, no ELMo), Table 1 row",
-    "squad_elmo": "SQuAD baseline vs ELMo + baseline, Table 1 row",
-    "squad_ablations": "SQuAD rows of Table 2 (LastOnly, λ = 1, λ = 0.001) and Table 3 (sites)",
-}
+ELMO_DROPOUT = 0.5  # source: paper §3.3 ("dropout to ELMo"), allennlp Elmo(dropout=0.5)
+TABLES = ("table1", "table2", "table3")
 
 
-def base_spec(task: str, preset: str, data: str, rep_config: Mapping[str, Any]) -> RunSpec:
-    """The paper's ELMo configuration of ``task``."""
-    if task not in TASK_DEFAULTS:
-        raise KeyError(f"unknown task {task!r}; known: {', '.join(TASK_DEFAULTS)}")
-    from tasks.registry import get_task
+def reproductions() -> dict[str, str]:
+    """Every named reproduction → what it runs."""
+    named = {
+        "table1": "Table 1: baseline vs ELMo + baseline, every task",
+        "table2": "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
+        "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
+    }
+    for name in TASKS:
+        named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
+        named[f"{name}_elmo"] = f"{name}: baseline vs ELMo + baseline (Table 1 row)"
+        named[f"{name}_ablations"] = f"{name}: its rows of Table 2 and Table 3"
+    return named
 
-    d = TASK_DEFAULTS[task]
+
+def base_spec(
+    task_name: str,
+    preset: str,
+    data: str,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    eval_splits: Sequence[str] = ("dev",),
+) -> RunSpec:
+    """The paper's ELMo configuration of a task (its default sites and mix)."""
+    task = get_task(task_name)
+    task.check_preset(preset)
     return RunSpec(
-        task=task,
-        task_version=get_task(task).version,
+        task=task.name,
+        task_version=task.version,
         representation="elmo",
         representation_config=dict(rep_config),
-        sites=d["sites"],
-        mix=d["mix"],
-        dropout=0.5,
+        sites=tuple(sorted(task.default_sites)),  # type: ignore[arg-type]
+        mix=task.default_mix,
+        dropout=ELMO_DROPOUT,
         state="reset",
         preset=preset,
+        overrides=tuple(overrides),
         data=data,
+        eval_splits=tuple(eval_splits),
     )
 
 
-def baseline(spec: RunSpec) -> RunSpec:
-    """The matching run without ELMo."""
-    return baseline_of(spec)
-
-
-def _rows(task: str, preset: str, data: str, rep_config: Mapping[str, Any]) -> list[Row]:
-    """The task's main metric row (compared with the paper) and its secondary metric rows."""
-    d = TASK_DEFAULTS[task]
-    demo = " — demo data" if data == "demo" else ""
-    base = base_spec(task, preset, data, rep_config)
-    rows = [Row(d["label"] + demo, base, MetricFormat(d["metric"]), paper_key=task)]
-    for label, key in d.get("extra", ()):
-        rows.append(Row(label + demo, base, MetricFormat(key), paper_key=f"{task}_{key}"))
-    return rows
+def rows(task_name: str, base: RunSpec, split: str) -> list[Row]:
+    """The task's table rows (main metric first) for runs scored on ``split``."""
+    task = get_task(task_name)
+    demo = " — DEMO data" if base.data == "demo" else ""
+    out = []
+    for row in task.table_rows:
+        metric = dataclasses.replace(row.metric, key=f"{split}_{row.metric.key}")
+        label = f"{row.label} ({row.metric.label or row.metric.key}){demo}"
+        out.append(Row(label, base, metric, paper_key=row.paper_key))
+    return out
 
 
 def tables(
-    name: str, preset: str, data: str, seeds: Sequence[int], rep_config: Mapping[str, Any]
+    name: str,
+    preset: str,
+    data: str,
+    seeds: Sequence[int],
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    eval_split: str = "dev",
 ) -> list[TableSpec]:
-    """The tables a named reproduction renders."""
+    """The tables a named reproduction renders.
+
+    ``eval_split`` is the split whose numbers fill Table 1 (``test`` scores the test split too);
+    Tables 2 and 3 are dev tables, as in the paper.
+    """
+    known = reproductions()
+    if name not in known:
+        raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(sorted(known))}")
     seeds = tuple(seeds)
-    rows = _rows("squad", preset, data, rep_config)
-    note = " [DEMO DATA: synthetic, not SQuAD]" if data == "demo" else ""
-    split = "dev"
-    if name == "squad_elmo":
-        t = table1(rows, seeds)
-        return [dataclasses.replace(t, title=f"Table 1 row: baseline vs ELMo ({split}){note}")]
-    if name == "squad_baseline":
-        t = table1(rows, seeds)
+    task_names = list(TASKS) if name in TABLES else [name.rsplit("_", 1)[0]]
+    kind = name if name in TABLES else name.rsplit("_", 1)[1]
+    split = eval_split if kind in ("table1", "elmo", "baseline") else "dev"
+    splits = ("dev", "test") if split == "test" else ("dev",)
+    all_rows: list[Row] = []
+    for task_name in task_names:
+        base = base_spec(task_name, preset, data, rep_config, overrides, splits)
+        all_rows += rows(task_name, base, split)
+    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    where = f"({split}; preset {preset}){note}"
+    if kind in ("table1", "elmo"):
+        t = table1(all_rows, seeds)
+        return [dataclasses.replace(t, title=f"Table 1: baseline vs ELMo + baseline {where}")]
+    if kind == "baseline":
+        t = table1(all_rows, seeds)
         only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
-        return [dataclasses.replace(t, columns=only, title=f"SQuAD baseline ({split}){note}")]
-    if name == "squad_ablations":
-        t2, t3 = _table2(rows, seeds), _table3(rows, seeds)
-        return [
-            dataclasses.replace(t2, title=t2.title + note),
-            dataclasses.replace(t3, title=t3.title + note),
-        ]
-    raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(NAMED)}")
+        return [dataclasses.replace(t, columns=only, title=f"Baseline {where}")]
+    t2, t3 = table2(all_rows, seeds), table3(all_rows, seeds)
+    if kind == "table2":
+        return [dataclasses.replace(t2, title=t2.title + note)]
+    if kind == "table3":
+        return [dataclasses.replace(t3, title=t3.title + note)]
+    return [
+        dataclasses.replace(t2, title=t2.title + note),
+        dataclasses.replace(t3, title=t3.title + note),
+    ]
 
 
 def expected_specs(table: TableSpec) -> list[RunSpec]:
@@ -105,6 +131,6 @@ def expected_specs(table: TableSpec) -> list[RunSpec]:
     return list(specs.values())
 
 
-def paper() -> dict[str, Any]:
-    """The paper's numbers."""
-    return load_paper()
+def baseline(spec: RunSpec) -> RunSpec:
+    """The matching run without ELMo."""
+    return baseline_of(spec)

@@ -4,9 +4,9 @@ A :class:`TableSpec` says which runs fill which cell: each :class:`Row` carries 
 :class:`~experiments.spec.RunSpec`, each :class:`RunsColumn` a change to it (baseline, LastOnly, λ,
 sites), and the table the seeds. A cell therefore knows the exact run_ids it expects; it shows the
 mean ± sample standard deviation (n − 1) over the runs found, ``n``, the ids still missing (``—``
-when none was found), and the paper's number beside it (from ``results/paper.toml``).
+when none was found), and the paper's number beside it (from ``experiments/paper.toml``).
 
-Metrics are stored in natural units and scaled here (:class:`MetricFormat`, e.g. F1 × 100 with one
+Metrics are stored in natural units and scaled here (:class:`MetricSpec`, e.g. F1 × 100 with one
 decimal). :func:`render` writes Markdown, LaTeX (booktabs) or CSV (one line per cell).
 """
 
@@ -16,17 +16,18 @@ import csv
 import io
 import statistics
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from experiments.spec import RunSpec, baseline_fields, derive
-from experiments.store import REPO_ROOT, RunRecord
+from experiments.store import RunRecord
+from tasks.core import MetricSpec
 
 Format = Literal["markdown", "latex", "csv"]
 FORMATS: tuple[str, ...] = ("markdown", "latex", "csv")
-DEFAULT_PAPER = REPO_ROOT / "results" / "paper.toml"
+DEFAULT_PAPER = Path(__file__).with_name("paper.toml")
 MISSING = "—"
 CSV_FIELDS = (
     "table",
@@ -45,21 +46,6 @@ CSV_FIELDS = (
 
 
 @dataclass(frozen=True)
-class MetricFormat:
-    """Which stored metric a row shows, and how.
-
-    Attributes:
-        key: the key in ``metrics.json`` (natural units), e.g. ``"f1"``.
-        scale: display multiplier (100 for a fraction shown as a percentage).
-        decimals: decimals of the displayed mean and standard deviation.
-    """
-
-    key: str
-    scale: float = 100.0
-    decimals: int = 1
-
-
-@dataclass(frozen=True)
 class Row:
     """One table row: a task in its base configuration.
 
@@ -73,7 +59,7 @@ class Row:
 
     label: str
     base: RunSpec
-    metric: MetricFormat
+    metric: MetricSpec
     seeds: tuple[int, ...] | None = None
     paper_key: str | None = None
 
@@ -188,7 +174,7 @@ class Cell:
 
 
 def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
-    """Read the paper's numbers (``results/paper.toml``)."""
+    """Read the paper's numbers (``experiments/paper.toml``)."""
     with Path(path).open("rb") as handle:
         return tomllib.load(handle)
 
@@ -243,10 +229,9 @@ def render(
     for row, cells in zip(table.rows, grid, strict=True):
         line = [row.label]
         for column, cell in zip(table.columns, cells, strict=True):
-            if isinstance(column, IncreaseColumn):
-                line += [_increase_text(cell, row.metric), _paper_increase_text(cell, row.metric)]
-            else:
-                line += [_ours_text(cell, row.metric), _paper_text(cell, row.metric)]
+            increase = isinstance(column, IncreaseColumn)
+            ours = _increase_text if increase else _ours_text
+            line += [ours(cell, row.metric), _paper_text(cell, row.metric, increase)]
         body.append(line)
     if fmt == "latex":
         return _latex(table, header, body)
@@ -376,42 +361,38 @@ def _printed(value: float, decimals: int) -> str:
     return _fixed(value, max(decimals, given))
 
 
-def _ours_text(cell: Cell, metric: MetricFormat) -> str:
+def _spread(
+    value: float | None, decimals: int, fmt: Callable[[float, int], str], increase: bool
+) -> str:
+    """The part after a value: `` ± std`` or, for an increase, `` / relative%`` ("" when None)."""
+    if value is None:
+        return ""
+    return f" / {fmt(value, 1)}%" if increase else f" ± {fmt(value, decimals)}"
+
+
+def _ours_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
         return f"{MISSING} ({', '.join(cell.missing)})" if cell.missing else MISSING
-    text = _fixed(cell.mean, metric.decimals)
-    if cell.std is not None:
-        text += f" ± {_fixed(cell.std, metric.decimals)}"
+    text = _fixed(cell.mean, metric.decimals) + _spread(cell.std, metric.decimals, _fixed, False)
     if cell.missing:
         return f"{text} (n={cell.n} of {cell.n_expected}; missing {', '.join(cell.missing)})"
     return f"{text} (n={cell.n})"
 
 
-def _increase_text(cell: Cell, metric: MetricFormat) -> str:
+def _increase_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
         return MISSING
-    text = _fixed(cell.mean, metric.decimals)
-    if cell.relative is not None:
-        text += f" / {_fixed(cell.relative, 1)}%"
-    return text
+    return _fixed(cell.mean, metric.decimals) + _spread(cell.relative, 1, _fixed, True)
 
 
-def _paper_text(cell: Cell, metric: MetricFormat) -> str:
+def _paper_text(cell: Cell, metric: MetricSpec, increase: bool = False) -> str:
+    """The paper's number with its ± std, or for an increase column its `` / relative%``."""
     if cell.paper is None:
         return ""
-    text = _printed(cell.paper, metric.decimals)
-    if cell.paper_std is not None:
-        text += f" ± {_printed(cell.paper_std, metric.decimals)}"
-    return text
-
-
-def _paper_increase_text(cell: Cell, metric: MetricFormat) -> str:
-    if cell.paper is None:
-        return ""
-    text = _printed(cell.paper, metric.decimals)
-    if cell.paper_relative is not None:
-        text += f" / {_printed(cell.paper_relative, 1)}%"
-    return text
+    spread = cell.paper_relative if increase else cell.paper_std
+    return _printed(cell.paper, metric.decimals) + _spread(
+        spread, metric.decimals, _printed, increase
+    )
 
 
 NOTE = (

@@ -1,26 +1,37 @@
 """The one training loop for every task.
 
-``train_run(spec, work_dir)`` builds the task recipe, the representation and its injector, then
-trains with the task's optimizer: λ penalty of the scalar mixes added to the loss
-(:func:`tasks.common.inject.mix_penalty`), gradient clipping, optional EMA of the weights for
-evaluation, early stopping on the dev metric with patience, a NaN/inf guard, progress bars, a
-JSONL log and optional W&B. Frozen representations are read from the feature cache, so sweeps over
-λ / LastOnly / sites / seeds never rerun the biLM.
+``train(spec, options)`` reads like a small training script, in named steps:
 
-Resume: after every epoch the model, optimizer, EMA, early-stopping state and every RNG state are
-written atomically to ``work_dir/checkpoint.pt``; running the same spec again continues from
-there and reaches the same result as an uninterrupted run (batches are shuffled by (seed, epoch)).
+1. :func:`_set_up`: the task's recipe and :class:`~tasks.core.TrainConfig`, the representation,
+   its injector and feature cache, the model, optimizer, EMA, on the requested device;
+2. :func:`_train_batch`: forward (autocast), loss + λ penalty of the scalar mixes
+   (:func:`tasks.common.inject.mix_penalty`), NaN/inf guard, backward (scaled in fp16), clip,
+   step, EMA, the per-step learning-rate schedule;
+3. :func:`_evaluate_and_select`: after every epoch or every ``eval_every`` steps, the dev metric
+   with the EMA weights (the task's official-parity scorer), model selection, early stopping, the
+   plateau schedule, log line, W&B;
+4. :func:`_save` / :func:`_load`: an atomic checkpoint after every evaluation, holding model,
+   optimizer, EMA, best weights, loop state, grad scaler and every RNG state, so a run killed at
+   any point resumes from its last evaluation and ends with identical metrics (batches are
+   planned from ``(seed, epoch)``, and a resumed epoch skips the batches already done);
+5. :func:`_finish`: the selected weights score every requested split (test only when asked)
+   and write their predictions in the task's official format.
+
+Frozen representations are read from the feature cache, so sweeps over λ / LastOnly / sites /
+seeds never rerun the biLM. Nothing here names a task.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import inspect
 import json
 import logging
 import math
-import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,29 +40,127 @@ import numpy as np
 import torch
 from torch import nn
 
+from bilm.devices import autocast, describe_device, make_scaler, resolve_device, resolve_precision
 from bilm.pretrain import atomic_save
+from experiments.spec import RunSpec
+from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
 from tasks.common.feature_cache import FeatureCache
-from tasks.common.inject import Injector, MixSpec, mix_penalty
-from tasks.core import Represent, TaskSpec, loss_of
-from tasks.representations import Layers, Representation, build_representation
+from tasks.common.inject import Injector, mix_penalty
+from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig, batch_plan, loss_of
+from tasks.registry import get_task
+from tasks.representations import REPRESENTATIONS, Layers, Representation, build_representation
 
 logger = logging.getLogger(__name__)
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before the run is declared diverged
+LOSS_LOG_EVERY = 50  # optimizer steps between train-loss points sent to W&B
+CHECKPOINT = "checkpoint.pt"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is executed; none of it is part of the run id (the device and precision are
+    recorded in the provenance).
+
+    Attributes:
+        work_root: checkpoints and logs go to ``work_root/<task>/<run_id>/``.
+        cache_dir: feature cache of frozen representations (``None``: no cache).
+        device: ``auto`` | ``cpu`` | ``cuda`` | ``cuda:N``.
+        precision: ``fp32`` | ``bf16`` | ``fp16`` (autocast; a grad scaler with fp16 on CUDA).
+        progress: tqdm bars.
+        wandb: log to W&B (offline unless ``WANDB_MODE`` says otherwise).
+    """
+
+    work_root: Path = Path("runs/work")
+    cache_dir: Path | None = None
+    device: str = "auto"
+    precision: str = "fp32"
+    progress: bool = True
+    wandb: WandbOptions | None = None
+
+
+@dataclass
+class LoopState:
+    """Everything the loop carries between steps; JSON, so a checkpoint stores it exactly."""
+
+    epoch: int = 0  # completed epochs
+    batch: int = 0  # batches done in the current epoch
+    step: int = 0  # optimizer steps
+    lr: float = 0.0
+    best: float = -math.inf  # best selection value, sign-adjusted (higher is better)
+    best_epoch: int = -1
+    best_step: int = -1
+    best_metrics: dict[str, float] = field(default_factory=dict)
+    bad_evals: int = 0  # evaluations since the last improvement (early stopping)
+    plateau_evals: int = 0  # the same, reset at each plateau decay
+    skipped: int = 0  # non-finite losses skipped
+    bad_in_a_row: int = 0
+    losses: list[float] = field(default_factory=list)  # since the last evaluation
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> LoopState:
+        return cls(**json.loads(text))
 
 
 @dataclass
 class TrainOutcome:
-    """What a finished run reports."""
+    """What a finished run reports.
 
-    metrics: dict[str, float]  # dev metrics of the selected (best) epoch, natural units
+    Attributes:
+        metrics: ``<split>_<metric>`` of the selected weights for every scored split, natural units.
+        best_epoch: epoch of the selected evaluation (1-based).
+        best_step: optimizer step of the selected evaluation.
+        epochs_run: epochs completed.
+        layer_weights: ``softmax(w)`` per site at the end.
+        gammas: γ per site at the end.
+        log: one line per evaluation.
+        seconds: wall time of this call.
+        skipped_steps: non-finite losses skipped.
+        representation_fingerprint: identifies the representation's weights.
+        device: the device that ran (with the precision when not fp32).
+        predictions: split → file with the predictions in the task's official format.
+        counts: examples per split.
+    """
+
+    metrics: dict[str, float]
     best_epoch: int
+    best_step: int
     epochs_run: int
     layer_weights: dict[str, list[float]]
-    log: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    skipped_steps: int = 0
-    representation_fingerprint: str = ""
+    gammas: dict[str, float]
+    log: list[dict[str, Any]]
+    seconds: float
+    skipped_steps: int
+    representation_fingerprint: str
+    device: str
+    predictions: dict[str, Path]
+    counts: dict[str, int]
+
+
+@dataclass
+class _Run:
+    """The objects of one run (built by :func:`_set_up`)."""
+
+    spec: RunSpec
+    task: TaskSpec
+    recipe: TaskRecipe
+    train_config: TrainConfig
+    splits: dict[str, Sequence[Any]]
+    representation: Representation
+    represent: Represent
+    injector: Injector
+    model: nn.Module
+    trainable: list[nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    ema: EMA | None
+    scaler: torch.amp.GradScaler
+    device: torch.device
+    precision: str
+    work: Path
 
 
 def seed_everything(seed: int) -> None:
@@ -85,14 +194,28 @@ class EMA:
                     p.copy_(self.shadow[n])
                     self.shadow[n] = tmp
 
+    @contextlib.contextmanager
+    def applied(self, model: nn.Module) -> Iterator[None]:
+        """The averaged weights inside the block, the trained ones after it."""
+        self.swap(model)
+        try:
+            yield
+        finally:
+            self.swap(model)
+
 
 def make_represent(
     representation: Representation | None,
     sequences: Sequence[Sequence[str]],
     cache_dir: Path | None,
     progress: bool,
+    device: torch.device | None = None,
 ) -> Represent:
-    """A function from token sequences to layers: cache lookups for frozen representations."""
+    """A function from token sequences to layers: cache lookups for frozen representations.
+
+    Cached layers come back on the CPU (the runner moves whole batches); a live representation
+    gets its features on ``device`` (where the injector keeps the representation).
+    """
     if representation is None or representation.num_layers == 0:
         return lambda seqs: None
     if cache_dir is not None and not representation.trainable:
@@ -106,274 +229,449 @@ def make_represent(
         return cached
 
     def live(seqs: Sequence[Sequence[str]]) -> Layers:
-        return representation(representation.featurize(seqs))
+        features = representation.featurize(seqs)
+        if device is not None:
+            features = {k: v.to(device) for k, v in features.items()}
+        return representation(features)
 
     return live
 
 
-def _rng_state() -> dict[str, Any]:
-    return {
-        "torch": torch.get_rng_state(),
-        "numpy": json.dumps(np.random.get_state()[1].tolist()),
-        "numpy_pos": int(np.random.get_state()[2]),
-        "python": json.dumps(random.getstate()[1]),
-    }
+def to_device(value: Any, device: torch.device) -> Any:
+    """Tensors moved to ``device`` inside (frozen) dataclasses, tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: to_device(getattr(value, f.name), device) for f in dataclasses.fields(value)
+        }
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    return value
 
 
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    keys = np.array(json.loads(state["numpy"]), dtype=np.uint32)
-    np.random.set_state(("MT19937", keys, state["numpy_pos"], 0, 0.0))
-    random.setstate((3, tuple(json.loads(state["python"])), None))
+def build_optimizer(
+    config: TrainConfig, parameters: Sequence[nn.Parameter]
+) -> torch.optim.Optimizer:
+    """The optimizer a :class:`~tasks.core.TrainConfig` declares."""
+    o = config.optimizer
+    if o.name == "adam":
+        return torch.optim.Adam(
+            parameters, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay
+        )
+    if o.name == "adadelta":
+        return torch.optim.Adadelta(
+            parameters, lr=o.lr, rho=o.rho, eps=o.eps, weight_decay=o.weight_decay
+        )
+    if o.name == "adagrad":
+        return torch.optim.Adagrad(parameters, lr=o.lr, eps=o.eps, weight_decay=o.weight_decay)
+    return torch.optim.SGD(parameters, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
 
 
-def train_run(
-    task: TaskSpec,
-    *,
-    config: str,
-    overrides: Sequence[str],
-    representation: str,
-    representation_config: dict[str, Any],
-    sites: frozenset[str],
-    mix: MixSpec,
-    dropout: float,
-    seed: int,
-    work_dir: str | os.PathLike[str],
-    data_dir: str | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    progress: bool = True,
-    wandb_project: str | None = None,
-    stop_after_epochs: int | None = None,
-) -> TrainOutcome:
-    """Train one configuration and return its best dev metrics.
-
-    Args:
-        task: the task spec.
-        config: preset name (``paper`` or ``mini``).
-        overrides: ``key=value`` changes to the preset.
-        representation: registry name (``elmo``, ``bilm-random``, ``glove``, ``cove``, ``none``).
-        representation_config: its keyword arguments (checkpoint paths, state policy, ...).
-        sites: injection sites.
-        mix: scalar-mix settings (mode, λ, layer norm).
-        dropout: dropout after mixing.
-        seed: the run's seed.
-        work_dir: checkpoint and log folder (resumes when it holds a checkpoint).
-        data_dir: real data folder (task default when None, e.g. the demo set).
-        cache_dir: feature-cache folder for frozen representations (None: no cache).
-        progress: tqdm bars.
-        wandb_project: also log to W&B (offline unless ``WANDB_MODE`` says otherwise).
-        stop_after_epochs: stop after this many epochs in this call (resume tests).
-    """
-    start_time = time.perf_counter()
-    work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    seed_everything(seed)
-    recipe = task.setup(config, overrides, data_dir)
-    rep = (
-        build_representation(representation, **representation_config)
-        if representation != "none"
-        else build_representation("none")
-    )
-    sequences = recipe.sequences(list(recipe.train) + list(recipe.dev))
-    represent = make_represent(rep, sequences, Path(cache_dir) if cache_dir else None, progress)
-    injector = Injector(rep, sites, mix, dropout=dropout)
-    seed_everything(seed)  # model initialisation independent of what setup consumed
-    model = recipe.build_model(injector)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = recipe.optimizer(trainable)
-    cfg = recipe.config
-    ema = EMA(model, cfg.ema) if getattr(cfg, "ema", 0.0) else None
-    metric = task.metric
-    sign = 1.0 if metric.higher_is_better else -1.0
-
-    state: dict[str, Any] = {
-        "epoch": 0,
-        "best": -math.inf,
-        "best_epoch": -1,
-        "bad_epochs": 0,
-        "log": [],
-        "best_metrics": {},
-        "skipped": 0,
-    }
-    best_weights: dict[str, torch.Tensor] | None = None
-    ckpt_path = work / "checkpoint.pt"
-    if ckpt_path.exists():
-        payload = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-        model.load_state_dict(payload["model"])
-        optimizer.load_state_dict(payload["optimizer"])
-        if ema is not None:
-            ema.shadow = payload["ema"]
-        best_weights = payload["best_weights"]
-        state = json.loads(payload["state"])
-        _set_rng_state(payload["rng"])
-        logger.info("resumed %s at epoch %d", work, state["epoch"])
-
-    run = _wandb(wandb_project, work) if wandb_project else None
-    log_file = (work / "log.jsonl").open("w", encoding="utf-8")
-    for record in state["log"]:
-        log_file.write(json.dumps(record) + "\n")
-    epochs_this_call = 0
-    bad_in_a_row = 0  # consecutive non-finite losses, across epochs
-    try:
-        while state["epoch"] < cfg.epochs and state["bad_epochs"] < cfg.patience:
-            if stop_after_epochs is not None and epochs_this_call >= stop_after_epochs:
-                break
-            epoch = state["epoch"]
-            model.train()
-            losses: list[float] = []
-            batches = recipe.batches(recipe.train, cfg.batch_size, seed * 10_007 + epoch, represent)
-            n_batches = math.ceil(len(recipe.train) / cfg.batch_size)
-            bar = _bar(batches, progress, f"{task.name} epoch {epoch + 1}/{cfg.epochs}", n_batches)
-            for batch in bar:
-                output = model(batch)
-                loss = loss_of(output) + mix_penalty(model)
-                if not torch.isfinite(loss):
-                    state["skipped"] += 1
-                    bad_in_a_row += 1
-                    if bad_in_a_row >= MAX_BAD_STEPS:
-                        raise FloatingPointError(
-                            f"{MAX_BAD_STEPS} consecutive non-finite losses (epoch {epoch + 1})"
-                        )
-                    continue
-                bad_in_a_row = 0
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.clip_norm:
-                    nn.utils.clip_grad_norm_(trainable, cfg.clip_norm)
-                optimizer.step()
-                if ema is not None:
-                    ema.update(model)
-                losses.append(loss.item())
-                if hasattr(bar, "set_postfix"):
-                    bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-            model.eval()
-            if ema is not None:
-                ema.swap(model)
-            with torch.no_grad():
-                dev = recipe.evaluate(model, recipe.dev, represent)
-            current = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            if ema is not None:
-                ema.swap(model)
-            value = dev[metric.name]
-            record = {
-                "epoch": epoch + 1,
-                "train_loss": float(np.mean(losses)) if losses else None,
-                **{f"dev_{k}": v for k, v in dev.items()},
-                "layer_weights": injector.layer_weights(),
-                "seconds": time.perf_counter() - start_time,
-            }
-            state["log"].append(record)
-            log_file.write(json.dumps(record) + "\n")
-            log_file.flush()
-            if run:
-                run.log(record, step=epoch + 1)
-            if sign * value > state["best"]:
-                state.update(
-                    best=sign * value, best_epoch=epoch + 1, bad_epochs=0, best_metrics=dev
-                )
-                best_weights = current
-            else:
-                state["bad_epochs"] += 1
-            state["epoch"] = epoch + 1
-            epochs_this_call += 1
-            atomic_save(
-                {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "ema": ema.shadow if ema is not None else {},
-                    "best_weights": best_weights,
-                    "state": json.dumps(state),
-                    "rng": _rng_state(),
-                },
-                ckpt_path,
-            )
-    finally:
-        log_file.close()
-        if run:
-            run.finish()
-    if best_weights is not None:
-        model.load_state_dict(best_weights)
-    return TrainOutcome(
-        metrics=dict(state["best_metrics"]),
-        best_epoch=state["best_epoch"],
-        epochs_run=state["epoch"],
-        layer_weights=injector.layer_weights(),
-        log=list(state["log"]),
-        seconds=time.perf_counter() - start_time,
-        skipped_steps=state["skipped"],
-        representation_fingerprint=rep.fingerprint(),
-    )
+def build_spec_representation(spec: RunSpec) -> Representation:
+    """The spec's representation; its state policy is the spec's ``state`` (the one source)."""
+    config = dict(spec.representation_config)
+    if spec.representation in REPRESENTATIONS:
+        if "state" in inspect.signature(REPRESENTATIONS[spec.representation]).parameters:
+            config["state"] = spec.state
+    return build_representation(spec.representation, **config)
 
 
-def _bar(iterable: Any, progress: bool, desc: str, total: int | None = None) -> Any:
-    if not progress:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, desc=desc, total=total, leave=False, dynamic_ncols=True)
-
-
-def _wandb(project: str, work: Path) -> Any:
-    try:
-        import wandb
-    except ImportError as exc:
-        raise ImportError("W&B logging needs wandb: pip install wandb") from exc
-    return wandb.init(project=project, dir=str(work), mode=os.environ.get("WANDB_MODE", "offline"))
-
-
-# ------------------------------------------------------------------------------ RunSpec bridge
-def run_spec(
-    spec: Any,
-    work_root: str | os.PathLike[str] = "runs/work",
-    cache_dir: str | os.PathLike[str] | None = None,
-    progress: bool = True,
-    wandb_project: str | None = None,
-) -> Any:
-    """Train one :class:`experiments.spec.RunSpec` and return its :class:`RunRecord`.
-
-    ``spec.data`` is ``"demo"`` (the task's bundled demo set) or a data folder. The work folder
-    ``work_root/<task>/<run_id>`` holds the checkpoint, so a killed run resumes.
-    """
-    from experiments.store import RunRecord, collect_env, fingerprint_files
-    from tasks.registry import get_task
-
+# ------------------------------------------------------------------------------------ set-up
+def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
     task = get_task(spec.task)
     if spec.task_version != task.version:
         raise ValueError(
             f"spec is for {spec.task} v{spec.task_version}, the code is v{task.version}"
         )
-    if spec.limit is not None:
-        raise ValueError("spec.limit is not supported by the runner yet")
-    overrides = list(spec.overrides)
+    task.check_preset(spec.preset)
+    device = resolve_device(options.device)
+    precision = resolve_precision(device, options.precision)
+    work = Path(options.work_root) / spec.task / spec.run_id
+    work.mkdir(parents=True, exist_ok=True)
+    seed_everything(spec.seed)
+    recipe = task.setup(
+        spec.preset, list(spec.overrides), None if spec.data == "demo" else spec.data
+    )
+    train_config = recipe.train_config
     if spec.max_epochs is not None:
-        overrides.append(f"epochs={spec.max_epochs}")
-    data_dir = None if spec.data == "demo" else spec.data
-    rep_config = dict(spec.representation_config)
-    if spec.representation in ("elmo", "bilm-random"):
-        rep_config.setdefault("state", spec.state)
+        train_config = dataclasses.replace(train_config, epochs=spec.max_epochs)
+    wanted = ("train", *spec.eval_splits)
+    missing = [s for s in wanted if s not in recipe.splits]
+    if missing:
+        raise ValueError(
+            f"{spec.task}: the data has no {'/'.join(missing)} split "
+            f"({task.data_help or 'see the task README'})"
+        )
+    splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
+    representation = build_spec_representation(spec)
+    sequences = recipe.sequences([e for s in wanted for e in splits[s]])
+    cache = Path(options.cache_dir) if options.cache_dir else None
+    represent = make_represent(representation, sequences, cache, options.progress, device)
+    injector = Injector(representation, frozenset(spec.sites), spec.mix, dropout=spec.dropout)
+    seed_everything(spec.seed)  # model initialisation independent of what set-up consumed
+    model = recipe.build_model(injector).to(device)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = build_optimizer(train_config, trainable)
+    ema = EMA(model, train_config.ema) if train_config.ema else None
+    return _Run(
+        spec=spec,
+        task=task,
+        recipe=recipe,
+        train_config=train_config,
+        splits=splits,
+        representation=representation,
+        represent=represent,
+        injector=injector,
+        model=model,
+        trainable=trainable,
+        optimizer=optimizer,
+        ema=ema,
+        scaler=make_scaler(device, precision),
+        device=device,
+        precision=precision,
+        work=work,
+    )
+
+
+def _forward(run: _Run) -> Callable[[Any], Any]:
+    """The callable a recipe predicts with: batch to device, autocast, no gradients."""
+
+    def forward(batch: Any) -> Any:
+        with torch.no_grad(), autocast(run.device, run.precision):
+            return run.model(to_device(batch, run.device))
+
+    return forward
+
+
+# ------------------------------------------------------------------------------ checkpoints
+def _rng_state(device: torch.device) -> dict[str, Any]:
+    state = {
+        "torch": torch.get_rng_state(),
+        "numpy": json.dumps(np.random.get_state()[1].tolist()),
+        "numpy_pos": int(np.random.get_state()[2]),
+        "python": json.dumps(random.getstate()[1]),
+    }
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state: dict[str, Any], device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    keys = np.array(json.loads(state["numpy"]), dtype=np.uint32)
+    np.random.set_state(("MT19937", keys, state["numpy_pos"], 0, 0.0))
+    random.setstate((3, tuple(json.loads(state["python"])), None))
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def _save(run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | None) -> None:
+    atomic_save(
+        {
+            "model": run.model.state_dict(),
+            "optimizer": run.optimizer.state_dict(),
+            "ema": run.ema.shadow if run.ema is not None else {},
+            "best_weights": best_weights,
+            "scaler": run.scaler.state_dict(),
+            "state": state.to_json(),
+            "rng": _rng_state(run.device),
+        },
+        run.work / CHECKPOINT,
+    )
+
+
+def _load(run: _Run) -> tuple[LoopState, dict[str, torch.Tensor] | None] | None:
+    path = run.work / CHECKPOINT
+    if not path.exists():
+        return None
+    payload = torch.load(path, map_location=run.device, weights_only=True)
+    run.model.load_state_dict(payload["model"])
+    run.optimizer.load_state_dict(payload["optimizer"])
+    if run.ema is not None:
+        run.ema.shadow = payload["ema"]
+    if payload["scaler"]:
+        run.scaler.load_state_dict(payload["scaler"])
+    _set_rng_state(payload["rng"], run.device)
+    state = LoopState.from_json(payload["state"])
+    logger.info("resumed %s at epoch %d, step %d", run.work, state.epoch, state.step)
+    return state, payload["best_weights"]
+
+
+# ----------------------------------------------------------------------------- one step
+def _set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def _train_batch(run: _Run, state: LoopState, batch: Any) -> None:
+    """One optimizer step on ``batch`` (skipped, and counted, when the loss is not finite)."""
+    cfg = run.train_config
+    with autocast(run.device, run.precision):
+        output = run.model(to_device(batch, run.device))
+        loss = loss_of(output) + mix_penalty(run.model).to(run.device)
+    if not torch.isfinite(loss):
+        state.skipped += 1
+        state.bad_in_a_row += 1
+        if state.bad_in_a_row >= MAX_BAD_STEPS:
+            raise FloatingPointError(
+                f"{MAX_BAD_STEPS} consecutive non-finite losses (epoch {state.epoch + 1}, "
+                f"step {state.step})"
+            )
+        return
+    state.bad_in_a_row = 0
+    run.optimizer.zero_grad(set_to_none=True)
+    run.scaler.scale(loss).backward()  # the scaler is a pass-through unless fp16 on CUDA
+    run.scaler.unscale_(run.optimizer)
+    if cfg.clip_norm:
+        nn.utils.clip_grad_norm_(run.trainable, cfg.clip_norm)
+    run.scaler.step(run.optimizer)
+    run.scaler.update()
+    if run.ema is not None:
+        run.ema.update(run.model)
+    state.step += 1
+    state.losses.append(float(loss.detach()))
+    schedule = cfg.schedule
+    if schedule.kind == "exponential" and state.step % schedule.every == 0:
+        state.lr = max(schedule.min_lr, state.lr * schedule.factor)
+        _set_lr(run.optimizer, state.lr)
+
+
+# ---------------------------------------------------------------------- evaluate and select
+def _score(run: _Run, split: str) -> tuple[dict[str, float], Any]:
+    """The official-parity metrics of ``split`` and the predictions they score."""
+    run.model.eval()
+    examples = run.splits[split]
+    predictions = run.recipe.predict(_forward(run), examples, run.represent)
+    return run.recipe.score(predictions, examples), predictions
+
+
+def _evaluate_and_select(
+    run: _Run, state: LoopState, sink: Sink, started: float
+) -> dict[str, torch.Tensor] | None:
+    """Score dev, update selection / early stopping / plateau schedule, log. Returns the new
+    best weights (EMA weights when EMA is on) when this evaluation is the best so far."""
+    metric = run.task.metric
+    context = run.ema.applied(run.model) if run.ema is not None else contextlib.nullcontext()
+    with context:
+        dev, _ = _score(run, "dev")
+        current = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
+    run.model.train()
+    if metric.key not in dev:
+        raise KeyError(
+            f"the scorer returned {sorted(dev)}, not the selection metric {metric.key!r}"
+        )
+    value = (1.0 if metric.higher_is_better else -1.0) * dev[metric.key]
+    record: dict[str, Any] = {
+        "epoch": state.epoch + (1 if state.batch else 0),
+        "step": state.step,
+        "train_loss": float(np.mean(state.losses)) if state.losses else None,
+        "lr": state.lr,
+        **{f"dev_{k}": v for k, v in dev.items()},
+        "layer_weights": run.injector.layer_weights(),
+        "gammas": run.injector.gammas(),
+        "seconds": time.perf_counter() - started,
+    }
+    state.losses = []
+    state.log.append(record)
+    numbers = {k: v for k, v in record.items() if isinstance(v, int | float) and k != "seconds"}
+    sink.log(numbers, step=state.step)
+    sink.log_mix(record["layer_weights"], record["gammas"], step=state.step)
+    improved = value > state.best
+    if improved:
+        state.best, state.best_epoch, state.best_step = value, record["epoch"], state.step
+        state.best_metrics = dict(dev)
+        state.bad_evals = state.plateau_evals = 0
+    else:
+        state.bad_evals += 1
+        state.plateau_evals += 1
+        schedule = run.train_config.schedule
+        if schedule.kind == "plateau" and state.plateau_evals > schedule.patience:
+            state.lr = max(schedule.min_lr, state.lr * schedule.factor)
+            _set_lr(run.optimizer, state.lr)
+            state.plateau_evals = 0
+    return current if improved else None
+
+
+def _stopped_early(run: _Run, state: LoopState) -> bool:
+    patience = run.train_config.patience
+    return patience is not None and state.bad_evals >= patience
+
+
+# ----------------------------------------------------------------------------------- the loop
+def train(
+    spec: RunSpec,
+    options: RunOptions = RunOptions(),
+    sink: Sink | None = None,
+    stop_after_evals: int | None = None,
+) -> TrainOutcome:
+    """Train one spec (resuming from its checkpoint) and score the selected weights.
+
+    Args:
+        spec: what to run.
+        options: how to run it (device, precision, caches, progress, W&B).
+        sink: where metrics go besides the log (default: W&B when ``options.wandb``, else none).
+        stop_after_evals: stop after this many evaluations in this call (resume tests); the
+            outcome then describes the run so far.
+    """
+    started = time.perf_counter()
+    run = _set_up(spec, options)
+    cfg = run.train_config
+    state = LoopState(lr=cfg.optimizer.lr)
+    best_weights: dict[str, torch.Tensor] | None = None
+    loaded = _load(run)
+    if loaded is not None:
+        state, best_weights = loaded
+    if sink is None:
+        sink = _make_sink(run, options)
+    sizes = [run.recipe.size(e) for e in run.splits["train"]]
+    evals_this_call = 0
+    try:
+        while state.epoch < cfg.epochs and not _stopped_early(run, state):
+            plan = batch_plan(sizes, cfg, spec.seed * 10_007 + state.epoch)
+            run.model.train()
+            desc = f"{spec.task} epoch {state.epoch + 1}/{cfg.epochs}"
+            bar = _bar(plan, options.progress, desc, initial=state.batch)
+            for indices in bar:
+                batch = run.recipe.collate([run.splits["train"][i] for i in indices], run.represent)
+                _train_batch(run, state, batch)
+                state.batch += 1
+                if state.losses and state.step % LOSS_LOG_EVERY == 0:
+                    sink.log({"train_loss_running": state.losses[-1], "lr": state.lr}, state.step)
+                if hasattr(bar, "set_postfix") and state.losses:
+                    bar.set_postfix(loss=f"{np.mean(state.losses[-50:]):.3f}")
+                end_of_epoch = state.batch == len(plan)
+                if end_of_epoch:
+                    state.epoch, state.batch = state.epoch + 1, 0
+                due = cfg.eval_every is not None and state.step % cfg.eval_every == 0
+                if due or (cfg.eval_every is None and end_of_epoch):
+                    new_best = _evaluate_and_select(run, state, sink, started)
+                    if new_best is not None:
+                        best_weights = new_best
+                    _save(run, state, best_weights)
+                    evals_this_call += 1
+                    if _stopped_early(run, state) or evals_this_call == stop_after_evals:
+                        break
+                if end_of_epoch:
+                    break
+            if hasattr(bar, "close"):
+                bar.close()
+            if evals_this_call == stop_after_evals:
+                break
+        finished = state.epoch >= cfg.epochs or _stopped_early(run, state)
+        if finished and (not state.log or state.log[-1]["step"] != state.step):
+            new_best = _evaluate_and_select(run, state, sink, started)  # steps since the last eval
+            if new_best is not None:
+                best_weights = new_best
+            _save(run, state, best_weights)
+        outcome = _finish(run, state, best_weights, started)
+    except BaseException:
+        sink.finish({})
+        raise
+    sink.finish({**outcome.metrics, "best_epoch": outcome.best_epoch})
+    return outcome
+
+
+def _finish(
+    run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | None, started: float
+) -> TrainOutcome:
+    """Load the selected weights, score every requested split, write their predictions."""
+    if best_weights is not None:
+        run.model.load_state_dict(best_weights)
+    metrics: dict[str, float] = {}
+    written: dict[str, Path] = {}
+    for split in run.spec.eval_splits:
+        scores, predictions = _score(run, split)
+        metrics.update({f"{split}_{k}": v for k, v in scores.items()})
+        path = run.work / f"predictions-{split}"
+        written[split] = run.recipe.write_predictions(predictions, run.splits[split], path)
+    dev_now = {k[4:]: v for k, v in metrics.items() if k.startswith("dev_")}
+    if state.best_metrics and dev_now != state.best_metrics:
+        logger.warning(
+            "dev metrics on reload %s differ from selection %s", dev_now, state.best_metrics
+        )
+    device = describe_device(run.device)
+    if run.precision != "fp32":
+        device += f", {run.precision}"
+    return TrainOutcome(
+        metrics=metrics,
+        best_epoch=state.best_epoch,
+        best_step=state.best_step,
+        epochs_run=state.epoch,
+        layer_weights=run.injector.layer_weights(),
+        gammas=run.injector.gammas(),
+        log=list(state.log),
+        seconds=time.perf_counter() - started,
+        skipped_steps=state.skipped,
+        representation_fingerprint=run.representation.fingerprint(),
+        device=device,
+        predictions=written,
+        counts={s: len(v) for s, v in run.splits.items()},
+    )
+
+
+def _make_sink(run: _Run, options: RunOptions) -> Sink:
+    if options.wandb is None:
+        return NullSink()
+    config = {
+        **run.spec.to_dict(),
+        "run_id": run.spec.run_id,
+        "task_config": _plain(run.recipe.config),
+        "train_config": _plain(run.train_config),
+        "device": str(run.device),
+        "precision": run.precision,
+    }
+    return WandbSink(options.wandb, name=run.spec.run_id, config=config, work_dir=run.work)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    return value
+
+
+def _bar(iterable: Any, progress: bool, desc: str, initial: int = 0) -> Any:
+    if not progress:
+        return iter(iterable[initial:]) if initial else iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        iterable[initial:],
+        desc=desc,
+        total=len(iterable),
+        initial=initial,
+        leave=False,
+        dynamic_ncols=True,
+    )
+
+
+# ------------------------------------------------------------------------------ RunSpec bridge
+def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
+    """Train one :class:`experiments.spec.RunSpec` and return its :class:`RunRecord`.
+
+    ``spec.data`` is ``"demo"`` (the task's bundled demo set) or a data folder. The work folder
+    ``options.work_root/<task>/<run_id>`` holds the checkpoint, so a killed run resumes.
+    """
+    from experiments.store import RunRecord, collect_env, fingerprint_files
+
+    task = get_task(spec.task)
     started = time.time()
-    outcome = train_run(
-        task,
-        config=spec.preset,
-        overrides=overrides,
-        representation=spec.representation,
-        representation_config=rep_config,
-        sites=frozenset(spec.sites),
-        mix=MixSpec(spec.mix.mode, spec.mix.lam, spec.mix.layer_norm),
-        dropout=spec.dropout,
-        seed=spec.seed,
-        work_dir=Path(work_root) / spec.task / spec.run_id,
-        data_dir=data_dir,
-        cache_dir=cache_dir,
-        progress=progress,
-        wandb_project=wandb_project,
-    )
-    data_paths = [data_dir] if data_dir else [str(_demo_folder(spec.task))]
+    outcome = train(spec, options)
+    data_path = task.demo() if spec.data == "demo" else Path(spec.data)
     provenance = collect_env(
+        device=outcome.device,
         representation_fingerprint=outcome.representation_fingerprint,
-        data_fingerprint=fingerprint_files(*data_paths),
+        data_fingerprint=fingerprint_files(data_path),
     )
-    metrics = {**outcome.metrics, "best_epoch": float(outcome.best_epoch)}
+    metrics = {
+        **outcome.metrics,
+        "best_epoch": float(outcome.best_epoch),
+        "best_step": float(outcome.best_step),
+        "epochs_run": float(outcome.epochs_run),
+    }
     return RunRecord(
         spec=spec,
         metrics=metrics,
@@ -384,12 +682,19 @@ def run_spec(
             "wall_s": outcome.seconds,
             "skipped_steps": float(outcome.skipped_steps),
         },
+        attachments={p.name: p.read_text(encoding="utf-8") for p in outcome.predictions.values()},
     )
 
 
-def _demo_folder(task: str) -> Path:
-    if task == "squad":
-        from tasks.squad.task import ensure_demo
-
-        return ensure_demo()
-    raise ValueError(f"task {task!r} has no demo set")
+__all__ = [
+    "EMA",
+    "LoopState",
+    "RunOptions",
+    "TrainOutcome",
+    "build_optimizer",
+    "make_represent",
+    "run_spec",
+    "seed_everything",
+    "to_device",
+    "train",
+]

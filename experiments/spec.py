@@ -5,7 +5,8 @@ number (task and its version, representation, injection sites, Eq. (1) mixing wi
 ELMo dropout, biLM state policy, preset, overrides, seed, data, budget); its :func:`run_id` is a
 hash of :func:`canonical_json`, so two variants can never share a result folder.
 
-Nothing here imports torch or a task: specs can be built, hashed and listed without a model.
+Nothing here imports a task; the vocabularies (sites, mix, state policies) come from ``bilm`` and
+``tasks.core``, which own them.
 """
 
 from __future__ import annotations
@@ -17,51 +18,18 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Site = Literal["input", "output"]
-MixMode = Literal["all", "last"]
-StatePolicy = Literal["reset", "carry", "warm"]
-Preset = Literal["mini", "paper"]
-
-SITES: tuple[str, ...] = ("input", "output")
-MIX_MODES: tuple[str, ...] = ("all", "last")
-STATE_POLICIES: tuple[str, ...] = ("reset", "carry", "warm")
-PRESETS: tuple[str, ...] = ("mini", "paper")
-NO_REPRESENTATION = "none"
-RUN_ID_LENGTH = 12
-
-
-@dataclass(frozen=True)
-class MixSpec:
-    """How the biLM layers are combined at every site, Eq. (1) of Peters et al. (2018).
-
-    Attributes:
-        mode: ``"all"`` (softmax-weighted sum of all layers) or ``"last"`` (the paper's
-            *LastOnly*: the top layer only, no weights, no penalty).
-        lam: λ of the penalty ``λ‖w‖²`` (Table 2: 1 ≈ plain average, 0.001 lets weights vary);
-            set to 0 in ``"last"`` mode, where it has no effect.
-        layer_norm: normalise each layer before weighting.
-    """
-
-    mode: MixMode = "all"
-    lam: float = 0.0
-    layer_norm: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mode not in MIX_MODES:
-            raise ValueError(f"mix.mode must be one of {MIX_MODES}, got {self.mode!r}")
-        lam = _as_float("mix.lam", self.lam)
-        if lam < 0:
-            raise ValueError(f"mix.lam must be >= 0, got {lam}")
-        # λ penalises the weights of the "all" mix; LastOnly has none, so λ is canonically 0 there
-        # (a λ sweep crossed with mode=["all", "last"] then yields one LastOnly run, not several).
-        object.__setattr__(self, "lam", lam if self.mode == "all" else 0.0)
-        if not isinstance(self.layer_norm, bool):
-            raise TypeError(f"mix.layer_norm must be a bool, got {self.layer_norm!r}")
-
+from bilm.bilm import STATE_POLICIES, StatePolicy
+from bilm.scalar_mix import MixSpec
+from tasks.core import SITES, SPLITS, Site
 
 MIX_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(MixSpec))
+NO_REPRESENTATION = "none"
+RUN_ID_LENGTH = 12
+#: Fields added after the first store format: left out of the canonical JSON while they hold
+#: their default, so every run id written before they existed stays valid.
+_OMITTED_AT_DEFAULT: dict[str, Any] = {"eval_splits": ("dev",)}
 
 
 @dataclass(frozen=True)
@@ -84,12 +52,15 @@ class RunSpec:
         mix: layer mixing, shared by all sites.
         dropout: dropout on the injected ELMo vectors.
         state: biLM LSTM state policy, ``"reset"``, ``"carry"`` or ``"warm"``.
-        preset: task configuration preset, ``"mini"`` (CPU minutes) or ``"paper"``.
+        preset: the task's configuration preset, e.g. ``"mini"`` (CPU minutes) or ``"paper"``
+            (the task lists its presets; the runner checks the name).
         overrides: dotted ``key=value`` overrides of the preset, sorted.
         seed: random seed of the run.
         data: ``"demo"`` or a label naming the data directory.
         max_epochs: epoch budget (``None``: the preset's).
         limit: use only the first ``limit`` examples of each split (``None``: all); smoke runs.
+        eval_splits: splits scored with the selected weights: ``("dev",)`` or
+            ``("dev", "test")``; the paper's test numbers are scored only when asked for.
     """
 
     task: str
@@ -100,12 +71,13 @@ class RunSpec:
     mix: MixSpec = field(default_factory=MixSpec)
     dropout: float = 0.5
     state: StatePolicy = "reset"
-    preset: Preset = "mini"
+    preset: str = "mini"
     overrides: tuple[str, ...] = ()
     seed: int = 0
     data: str = "demo"
     max_epochs: int | None = None
     limit: int | None = None
+    eval_splits: tuple[str, ...] = ("dev",)
 
     def __post_init__(self) -> None:
         _check_str("task", self.task)
@@ -130,8 +102,26 @@ class RunSpec:
         object.__setattr__(self, "dropout", dropout)
         if self.state not in STATE_POLICIES:
             raise ValueError(f"state must be one of {STATE_POLICIES}, got {self.state!r}")
-        if self.preset not in PRESETS:
-            raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
+        _check_str("preset", self.preset)
+        splits = self.eval_splits
+        if isinstance(splits, str):
+            splits = tuple(s.strip() for s in splits.split(",") if s.strip())
+        if (
+            not isinstance(splits, Iterable)
+            or "dev" not in splits
+            or not set(splits)
+            <= {
+                "dev",
+                "test",
+            }
+        ):
+            raise ValueError(f"eval_splits must be ('dev',) or ('dev', 'test'), got {splits}")
+        object.__setattr__(self, "eval_splits", tuple(s for s in SPLITS if s in splits))
+        if "state" in self.representation_config:
+            raise ValueError(
+                "representation_config must not set 'state': the spec's state field is the one "
+                "state policy of a run"
+            )
         if self.representation == NO_REPRESENTATION:
             canonical = baseline_fields()
             off = [k for k, v in canonical.items() if getattr(self, k) != v]
@@ -158,6 +148,10 @@ class RunSpec:
         data["representation_config"] = _json_copy(self.representation_config)
         data["sites"] = list(self.sites)
         data["overrides"] = list(self.overrides)
+        data["eval_splits"] = list(self.eval_splits)
+        for name, default in _OMITTED_AT_DEFAULT.items():
+            if tuple(data[name]) == default:
+                del data[name]
         return data
 
     @classmethod
@@ -178,7 +172,7 @@ class RunSpec:
             if unknown:
                 raise ValueError(f"unknown MixSpec fields {unknown}; valid: {list(MIX_FIELDS)}")
             values["mix"] = MixSpec(**mix)
-        for name in ("sites", "overrides"):
+        for name in ("sites", "overrides", "eval_splits"):
             if name in values and not isinstance(values[name], str):
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -223,10 +217,7 @@ def derive(spec: RunSpec, changes: Mapping[str, Any]) -> RunSpec:
     Raises:
         ValueError: on an unknown key (the message lists the valid ones).
     """
-    top = {f.name for f in dataclasses.fields(RunSpec)}
-    unknown = sorted(set(changes) - top - set(MIX_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown spec keys {unknown}; valid: {sorted(top | set(MIX_FIELDS))}")
+    top = _check_keys(changes, "spec")
     mix_changes = {k: v for k, v in changes.items() if k in MIX_FIELDS}
     top_changes = {k: v for k, v in changes.items() if k in top}
     if mix_changes:
@@ -257,6 +248,15 @@ def expand_sweep(base: RunSpec, **axes: Iterable[Any]) -> list[RunSpec]:
         spec = derive(base, dict(zip(names, combo, strict=True)))
         specs.setdefault(spec.run_id, spec)
     return list(specs.values())
+
+
+def _check_keys(keys: Iterable[str], what: str) -> set[str]:
+    """RunSpec's field names; raises a ValueError listing the valid keys for any other key."""
+    top = {f.name for f in dataclasses.fields(RunSpec)}
+    unknown = sorted(set(keys) - top - set(MIX_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown {what} keys {unknown}; valid: {sorted(top | set(MIX_FIELDS))}")
+    return top
 
 
 def _check_str(name: str, value: object) -> None:
@@ -325,10 +325,7 @@ def spec_matches(spec: RunSpec, filters: Mapping[str, Any]) -> bool:
     Raises:
         ValueError: on an unknown key (the message lists the valid ones).
     """
-    top = {f.name for f in dataclasses.fields(RunSpec)}
-    unknown = sorted(set(filters) - top - set(MIX_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown filter keys {unknown}; valid: {sorted(top | set(MIX_FIELDS))}")
+    _check_keys(filters, "filter")
     for key, wanted in filters.items():
         if key in MIX_FIELDS:
             actual: Any = getattr(spec.mix, key)

@@ -45,7 +45,7 @@ from experiments.spec import RUN_ID_LENGTH, RunSpec, spec_matches
 logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_ROOT = REPO_ROOT / "results" / "runs"
+DEFAULT_ROOT = Path("runs") / "store"  # relative to the working directory
 STORE_FORMAT = 1
 FILES = ("spec.json", "metrics.json", "env.json", "log.jsonl")
 KEY_PACKAGES = (
@@ -63,6 +63,7 @@ KEY_PACKAGES = (
 _TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]*")
 _RUN_ID = re.compile(rf"[0-9a-f]{{{RUN_ID_LENGTH}}}")
 _TMP_PREFIX = ".tmp-"
+_ATTACHMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
 class RunExistsError(FileExistsError):
@@ -82,7 +83,8 @@ class Provenance:
         packages: versions of the repository's key dependencies that are installed.
         platform: ``platform.platform()``.
         hostname: the machine's name.
-        device: e.g. ``"cpu"`` or ``"cuda:NVIDIA H200"``.
+        device: the device that ran, e.g. ``"cpu"`` or ``"cuda:0 (NVIDIA H200)"``, with the
+            precision when not fp32 (``"cuda:0 (NVIDIA H200), bf16"``).
         representation_fingerprint: hash of the representation's weights (see
             :func:`fingerprint_files`), ``None`` when not recorded.
         data_fingerprint: hash of the data files, ``None`` when not recorded.
@@ -123,6 +125,10 @@ class RunRecord:
         provenance: :func:`collect_env` output of the process that ran it.
         log: the run's log lines (JSON objects), in order.
         timings: seconds and timestamps, e.g. ``{"started_unix": …, "wall_s": …}``.
+        attachments: extra text files stored beside the record, name → text (e.g. the
+            predictions in the task's official format, ``predictions-dev.json``), so that
+            re-scoring and significance tests never need a rerun. Not read back by
+            :func:`load_record` (open ``store.path_of(run_id) / name``).
     """
 
     spec: RunSpec
@@ -130,6 +136,7 @@ class RunRecord:
     provenance: Provenance
     log: tuple[Mapping[str, Any], ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
+    attachments: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, RunSpec):
@@ -137,6 +144,9 @@ class RunRecord:
         object.__setattr__(self, "metrics", _finite_numbers("metrics", self.metrics))
         object.__setattr__(self, "timings", _finite_numbers("timings", self.timings))
         object.__setattr__(self, "log", tuple(self.log))
+        for name in self.attachments:
+            if name in FILES or not _ATTACHMENT.fullmatch(name):
+                raise ValueError(f"attachment name {name!r} is reserved or not a plain file name")
 
     @property
     def run_id(self) -> str:
@@ -364,6 +374,7 @@ def _serialise(record: RunRecord) -> dict[str, str]:
         "metrics.json": dump(dict(record.metrics)) + "\n",
         "env.json": dump(env) + "\n",
         "log.jsonl": "".join(line + "\n" for line in lines),
+        **record.attachments,
     }
 
 
@@ -422,7 +433,9 @@ def _git_state(repo: Path) -> tuple[str | None, bool | None]:
 
 
 def _detect_device() -> str:
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        return f"cuda:{torch.cuda.get_device_name(torch.cuda.current_device())}"
+    """Where torch would compute by default in this process: only ``"cpu"`` is certain.
+
+    A run that used CUDA passes its device explicitly; merely having CUDA visible says nothing
+    about where a run ran, so it is not reported.
+    """
     return "cpu"

@@ -1,7 +1,7 @@
 """Regenerate the render goldens: ``python -m scripts.make_render_goldens`` (from the repo root).
 
 Fake, fixed run records (no model is trained) are rendered into Tables 1–3 with the paper numbers
-of ``results/paper.toml``; the texts go to ``tests/experiments/goldens/``.
+of ``experiments/paper.toml``; the texts go to ``tests/experiments/goldens/``.
 ``tests/experiments/test_render.py`` renders them again and compares: any change to the table
 layout, the statistics, the number formatting, the paper data or the run_id hash shows up as a diff.
 Regenerate only for an intended change, and say why in the commit.
@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.render import MetricFormat, Row, TableSpec, load_paper, render, table1, table2
+from experiments.render import Row, TableSpec, load_paper, render, table1, table2
 from experiments.render import table3 as make_table3
 from experiments.spec import MixSpec, RunSpec, baseline_of, derive
 from experiments.store import RunRecord
+from tasks.core import MetricSpec
 from tests.experiments.helpers import PROVENANCE  # the same fake provenance as the tests
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "tests" / "experiments" / "goldens"
-PAPER = REPO / "results" / "paper.toml"
+PAPER = REPO / "experiments" / "paper.toml"
 
-F1 = MetricFormat("f1", scale=100, decimals=1)
-ACCURACY = MetricFormat("accuracy", scale=100, decimals=1)
-NER_F1 = MetricFormat("f1", scale=100, decimals=2)
+F1 = MetricSpec("f1", scale=100, decimals=1)
+ACCURACY = MetricSpec("accuracy", scale=100, decimals=1)
+NER_F1 = MetricSpec("f1", scale=100, decimals=2)
 
 
 def base(task: str, sites: tuple[str, ...] = ("input",), lam: float = 0.001) -> RunSpec:

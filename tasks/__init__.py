@@ -2,5 +2,8 @@
 
 Each task lives in its own package (``tasks/<name>/``) with ``data.py`` (reader for the official
 format), ``metric.py`` (official-compatible scorer), ``evaluate.py`` (command line that reads the
-same files as the official tool) and, later, ``model.py`` and ``config.py``.
+same files as the official tool) and, once trainable, ``config.py`` (presets with a
+:class:`tasks.core.TrainConfig`), ``model.py`` and ``task.py`` (its :class:`tasks.core.TaskSpec`,
+listed in ``tasks/registry.py``). ``tasks/core.py`` is the protocol; ``tasks/common/`` holds what
+several tasks share; ``tasks/representations/`` the representations (ELMo, GloVe, CoVe, ...).
 """

@@ -1,84 +1,271 @@
 """What a task provides to the one training loop (``experiments/runner.py``).
 
-A task package exposes ``TASK``, a :class:`TaskSpec`; ``tasks/registry.py`` lists them in one
-dict literal. The runner never branches on a task's name: everything task-specific sits behind
-:class:`TaskRecipe`.
+A task package exposes ``TASK``, a :class:`TaskSpec`; ``tasks/registry.py`` lists them in one dict
+literal. The runner and the rest of ``experiments/`` never name a task: everything task-specific
+sits behind :class:`TaskSpec` (metric, presets, sites, mix, paper keys, demo data, table rows) and
+:class:`TaskRecipe` (splits, training configuration, batches, model, predictions, official scorer).
+
+Only :class:`MixSpec` comes from ``bilm``; torch types are imported for type checking only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
-from torch import Tensor, nn
+from bilm.scalar_mix import MixSpec
 
-from tasks.common.inject import Injector
-from tasks.representations import Layers
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from tasks.common.inject import Injector
+    from tasks.representations import Layers
+
+Site = Literal["input", "output"]
+SITES: tuple[str, ...] = get_args(Site)
+Split = Literal["train", "dev", "test"]
+SPLITS: tuple[str, ...] = get_args(Split)
 
 #: Turns token sequences into representation layers (runs the representation, or reads the cache).
-Represent = Callable[[Sequence[Sequence[str]]], Layers | None]
+Represent = Callable[[Sequence[Sequence[str]]], "Layers | None"]
+#: Runs the task model on one batch (the runner moves it to the device, autocasts, no grad).
+Forward = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """The dev/test metric that selects models and fills tables (stored in natural units)."""
+    """A metric: where it is stored, which way is better and how it is shown.
 
-    name: str
+    Values are stored in natural units (F1 0.858, not 85.8) and scaled only when displayed.
+
+    Attributes:
+        key: the key in the scorer's output and in ``metrics.json`` (e.g. ``"f1"``).
+        label: display name in tables (e.g. ``"F1"``).
+        higher_is_better: selection direction.
+        scale: display multiplier (100 shows a fraction as a percentage).
+        decimals: displayed decimals.
+    """
+
+    key: str
+    label: str = ""
     higher_is_better: bool = True
     scale: float = 100.0
-    fmt: str = "{:.1f}"
+    decimals: int = 1
+
+    def display(self, value: float) -> str:
+        """``value`` scaled and rounded, e.g. ``0.8581 -> "85.8"``."""
+        return f"{value * self.scale:.{self.decimals}f}"
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row a task contributes to the paper's tables.
+
+    Attributes:
+        label: first column, e.g. ``"SQuAD"``.
+        metric: the metric shown in the row.
+        paper_key: the row's key in ``experiments/paper.toml``.
+    """
+
+    label: str
+    metric: MetricSpec
+    paper_key: str
+
+
+Batching = Literal["examples", "tokens", "document"]
+ScheduleKind = Literal["constant", "plateau", "exponential"]
+OptimizerName = Literal["adam", "adadelta", "sgd", "adagrad"]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Learning-rate schedule.
+
+    Attributes:
+        kind: ``constant``; ``plateau`` (multiply by ``factor`` after ``patience`` evaluations
+            without improvement of the selection metric, e.g. ESIM); ``exponential`` (multiply by
+            ``factor`` every ``every`` optimizer steps, e.g. Lee et al. 2017: 0.999 every 100).
+        factor: the multiplier.
+        patience: evaluations without improvement before a plateau decay.
+        every: steps between exponential decays.
+        min_lr: floor of the learning rate.
+    """
+
+    kind: ScheduleKind = "constant"
+    factor: float = 0.5
+    patience: int = 0
+    every: int = 100
+    min_lr: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in get_args(ScheduleKind):
+            raise ValueError(f"schedule.kind must be one of {get_args(ScheduleKind)}")
+        if not 0.0 < self.factor <= 1.0:
+            raise ValueError(f"schedule.factor must be in (0, 1], got {self.factor}")
+        if self.every < 1 or self.patience < 0:
+            raise ValueError("schedule.every must be >= 1 and schedule.patience >= 0")
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """The optimizer and its arguments (torch names; defaults are torch's unless cited).
+
+    Attributes:
+        name: ``adam``, ``adadelta``, ``sgd`` or ``adagrad``.
+        lr: learning rate.
+        betas: Adam's β1, β2.
+        eps: numerical ε (Adam, Adadelta, Adagrad).
+        rho: Adadelta's ρ.
+        momentum: SGD momentum.
+        weight_decay: L2 penalty added by the optimizer.
+    """
+
+    name: OptimizerName = "adam"
+    lr: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    rho: float = 0.9
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.name not in get_args(OptimizerName):
+            raise ValueError(f"optimizer.name must be one of {get_args(OptimizerName)}")
+        if self.lr <= 0:
+            raise ValueError(f"optimizer.lr must be > 0, got {self.lr}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How the one training loop trains a task (declared by the task's preset).
+
+    Attributes:
+        epochs: epoch budget.
+        patience: evaluations without improvement before early stopping (``None``: never stop).
+        batching: ``examples`` (``batch_size`` examples of similar length), ``tokens``
+            (as many similar-length examples as fit in ``batch_size`` tokens) or ``document``
+            (one example, e.g. one coreference document, per batch).
+        batch_size: examples per batch, or the token budget with ``tokens``.
+        optimizer: optimizer and learning rate.
+        schedule: learning-rate schedule.
+        clip_norm: gradient-norm clipping (``None``: none).
+        ema: decay of an exponential moving average of the weights used for evaluation
+            (0: none).
+        eval_every: evaluate every N optimizer steps (``None``: after every epoch).
+    """
+
+    epochs: int = 10
+    patience: int | None = None
+    batching: Batching = "examples"
+    batch_size: int = 32
+    optimizer: Optimizer = field(default_factory=Optimizer)
+    schedule: Schedule = field(default_factory=Schedule)
+    clip_norm: float | None = None
+    ema: float = 0.0
+    eval_every: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError("epochs and batch_size must be >= 1")
+        if self.batching not in get_args(Batching):
+            raise ValueError(f"batching must be one of {get_args(Batching)}")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"patience must be >= 1 or None, got {self.patience}")
+        if self.eval_every is not None and self.eval_every < 1:
+            raise ValueError(f"eval_every must be >= 1 or None, got {self.eval_every}")
+        if not 0.0 <= self.ema < 1.0:
+            raise ValueError(f"ema must be in [0, 1), got {self.ema}")
 
 
 class TaskRecipe(Protocol):
-    """Data and model for one configuration of a task (built by :attr:`TaskSpec.setup`)."""
+    """Data and model for one configuration of a task (built by :attr:`TaskSpec.setup`).
 
-    config: Any
-    train: Sequence[Any]
-    dev: Sequence[Any]
+    The recipe never moves anything to a device: its batches are CPU tensors, the runner moves
+    them, and predictions go through the ``forward`` callable the runner hands in.
+    """
+
+    config: Any  # the task's frozen configuration (recorded in logs)
+    train_config: TrainConfig
+    splits: Mapping[str, Sequence[Any]]  # "train", "dev" and, where available, "test"
 
     def sequences(self, examples: Sequence[Any]) -> list[list[str]]:
         """Every token sequence the representation must see for these examples."""
         ...
 
-    def batches(
-        self, examples: Sequence[Any], batch_size: int, seed: int | None, represent: Represent
-    ) -> Iterator[Any]:
-        """Padded batches (shuffled with ``seed``, in order when None), layers attached."""
+    def size(self, example: Any) -> int:
+        """An example's length in tokens (batches group similar sizes; token budgets count it)."""
+        ...
+
+    def collate(self, examples: Sequence[Any], represent: Represent) -> Any:
+        """One padded CPU batch with representation layers attached."""
         ...
 
     def build_model(self, injector: Injector) -> nn.Module:
         """The task model; its forward returns an object with ``.loss`` (Tensor)."""
         ...
 
-    def evaluate(
-        self, model: nn.Module, examples: Sequence[Any], represent: Represent
-    ) -> dict[str, float]:
-        """Official-compatible metrics in natural units (e.g. F1 in [0, 1])."""
+    def predict(self, forward: Forward, examples: Sequence[Any], represent: Represent) -> Any:
+        """Predictions for ``examples`` (whatever :meth:`score` and the writer take)."""
         ...
 
-    def optimizer(self, parameters: Sequence[nn.Parameter]) -> Any:
-        """The optimizer the configuration names."""
+    def score(self, predictions: Any, examples: Sequence[Any]) -> dict[str, float]:
+        """The official-parity metrics in natural units (the same function as the task's
+        ``python -m tasks.<task>.evaluate``)."""
+        ...
+
+    def write_predictions(self, predictions: Any, examples: Sequence[Any], path: Path) -> Path:
+        """Write predictions in the official format; returns the file written."""
         ...
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One task.
+    """One task: everything the harness needs, so that ``experiments/`` names no task.
 
     Attributes:
         name: registry key.
-        version: bump when the reader, metric or model changes a number (part of run ids).
-        metric: the selection metric.
+        version: bump when the reader, metric, model or a preset changes a number (part of
+            run ids).
+        metric: the selection metric (early stopping, tables).
+        presets: configuration names ``setup`` accepts; the first is the default.
         default_sites: where the paper injects ELMo for this task.
-        setup: ``(preset_name, overrides, data_dir) -> TaskRecipe``.
+        default_mix: the paper's λ / LastOnly / layer norm for this task.
+        table_rows: the rows the task contributes to the paper's tables (first = main metric).
+        setup: ``(preset, overrides, data_dir) -> TaskRecipe``; ``data_dir`` None = demo set.
+        demo: ``() -> Path``: builds the bundled demo set if needed and returns its folder.
+        paper_split: the split of the paper's Table 1 number for this task.
+        data_help: what ``--data`` must hold (shown in errors and ``--help``).
     """
 
     name: str
     version: int
     metric: MetricSpec
+    presets: tuple[str, ...]
     default_sites: frozenset[str]
+    default_mix: MixSpec
+    table_rows: tuple[TableRow, ...]
     setup: Callable[[str, Sequence[str], str | None], TaskRecipe]
+    demo: Callable[[], Path]
+    paper_split: Split = "test"
+    data_help: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.presets:
+            raise ValueError(f"task {self.name!r} declares no preset")
+        bad = sorted(set(self.default_sites) - set(SITES))
+        if bad:
+            raise ValueError(f"task {self.name!r}: unknown default sites {bad}")
+        if not self.table_rows or self.table_rows[0].metric.key != self.metric.key:
+            raise ValueError(f"task {self.name!r}: the first table row must show {self.metric.key}")
+
+    def check_preset(self, preset: str) -> None:
+        """Raise a ValueError listing the valid presets unless ``preset`` is one."""
+        if preset not in self.presets:
+            raise ValueError(
+                f"task {self.name!r} has no preset {preset!r}; choose {', '.join(self.presets)}"
+            )
 
 
 def loss_of(output: Any) -> Tensor:
@@ -87,3 +274,46 @@ def loss_of(output: Any) -> Tensor:
     if loss is None:
         raise ValueError("the model returned no loss (were gold labels missing?)")
     return loss
+
+
+def batch_plan(sizes: Sequence[int], config: TrainConfig, seed: int | None) -> list[list[int]]:
+    """Indices of each batch: similar sizes together, batch order shuffled by ``seed``.
+
+    Examples are sorted by size (stable), cut into batches of ``batch_size`` examples, of at most
+    ``batch_size`` tokens (an example longer than the budget gets a batch of its own), or of one
+    example each (``document``); ``seed`` None keeps the sorted order (evaluation).
+    """
+    import random
+
+    if config.batching == "document":
+        chunks = [[i] for i in range(len(sizes))]
+    else:
+        order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+        if config.batching == "examples":
+            step = config.batch_size
+            chunks = [order[i : i + step] for i in range(0, len(order), step)]
+        else:
+            chunks, current, longest = [], [], 0
+            for i in order:
+                longest_next = max(longest, sizes[i])
+                if current and longest_next * (len(current) + 1) > config.batch_size:
+                    chunks.append(current)
+                    current, longest_next = [], sizes[i]
+                current.append(i)
+                longest = longest_next
+            if current:
+                chunks.append(current)
+    if seed is not None:
+        random.Random(seed).shuffle(chunks)
+    return chunks
+
+
+def iter_batches(
+    recipe: TaskRecipe, examples: Sequence[Any], represent: Represent
+) -> Iterator[tuple[list[Any], Any]]:
+    """Evaluation batches (the training batching, in size order, unshuffled):
+    ``(examples of the batch, collated batch)``."""
+    plan = batch_plan([recipe.size(e) for e in examples], recipe.train_config, None)
+    for indices in plan:
+        chunk = [examples[i] for i in indices]
+        yield chunk, recipe.collate(chunk, represent)

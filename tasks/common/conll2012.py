@@ -10,7 +10,8 @@ each token line has whitespace-separated columns::
 so a line has ``12 + number of predicates`` columns, constant within a sentence. Bracketed columns
 (named entities, SRL) use ``(LABEL*`` to open, ``*)`` to close, ``*`` inside/outside, ``(LABEL*)``
 for one token (named entities also write ``(GPE)``). The coreference column uses ``(12`` / ``12)`` /
-``(12)`` joined by ``|``, ``-`` for none.
+``(12)`` joined by ``|``, ``-`` for none. Spans are :class:`tasks.common.spans.Span`; bracket
+columns are written by :func:`tasks.common.spans.spans_to_brackets`.
 
 Policy (see :mod:`tasks.common.io`): any structural problem raises :class:`DataError` with the file
 and 1-based line; nothing partial is returned for the offending document.
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.common.io import DataError, iter_lines
+from tasks.common.spans import Span
 
 __all__ = [
     "Document",
@@ -46,7 +48,6 @@ __all__ = [
     "parse_begin_document",
     "read_documents",
     "read_sentences",
-    "spans_to_bracket_tags",
 ]
 
 Mention = tuple[int, int]
@@ -61,15 +62,6 @@ _BRACKET = re.compile(r"^(?P<open>(?:\([^()*\s]+)*)\*?(?P<close>(?:[^()*\s]*\))*
 _COREF_SINGLE = re.compile(r"^\((\d+)\)$")
 _COREF_OPEN = re.compile(r"^\((\d+)$")
 _COREF_CLOSE = re.compile(r"^(\d+)\)$")
-
-
-@dataclass(frozen=True, order=True)
-class Span:
-    """A labelled token span; ``start`` and ``end`` are inclusive token indices."""
-
-    start: int
-    end: int
-    label: str
 
 
 @dataclass(frozen=True)
@@ -210,33 +202,6 @@ def read_sentences(path: str | Path) -> Iterator[Sentence]:
     """Stream every sentence of :func:`read_documents` in order."""
     for document in read_documents(path):
         yield from document.sentences
-
-
-def spans_to_bracket_tags(length: int, spans: Sequence[Span]) -> list[str]:
-    """Write labelled spans as one bracketed column (``(A0*``, ``*``, ``*)``, ``(V*)``).
-
-    Nested spans are written outer first; the inverse of the column parsing used by the reader.
-
-    Raises:
-        ValueError: a span lies outside ``[0, length)`` or two spans cross (overlap, not nested).
-    """
-    ordered = sorted(spans, key=lambda s: (s.start, -s.end))
-    opens: list[list[str]] = [[] for _ in range(length)]
-    closes = [0] * length
-    stack: list[Span] = []
-    for span in ordered:
-        if not 0 <= span.start <= span.end < length:
-            raise ValueError(f"span {span} outside a sentence of {length} tokens")
-        while stack and stack[-1].end < span.start:
-            stack.pop()
-        if stack and span.end > stack[-1].end:
-            raise ValueError(f"spans {stack[-1]} and {span} cross; brackets cannot encode them")
-        stack.append(span)
-        opens[span.start].append(span.label)
-        closes[span.end] += 1
-    return [
-        "".join(f"({label}" for label in opens[i]) + "*" + ")" * closes[i] for i in range(length)
-    ]
 
 
 # --------------------------------------------------------------------------------------------------

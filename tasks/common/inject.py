@@ -22,37 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from bilm.scalar_mix import MixMode, ScalarMix
+from bilm.scalar_mix import MixSpec, ScalarMix
+from tasks.core import SITES, Site
 from tasks.representations import Layers, Representation
 
-Site = Literal["input", "output"]
-SITES: tuple[str, ...] = get_args(Site)
-
-
-@dataclass(frozen=True)
-class MixSpec:
-    """How each site mixes the layers (Table 2 axes).
-
-    Attributes:
-        mode: ``"all"`` (Eq. 1) or ``"last"`` (LastOnly: γ·h_L, no weights, no penalty).
-        lam: λ of ``λ‖w‖²`` (paper: 1 ≈ average, 0.001 lets the weights vary).
-        layer_norm: normalise each layer before weighting (allennlp ``do_layer_norm``).
-    """
-
-    mode: MixMode = "all"
-    lam: float = 0.0
-    layer_norm: bool = False
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("all", "last"):
-            raise ValueError(f"MixSpec.mode must be 'all' or 'last', got {self.mode!r}")
-        if self.lam < 0:
-            raise ValueError(f"MixSpec.lam must be >= 0, got {self.lam}")
+__all__ = ["SITES", "Injected", "Injector", "MixSpec", "Site", "mix_penalty"]
 
 
 @dataclass(frozen=True)
@@ -117,12 +96,7 @@ class Injector(nn.Module):
         self.active_sites: frozenset[str] = frozenset(on)
         self.mixes = nn.ModuleDict(
             {
-                site: ScalarMix(
-                    representation.num_layers,
-                    mode=self.mix.mode,
-                    lam=self.mix.lam,
-                    layer_norm=self.mix.layer_norm,
-                )
+                site: ScalarMix.from_spec(representation.num_layers, self.mix)
                 for site in sorted(self.active_sites)
             }
         )

@@ -13,7 +13,10 @@ Every reader in ``tasks/`` follows one policy:
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,26 +64,84 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, "no such file")
-    n = 0
     with path.open("rb") as handle:
-        for n, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(
-                    path, n, f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
-                ) from None
-            yield n, text.rstrip("\r\n")
-    if n == 0:
-        raise DataError(path, None, "empty file")
+        yield from iter_stream_lines(handle, path, empty="empty file")
+
+
+def iter_stream_lines(
+    stream: Iterable[bytes], name: str | Path, *, empty: str = "empty input"
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line_without_newline)`` from an open binary stream (e.g. stdin).
+
+    Args:
+        stream: the bytes lines.
+        name: how errors name the input.
+        empty: the error reason when the stream holds no line.
+
+    Raises:
+        DataError: a line is not valid UTF-8 (with its line number), or the stream is empty.
+    """
+    number = 0
+    for number, raw in enumerate(stream, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                name, number, f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
+        yield number, text.rstrip("\r\n")
+    if number == 0:
+        raise DataError(name, None, empty)
+
+
+def run_json_cli(
+    compute: Callable[[], object], errors: tuple[type[Exception], ...] = (DataError,)
+) -> int:
+    """The evaluators' command-line tail: print ``compute()`` as JSON, or ``error: …`` on stderr.
+
+    Args:
+        compute: returns the JSON-serialisable report.
+        errors: the exceptions reported as a failed evaluation (exit status 1).
+
+    Returns:
+        The exit status: 0 on success, 1 when ``compute`` raised one of ``errors``.
+    """
+    try:
+        report = compute()
+    except errors as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def require_package(module: str, needs: str) -> Any:
+    """Import ``module`` lazily, with an actionable error when it is missing.
+
+    Args:
+        module: the module to import.
+        needs: the start of the error, naming what needs it (``"the SQuAD reader needs spaCy"``).
+
+    Raises:
+        ImportError: ``"{needs}: pip install 'elmo-bench[harness]'"``.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"{needs}: pip install 'elmo-bench[harness]'") from exc
 
 
 def require_datasets() -> Any:
     """Import Hugging Face ``datasets`` lazily, with an actionable error when it is missing."""
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "this needs the Hugging Face 'datasets' package: pip install 'elmo-bench[harness]'"
-        ) from exc
-    return datasets
+    return require_package("datasets", "this needs the Hugging Face 'datasets' package")
+
+
+def attribute_columns(examples: Iterable[object], names: Sequence[str]) -> dict[str, list[object]]:
+    """The attributes ``names`` of each example, column by column (tuples become lists): the
+    input ``datasets.Dataset.from_dict`` takes."""
+    columns: dict[str, list[object]] = {name: [] for name in names}
+    for example in examples:
+        for name, values in columns.items():
+            value = getattr(example, name)
+            values.append(list(value) if isinstance(value, tuple) else value)
+    return columns

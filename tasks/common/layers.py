@@ -66,7 +66,7 @@ def masked_softmax(scores: Tensor, mask: Tensor, dim: int = -1) -> Tensor:
 
 def masked_log_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     """Log-softmax over the last dim, masked positions at a very low value."""
-    return F.log_softmax(scores.masked_fill(~mask, -1e30), dim=-1)
+    return F.log_softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
 
 
 class CharCNNEncoder(nn.Module):

@@ -1,4 +1,9 @@
-"""``key=value`` overrides on frozen dataclass configs, validated against the fields."""
+"""``key=value`` overrides on frozen dataclass configs, validated against the fields.
+
+The one override syntax of the project: ``--set`` on the command line, ``RunSpec.overrides`` and
+presets all use it. Nested configurations take dotted keys (``train.epochs=3``,
+``train.optimizer.lr=0.002``); values are parsed by the field's type (JSON for anything else).
+"""
 
 from __future__ import annotations
 
@@ -41,23 +46,42 @@ def _coerce(value: str, annotation: Any, key: str) -> Any:
             return annotation(value)
         except ValueError:
             raise ValueError(f"{key}={value!r}: expected {annotation.__name__}") from None
-    return json.loads(value)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        raise ValueError(f"{key}={value!r}: expected JSON for {annotation}") from None
+    return tuple(parsed) if origin is tuple and isinstance(parsed, list) else parsed
+
+
+def _set(config: Any, path: list[str], value: str, full_key: str) -> Any:
+    hints = typing.get_type_hints(type(config))
+    names = [f.name for f in dataclasses.fields(config)]
+    name = path[0]
+    if name not in names:
+        where = full_key[: len(full_key) - len(".".join(path))]
+        valid = ", ".join(where + n for n in names)
+        raise ValueError(f"unknown config key {full_key!r}; valid: {valid}")
+    current = getattr(config, name)
+    if len(path) > 1:
+        if not dataclasses.is_dataclass(current):
+            raise ValueError(f"config key {full_key!r}: {name!r} has no sub-keys")
+        return dataclasses.replace(config, **{name: _set(current, path[1:], value, full_key)})
+    if dataclasses.is_dataclass(current):
+        sub = ", ".join(f"{name}.{f.name}" for f in dataclasses.fields(current))
+        raise ValueError(f"config key {full_key!r} is a group; set one of {sub}")
+    return dataclasses.replace(config, **{name: _coerce(value, hints[name], full_key)})
 
 
 def apply_overrides(config: C, overrides: Sequence[str]) -> C:
     """Return ``config`` with ``key=value`` overrides applied (types checked).
 
     Raises:
-        ValueError: malformed item, unknown key (the valid ones are listed) or bad value.
+        ValueError: malformed item, unknown key (the valid ones are listed) or bad value (the
+            config's own validation runs on the result).
     """
-    hints = typing.get_type_hints(type(config))
-    names = [f.name for f in dataclasses.fields(config)]  # type: ignore[arg-type]
-    changes: dict[str, Any] = {}
     for item in overrides:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not key=value")
         key, value = item.split("=", 1)
-        if key not in names:
-            raise ValueError(f"unknown config key {key!r}; valid: {', '.join(names)}")
-        changes[key] = _coerce(value, hints[key], key)
-    return dataclasses.replace(config, **changes)  # type: ignore[type-var]
+        config = _set(config, key.split("."), value, key)
+    return config

@@ -21,7 +21,6 @@ a response document whose token count differs from the key's, raises
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,7 +33,7 @@ from tasks.common.conll2012 import (
     parse_begin_document,
     read_documents,
 )
-from tasks.common.io import DataError, iter_lines
+from tasks.common.io import DataError, iter_lines, run_json_cli
 from tasks.coref.metric import MAX_REPEATED_MENTIONS, CorefScore, score_corpus
 
 __all__ = ["encode_clusters", "evaluate_files", "main", "write_response"]
@@ -204,13 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("key", help="CoNLL-2012 key file (or directory of *_conll files)")
     parser.add_argument("response", help="response file: the key with predicted clusters")
     args = parser.parse_args(argv)
-    try:
+
+    def report() -> dict[str, object]:
         score, bookkeeping = evaluate_files(args.key, args.response)
-    except (DataError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps({**score.to_dict(), **bookkeeping}, indent=2))
-    return 0
+        return {**score.to_dict(), **bookkeeping}
+
+    return run_json_cli(report, errors=(DataError, ValueError))
 
 
 if __name__ == "__main__":

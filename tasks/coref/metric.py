@@ -34,12 +34,13 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
+from tasks.common.prf import PRF
+
 __all__ = [
     "MAX_REPEATED_MENTIONS",
     "AlignedClusters",
     "CorefScore",
     "DocumentScore",
-    "Prf",
     "align_clusters",
     "b_cubed",
     "ceafe",
@@ -52,48 +53,6 @@ __all__ = [
 MAX_REPEATED_MENTIONS = 10  # v8.01: "Found too many repeated mentions (> 10) in the response"
 
 Chain = Sequence[Hashable]
-
-
-@dataclass(frozen=True)
-class Prf:
-    """Recall and precision as numerator/denominator pairs, summed over documents by ``+``."""
-
-    recall_num: float = 0.0
-    recall_den: float = 0.0
-    precision_num: float = 0.0
-    precision_den: float = 0.0
-
-    def __add__(self, other: Prf) -> Prf:
-        return Prf(
-            self.recall_num + other.recall_num,
-            self.recall_den + other.recall_den,
-            self.precision_num + other.precision_num,
-            self.precision_den + other.precision_den,
-        )
-
-    @property
-    def recall(self) -> float:
-        """Recall as a fraction (0 when the denominator is 0)."""
-        return self.recall_num / self.recall_den if self.recall_den else 0.0
-
-    @property
-    def precision(self) -> float:
-        """Precision as a fraction (0 when the denominator is 0)."""
-        return self.precision_num / self.precision_den if self.precision_den else 0.0
-
-    @property
-    def f1(self) -> float:
-        """Harmonic mean of recall and precision (0 when both are 0)."""
-        r, p = self.recall, self.precision
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    def to_dict(self) -> dict[str, float]:
-        """Recall, precision and F1 in percent."""
-        return {
-            "recall": 100 * self.recall,
-            "precision": 100 * self.precision,
-            "f1": 100 * self.f1,
-        }
 
 
 @dataclass(frozen=True)
@@ -112,7 +71,7 @@ class AlignedClusters:
     key: tuple[tuple[int, ...], ...]
     response: tuple[tuple[int, ...], ...]
     repeated_mentions: int
-    mentions: Prf
+    mentions: PRF
 
 
 def align_clusters(
@@ -157,7 +116,7 @@ def align_clusters(
     response_chains = tuple(tuple(response_ids[m] for m in cluster) for cluster in cleaned)
 
     distinct_response = {m for cluster in cleaned for m in cluster}
-    mentions = Prf(len(matched), len(ids), len(matched), len(distinct_response))
+    mentions = PRF(len(matched), len(ids), len(matched), len(distinct_response))
     return AlignedClusters(key_chains, response_chains, repeated, mentions)
 
 
@@ -170,7 +129,7 @@ def _index(chains: Sequence[Chain]) -> dict[Hashable, int]:
     return index
 
 
-def muc(key: Sequence[Chain], response: Sequence[Chain]) -> Prf:
+def muc(key: Sequence[Chain], response: Sequence[Chain]) -> PRF:
     """MUC link-based recall and precision (Vilain et al. 1995) for one document.
 
     Correct links = Σ over response clusters of (mentions in the key − key clusters they touch),
@@ -183,10 +142,10 @@ def muc(key: Sequence[Chain], response: Sequence[Chain]) -> Prf:
         correct += sum(size - 1 for size in groups.values())
     key_links = sum(len(chain) - 1 for chain in key if chain)
     response_links = sum(len(chain) - 1 for chain in response if chain)
-    return Prf(correct, key_links, correct, response_links)
+    return PRF(correct, key_links, correct, response_links)
 
 
-def b_cubed(key: Sequence[Chain], response: Sequence[Chain]) -> Prf:
+def b_cubed(key: Sequence[Chain], response: Sequence[Chain]) -> PRF:
     """B³ recall and precision (Bagga & Baldwin 1998) for one document, summed over mentions.
 
     Iterates over response mentions as v8.01 ``BCUBED`` does: each contributes |K∩R|/|R| to the
@@ -209,7 +168,7 @@ def b_cubed(key: Sequence[Chain], response: Sequence[Chain]) -> Prf:
             recall_num += common / len(key[k])
     key_mentions = sum(len(chain) for chain in key)
     response_mentions = sum(len(chain) for chain in response)
-    return Prf(recall_num, key_mentions, precision_num, response_mentions)
+    return PRF(recall_num, key_mentions, precision_num, response_mentions)
 
 
 def _phi4(key: Chain, response: Chain, response_set: set[Hashable]) -> float:
@@ -217,7 +176,7 @@ def _phi4(key: Chain, response: Chain, response_set: set[Hashable]) -> float:
     return 2 * common / (len(key) + len(response)) if common else 0.0
 
 
-def ceafe(key: Sequence[Chain], response: Sequence[Chain]) -> Prf:
+def ceafe(key: Sequence[Chain], response: Sequence[Chain]) -> PRF:
     """Entity-based CEAF with φ4 similarity (Luo 2005) and an optimal alignment, one document.
 
     Clusters that share no mention have φ4 = 0, so the alignment is solved separately on each
@@ -254,7 +213,7 @@ def ceafe(key: Sequence[Chain], response: Sequence[Chain]) -> Prf:
         rows, cols = sorted(keys), sorted(responses)
         weights = [[_phi4(key[i], response[j], response_sets[j]) for j in cols] for i in rows]
         total += sum(weights[r][c] for r, c in max_weight_matching(weights))
-    return Prf(total, len(key), total, len(response))
+    return PRF(total, len(key), total, len(response))
 
 
 def max_weight_matching(weights: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
@@ -319,10 +278,10 @@ def max_weight_matching(weights: Sequence[Sequence[float]]) -> list[tuple[int, i
 class DocumentScore:
     """Per-document numerators/denominators of each metric."""
 
-    muc: Prf
-    b_cubed: Prf
-    ceafe: Prf
-    mentions: Prf
+    muc: PRF
+    b_cubed: PRF
+    ceafe: PRF
+    mentions: PRF
     repeated_mentions: int
 
 
@@ -352,10 +311,10 @@ class CorefScore:
         num_documents: documents scored.
     """
 
-    muc: Prf
-    b_cubed: Prf
-    ceafe: Prf
-    mentions: Prf
+    muc: PRF
+    b_cubed: PRF
+    ceafe: PRF
+    mentions: PRF
     repeated_mentions: int
     num_documents: int
 
@@ -367,11 +326,11 @@ class CorefScore:
     def to_dict(self) -> dict[str, object]:
         """JSON-friendly report, percentages in percent."""
         return {
-            "muc": self.muc.to_dict(),
-            "bcub": self.b_cubed.to_dict(),
-            "ceafe": self.ceafe.to_dict(),
+            "muc": self.muc.as_dict(scale=100),
+            "bcub": self.b_cubed.as_dict(scale=100),
+            "ceafe": self.ceafe.as_dict(scale=100),
             "conll_f1": 100 * self.conll_f1,
-            "mentions": self.mentions.to_dict(),
+            "mentions": self.mentions.as_dict(scale=100),
             "repeated_mentions": self.repeated_mentions,
             "num_documents": self.num_documents,
         }
@@ -381,7 +340,7 @@ def score_corpus(
     documents: Iterable[tuple[Sequence[Sequence[Hashable]], Sequence[Sequence[Hashable]]]],
 ) -> CorefScore:
     """Sum :func:`score_document` over ``(key clusters, response clusters)`` pairs."""
-    muc_total = bcub_total = ceafe_total = mention_total = Prf()
+    muc_total = bcub_total = ceafe_total = mention_total = PRF()
     repeated = count = 0
     for key, response in documents:
         score = score_document(key, response)

@@ -1,35 +1,17 @@
 """NER on CoNLL-2003 (Tjong Kim Sang & De Meulder, 2003): reader, conlleval-exact metric, writer.
 
-Peters et al. (2018), §4 "Named entity extraction": entity-level F1 from conlleval, Table 1.
+Peters et al. (2018), §4 "Named entity extraction": entity-level F1 from conlleval, Table 1. Tag
+schemes and spans: :mod:`tasks.common.spans`; the P/R/F1 counter: :mod:`tasks.common.prf`.
 """
 
-from tasks.ner.data import (
-    SCHEMES,
-    Chunk,
-    Conll2003Reader,
-    NerExample,
-    Scheme,
-    chunks_to_tags,
-    convert,
-    is_valid,
-    tags_to_chunks,
-    to_hf_dataset,
-)
-from tasks.ner.metric import ChunkScore, ConllevalResult, conlleval, score_rows
+from tasks.ner.data import Conll2003Reader, NerExample, to_hf_dataset
+from tasks.ner.metric import ConllevalResult, conlleval, score_rows
 
 __all__ = [
-    "SCHEMES",
-    "Chunk",
-    "ChunkScore",
     "Conll2003Reader",
     "ConllevalResult",
     "NerExample",
-    "Scheme",
-    "chunks_to_tags",
     "conlleval",
-    "convert",
-    "is_valid",
     "score_rows",
-    "tags_to_chunks",
     "to_hf_dataset",
 ]

@@ -14,15 +14,15 @@ malformed input (conlleval also stops on a change in the number of columns).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
-from tasks.common.io import DataError, iter_lines
-from tasks.ner.data import DOCSTART, NerExample, Scheme, convert
+from tasks.common.io import DataError, iter_lines, iter_stream_lines, run_json_cli
+from tasks.common.spans import Scheme, convert
+from tasks.ner.data import DOCSTART, NerExample
 from tasks.ner.metric import BOUNDARY, ConllevalResult, score_rows
 
 
@@ -84,7 +84,7 @@ def evaluate_file(
 ) -> ConllevalResult:
     """Score a conlleval input file (``None`` or ``"-"``: standard input)."""
     if path is None or str(path) == "-":
-        name, lines = "<stdin>", _iter_stream(sys.stdin.buffer, "<stdin>")
+        name, lines = "<stdin>", iter_stream_lines(sys.stdin.buffer, "<stdin>")
     else:
         name, lines = str(path), iter_lines(path)
     rows = read_conlleval_rows(
@@ -167,34 +167,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="score -DOCSTART- lines as tokens, as conlleval does (changes accuracy only)",
     )
     args = parser.parse_args(argv)
-    try:
-        result = evaluate_file(
+    return run_json_cli(
+        lambda: evaluate_file(
             args.file,
             raw=args.raw,
             delimiter=args.delimiter,
             outside_tag=args.outside_tag,
             docstart_boundary=not args.docstart_token,
-        )
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result.as_dict(), indent=2))
-    return 0
-
-
-def _iter_stream(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    """Like :func:`tasks.common.io.iter_lines` for an open binary stream (e.g. stdin)."""
-    number = 0
-    for number, raw in enumerate(stream, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                name, number, f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
-        yield number, text.rstrip("\r\n")
-    if number == 0:
-        raise DataError(name, None, "empty input")
+        ).as_dict()
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Re-implements the scoring rules of ``conlleval`` (Erik Tjong Kim Sang, version 2004-01-26), the
 official scorer of the CoNLL-2000 chunking and CoNLL-2002/2003 NER shared tasks, from its documented
-behaviour (the code here is our own):
+behaviour (the code here is our own; the chunk rules live in :mod:`tasks.common.spans`, which
+decodes IOB tags with the same reading):
 
 * A tag ``P-TYPE`` splits at the **first** hyphen (types may contain hyphens); a tag without a
   hyphen has type ``""``. A type that Perl reads as false (``"0"``) becomes ``""``.
@@ -27,118 +28,40 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tasks.common.prf import PRF, OverallPercent
+from tasks.common.spans import chunk_ends, chunk_starts, split_tag
+
 BOUNDARY = "-X-"  # conlleval's sentence-boundary first field
 
 
-def split_tag(tag: str) -> tuple[str, str]:
-    """Split a tag like conlleval: ``"B-ORG-X"`` → ``("B", "ORG-X")``, ``"O"`` → ``("O", "")``."""
-    prefix, sep, chunk_type = tag.partition("-")
-    if not sep:
-        return tag, ""
-    return prefix, "" if chunk_type == "0" else chunk_type
-
-
-def start_of_chunk(prev_tag: str, tag: str, prev_type: str, chunk_type: str) -> bool:
-    """conlleval's ``startOfChunk``: does a chunk start at the current token?"""
-    pair = (prev_tag, tag)
-    if pair in _START_PAIRS or tag in ("[", "]"):
-        return True
-    return tag not in ("O", ".") and prev_type != chunk_type
-
-
-def end_of_chunk(prev_tag: str, tag: str, prev_type: str, chunk_type: str) -> bool:
-    """conlleval's ``endOfChunk``: did a chunk end at the previous token?"""
-    pair = (prev_tag, tag)
-    if pair in _END_PAIRS or prev_tag in ("[", "]"):
-        return True
-    return prev_tag not in ("O", ".") and prev_type != chunk_type
-
-
-_START_PAIRS = frozenset(
-    {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")}
-)
-_END_PAIRS = frozenset(
-    {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")}
-)
-
-
 @dataclass(frozen=True)
-class ChunkScore:
-    """Chunk counts for one type (or overall) and the derived percentages."""
+class ConllevalResult(OverallPercent):
+    """What conlleval reports: token accuracy, overall and per-type chunk counts.
 
-    gold: int
-    predicted: int
-    correct: int
-
-    @property
-    def precision(self) -> float:
-        """Percent of predicted chunks that are correct (0 when nothing was predicted)."""
-        return 100 * self.correct / self.predicted if self.predicted else 0.0
-
-    @property
-    def recall(self) -> float:
-        """Percent of gold chunks that were found (0 when there are no gold chunks)."""
-        return 100 * self.correct / self.gold if self.gold else 0.0
-
-    @property
-    def f1(self) -> float:
-        """Harmonic mean of precision and recall, in percent (conlleval's FB1)."""
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r > 0 else 0.0
-
-    def as_dict(self) -> dict[str, float | int]:
-        """JSON-friendly view."""
-        return {
-            "precision": self.precision,
-            "recall": self.recall,
-            "f1": self.f1,
-            "gold": self.gold,
-            "predicted": self.predicted,
-            "correct": self.correct,
-        }
-
-
-@dataclass(frozen=True)
-class ConllevalResult:
-    """What conlleval reports: token accuracy, overall and per-type chunk scores."""
+    ``precision``, ``recall``, ``f1`` and :meth:`as_dict` are in percent as conlleval prints them;
+    the :class:`~tasks.common.prf.PRF` counters themselves give fractions.
+    """
 
     tokens: int
     correct_tags: int
-    overall: ChunkScore
-    per_type: dict[str, ChunkScore] = field(default_factory=dict)  # sorted by type
+    overall: PRF
+    per_type: dict[str, PRF] = field(default_factory=dict)  # sorted by type
 
     @property
     def accuracy(self) -> float:
         """Percent of tokens whose tag is exactly right (0 when there are no tokens)."""
         return 100 * self.correct_tags / self.tokens if self.tokens else 0.0
 
-    @property
-    def precision(self) -> float:
-        """Overall chunk precision, percent."""
-        return self.overall.precision
-
-    @property
-    def recall(self) -> float:
-        """Overall chunk recall, percent."""
-        return self.overall.recall
-
-    @property
-    def f1(self) -> float:
-        """Overall chunk F1, percent."""
-        return self.overall.f1
-
     def as_dict(self) -> dict[str, object]:
         """The evaluator's JSON: percentages (unrounded; conlleval prints 2 decimals) and counts."""
         return {
-            "precision": self.precision,
-            "recall": self.recall,
-            "f1": self.f1,
+            **self.overall.as_dict(scale=100),
             "accuracy": self.accuracy,
             "tokens": self.tokens,
             "gold_chunks": self.overall.gold,
             "predicted_chunks": self.overall.predicted,
             "correct_chunks": self.overall.correct,
-            "per_type": {name: score.as_dict() for name, score in self.per_type.items()},
+            "per_type": {name: _chunk_dict(score) for name, score in self.per_type.items()},
         }
 
 
@@ -177,8 +100,8 @@ def score_rows(
         guessed, guessed_type = split_tag(guessed_tag)
         correct, correct_type = split_tag(gold_tag)
 
-        gold_ends = end_of_chunk(last_correct, correct, last_correct_type, correct_type)
-        guess_ends = end_of_chunk(last_guessed, guessed, last_guessed_type, guessed_type)
+        gold_ends = chunk_ends(last_correct, correct, last_correct_type, correct_type)
+        guess_ends = chunk_ends(last_guessed, guessed, last_guessed_type, guessed_type)
         if in_correct:
             if gold_ends and guess_ends and last_guessed_type == last_correct_type:
                 in_correct = False
@@ -186,8 +109,8 @@ def score_rows(
             elif gold_ends != guess_ends or guessed_type != correct_type:
                 in_correct = False
 
-        gold_starts = start_of_chunk(last_correct, correct, last_correct_type, correct_type)
-        guess_starts = start_of_chunk(last_guessed, guessed, last_guessed_type, guessed_type)
+        gold_starts = chunk_starts(last_correct, correct, last_correct_type, correct_type)
+        guess_starts = chunk_starts(last_guessed, guessed, last_guessed_type, guessed_type)
         if gold_starts and guess_starts and guessed_type == correct_type:
             in_correct = True
         if gold_starts:
@@ -207,12 +130,10 @@ def score_rows(
 
     types = sorted(set(gold_count) | set(predicted_count))
     per_type = {
-        name: ChunkScore(gold_count[name], predicted_count[name], correct_count[name])
+        name: PRF.from_counts(correct_count[name], predicted_count[name], gold_count[name])
         for name in types
     }
-    overall = ChunkScore(
-        sum(gold_count.values()), sum(predicted_count.values()), sum(correct_count.values())
-    )
+    overall = sum(per_type.values(), PRF())
     return ConllevalResult(tokens, correct_tags, overall, per_type)
 
 
@@ -247,6 +168,16 @@ def conlleval(
             yield ()
 
     return score_rows(rows(), raw=raw, outside_tag=outside_tag)
+
+
+def _chunk_dict(score: PRF) -> dict[str, float]:
+    """One type's line: percentages and chunk counts."""
+    return {
+        **score.as_dict(scale=100),
+        "gold": score.gold,
+        "predicted": score.predicted,
+        "correct": score.correct,
+    }
 
 
 def _raw(tag: str, outside_tag: str) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tasks.common.io import DataError, ReadStats, iter_lines, require_datasets
+from tasks.common.io import DataError, ReadStats, attribute_columns, iter_lines, require_datasets
 
 if TYPE_CHECKING:
     import datasets
@@ -120,11 +120,7 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
     """
     datasets = require_datasets()
     names = ("pair_id", "premise", "hypothesis", "label", "premise_tokens", "hypothesis_tokens")
-    columns: dict[str, list[object]] = {name: [] for name in names}
-    for example in SnliReader(path):
-        for name, values in columns.items():
-            value = getattr(example, name)
-            values.append(list(value) if isinstance(value, tuple) else value)
+    columns = attribute_columns(SnliReader(path), names)
     features = datasets.Features(
         {
             "pair_id": datasets.Value("string"),

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tasks.common.io import DataError, iter_lines
+from tasks.common.io import DataError, iter_lines, run_json_cli
 from tasks.snli.data import LABELS, SnliReader, parse_json_line, require_string
 from tasks.snli.metric import AccuracyResult, accuracy
 
@@ -100,13 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("data", help="official SNLI 1.0 jsonl file")
     parser.add_argument("predictions", help='jsonl with {"pairID": ..., "label": ...} per line')
     args = parser.parse_args(argv)
-    try:
-        result = evaluate_files(args.data, args.predictions)
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result.as_dict(max_listed=MAX_LISTED), indent=2))
-    return 0
+    return run_json_cli(
+        lambda: evaluate_files(args.data, args.predictions).as_dict(max_listed=MAX_LISTED)
+    )
 
 
 if __name__ == "__main__":

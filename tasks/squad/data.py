@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tasks.common.io import DataError, ReadStats, require_datasets
+from tasks.common.io import DataError, ReadStats, require_datasets, require_package
 
 if TYPE_CHECKING:
     import datasets
@@ -133,13 +133,7 @@ class SquadNotAvailable(RuntimeError):
 
 @lru_cache(maxsize=1)
 def _tokenizer() -> Any:
-    try:
-        import spacy
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "the SQuAD reader needs spaCy: pip install 'elmo-bench[harness]'"
-        ) from exc
-    return spacy.blank("en").tokenizer
+    return require_package("spacy", "the SQuAD reader needs spaCy").blank("en").tokenizer
 
 
 def tokenize(text: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:

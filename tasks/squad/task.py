@@ -6,25 +6,34 @@ Without ``data_dir`` the recipe uses the bundled **demo** set (synthetic, genera
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
+from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
 from tasks.common.overrides import apply_overrides
-from tasks.core import MetricSpec, Represent, TaskSpec
-from tasks.squad import metric as squad_metric
-from tasks.squad.config import SquadConfig, preset
+from tasks.core import (
+    Forward,
+    MetricSpec,
+    Represent,
+    TableRow,
+    TaskSpec,
+    TrainConfig,
+    iter_batches,
+)
+from tasks.squad.config import PRESETS, SquadConfig, preset
 from tasks.squad.data import SquadExample, load_squad
+from tasks.squad.evaluate import write_predictions
+from tasks.squad.metric import SquadMetric
 from tasks.squad.model import BiDAFSelfAttention, SquadBatch
 
-VERSION = 2  # bump when reader, metric, model or a preset changes a number (v2: mini 3 epochs)
+VERSION = 3  # bump when reader, metric, model or a preset changes a number
+# v3: evaluation batches follow the training batching (size-sorted), scoring through SquadMetric
 PAD, UNK = 0, 1
 
 
@@ -45,15 +54,18 @@ def ensure_demo(seed: int = 0) -> Path:
 
 @dataclass
 class SquadRecipe:
-    """Data, vocabularies and helpers for one configuration."""
+    """Data, vocabularies and helpers for one configuration (a :class:`tasks.core.TaskRecipe`)."""
 
     config: SquadConfig
-    train: list[SquadExample]
-    dev: list[SquadExample]
+    splits: dict[str, list[SquadExample]]
     words: dict[str, int] = field(default_factory=dict)
     chars: dict[str, int] = field(default_factory=dict)
     vectors: torch.Tensor | None = None
-    truncated: int = 0
+    truncated: int = 0  # training examples dropped: answer beyond max_context_tokens
+
+    @property
+    def train_config(self) -> TrainConfig:
+        return self.config.train
 
     # -------------------------------------------------------------- tokens
     def _context(self, ex: SquadExample) -> tuple[str, ...]:
@@ -66,6 +78,10 @@ class SquadRecipe:
             out.append(list(self._context(ex)))
             out.append(list(ex.question_tokens))
         return out
+
+    def size(self, example: SquadExample) -> int:
+        """Context length: document-qa clusters batches by it."""
+        return len(self._context(example))
 
     def _word_id(self, token: str) -> int:
         key = token.lower() if self.config.lowercase_words else token
@@ -87,28 +103,18 @@ class SquadRecipe:
         return words, chars, mask
 
     # -------------------------------------------------------------- batches
-    def batches(
-        self,
-        examples: Sequence[SquadExample],
-        batch_size: int,
-        seed: int | None,
-        represent: Represent,
-    ) -> Iterator[SquadBatch]:
-        """Batches of similar context length (document-qa clusters by length), shuffled by seed."""
-        order = sorted(range(len(examples)), key=lambda i: len(examples[i].context_tokens))
-        chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        if seed is not None:
-            random.Random(seed).shuffle(chunks)
-        for chunk in chunks:
-            yield self.make_batch([examples[i] for i in chunk], represent)
-
-    def make_batch(self, examples: Sequence[SquadExample], represent: Represent) -> SquadBatch:
+    def collate(self, examples: Sequence[SquadExample], represent: Represent) -> SquadBatch:
+        """Padded context and question ids, gold spans when every example has one, layers."""
         contexts = [self._context(ex) for ex in examples]
         questions = [ex.question_tokens for ex in examples]
         cw, cc, cm = self._pad(contexts)
         qw, qc, qm = self._pad(questions)
-        spans = None
-        if all(ex.span is not None for ex in examples):
+        spans = None  # gold spans only when every answer lies inside the (cut) context
+        inside = [
+            ex.span is not None and ex.span[1] < len(c)
+            for ex, c in zip(examples, contexts, strict=True)
+        ]
+        if all(inside):
             spans = torch.tensor([ex.span for ex in examples], dtype=torch.long)
         return SquadBatch(
             cw,
@@ -127,40 +133,33 @@ class SquadRecipe:
         assert self.vectors is not None
         return BiDAFSelfAttention(self.config, self.vectors, len(self.chars) + 2, injector)
 
-    def optimizer(self, parameters: Sequence[nn.Parameter]) -> torch.optim.Optimizer:
-        if self.config.optimizer == "adadelta":
-            # TF AdadeltaOptimizer defaults as used by document-qa: rho 0.95, epsilon 1e-8
-            return torch.optim.Adadelta(parameters, lr=self.config.lr, rho=0.95, eps=1e-8)
-        return torch.optim.Adam(parameters, lr=self.config.lr)
-
     def predict(
-        self, model: nn.Module, examples: Sequence[SquadExample], represent: Represent
+        self, forward: Forward, examples: Sequence[SquadExample], represent: Represent
     ) -> dict[str, str]:
         """Answer texts sliced from the original contexts by character offset."""
         answers: dict[str, str] = {}
-        for batch_start in range(0, len(examples), 64):
-            chunk = examples[batch_start : batch_start + 64]
-            spans = model(self.make_batch(chunk, represent)).spans.tolist()
+        for chunk, batch in iter_batches(self, examples, represent):
+            spans = forward(batch).spans.tolist()
             for ex, (s, e) in zip(chunk, spans, strict=True):
-                answers[ex.qid] = ex.context[ex.context_offsets[s][0] : ex.context_offsets[e][1]]
+                answers[ex.qid] = ex.span_text(s, e)
         return answers
 
-    def evaluate(
-        self, model: nn.Module, examples: Sequence[SquadExample], represent: Represent
+    def score(
+        self, predictions: Mapping[str, str], examples: Sequence[SquadExample]
     ) -> dict[str, float]:
-        """Official v1.1 EM/F1 (natural units, 0–1) over all answers of each question."""
-        predictions = self.predict(model, examples, represent)
-        em = f1 = 0.0
-        for ex in examples:
-            truths = [a.text for a in ex.answers]
-            em += squad_metric.max_over_ground_truths(
-                squad_metric.exact_match_score, predictions[ex.qid], truths
-            )
-            f1 += squad_metric.max_over_ground_truths(
-                squad_metric.f1_score, predictions[ex.qid], truths
-            )
-        n = max(1, len(examples))
-        return {"f1": f1 / n, "exact_match": em / n}
+        """Official v1.1 EM/F1 (natural units, 0–1) over all answers of each question: the
+        scoring of ``python -m tasks.squad.evaluate``."""
+        metric = SquadMetric()
+        metric.update(predictions, examples)
+        return metric.compute()
+
+    def write_predictions(
+        self, predictions: Mapping[str, str], examples: Sequence[SquadExample], path: Path
+    ) -> Path:
+        """``{question_id: answer}`` JSON, the official predictions file."""
+        out = path.with_suffix(".json")
+        write_predictions(out, predictions)
+        return out
 
 
 def word_vectors(config: SquadConfig, vocab: list[str]) -> torch.Tensor:
@@ -191,10 +190,8 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> S
     folder = Path(data_dir) if data_dir else ensure_demo()
     train = [ex for ex in load_squad("train", folder) if ex.span is not None]
     dev = list(load_squad("dev", folder))
-    if config.limit is not None:
-        train, dev = train[: config.limit], dev[: config.limit]
     kept = [ex for ex in train if ex.span[1] < config.max_context_tokens]
-    recipe = SquadRecipe(config, kept, dev, truncated=len(train) - len(kept))
+    recipe = SquadRecipe(config, {"train": kept, "dev": dev}, truncated=len(train) - len(kept))
     counts: Counter[str] = Counter()
     chars: Counter[str] = Counter()
     for ex in [*kept, *dev]:
@@ -208,15 +205,20 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> S
     return recipe
 
 
+F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
+EM = MetricSpec("exact_match", label="EM", higher_is_better=True, scale=100.0, decimals=1)
+
 TASK = TaskSpec(
     name="squad",
     version=VERSION,
-    metric=MetricSpec("f1", higher_is_better=True, scale=100.0, fmt="{:.1f}"),
+    metric=F1,
+    presets=PRESETS,
     default_sites=frozenset({"input", "output"}),  # source: document-qa default mode "both"
+    default_mix=MixSpec("all", 0.0, False),  # source: document-qa (λ = 0, no layer norm)
+    table_rows=(TableRow("SQuAD", F1, "squad"), TableRow("SQuAD", EM, "squad_exact_match")),
     setup=setup,  # type: ignore[arg-type]
+    demo=ensure_demo,
+    paper_split="test",  # the paper's SQuAD number is the hidden test set (leaderboard)
+    data_help="a folder with train-v1.1.json and dev-v1.1.json; SQuAD's test set is hidden "
+    "(scored by the leaderboard), so only dev can be scored here",
 )
-
-
-def describe(recipe: Any) -> dict[str, int]:
-    """Counts for logs: examples and truncation."""
-    return {"train": len(recipe.train), "dev": len(recipe.dev), "truncated": recipe.truncated}

@@ -2,9 +2,9 @@
 
 He et al. (2017), the SRL baseline of Peters et al. (2018) §4, tag every predicate of a sentence
 separately: the input is the sentence plus the predicate position, the output one BIO tag per token
-(``B-ARG0``, ``I-ARG0``, ``B-V``, ``O`` …). Continuation (``C-ARG1``) and reference (``R-ARG0``)
-arguments keep their labels; the scorer (:mod:`tasks.srl.metric`) merges ``C-`` pieces as
-srl-eval.pl does.
+(``B-ARG0``, ``I-ARG0``, ``B-V``, ``O`` …; see :mod:`tasks.common.spans`). Continuation
+(``C-ARG1``) and reference (``R-ARG0``) arguments keep their labels; the scorer
+(:mod:`tasks.srl.metric`) merges ``C-`` pieces as srl-eval.pl does.
 
 Dropped, and counted in :class:`~tasks.common.io.ReadStats`:
 
@@ -18,22 +18,21 @@ Dropped, and counted in :class:`~tasks.common.io.ReadStats`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tasks.common.conll2012 import Sentence, Span, read_sentences
+from tasks.common.conll2012 import Sentence, read_sentences
 from tasks.common.io import ReadStats, require_datasets
+from tasks.common.spans import drop_overlapping, spans_to_tags
 
 if TYPE_CHECKING:
     import datasets
 
 __all__ = [
     "SrlInstance",
-    "bio_to_spans",
     "read_srl",
-    "spans_to_bio",
     "srl_instances",
     "to_hf_dataset",
 ]
@@ -60,55 +59,6 @@ class SrlInstance:
     genre: str
 
 
-def spans_to_bio(length: int, spans: Sequence[Span]) -> tuple[tuple[str, ...], int]:
-    """BIO tags for labelled spans; spans nested in (or crossing) an earlier span are dropped.
-
-    Returns:
-        ``(tags, number_of_dropped_spans)``. Spans are placed outer first, left to right.
-    """
-    tags = ["O"] * length
-    dropped = 0
-    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if any(tag != "O" for tag in tags[span.start : span.end + 1]):
-            dropped += 1
-            continue
-        tags[span.start] = f"B-{span.label}"
-        for i in range(span.start + 1, span.end + 1):
-            tags[i] = f"I-{span.label}"
-    return tuple(tags), dropped
-
-
-def bio_to_spans(tags: Sequence[str]) -> list[Span]:
-    """Labelled spans of a BIO sequence, read leniently as conlleval does.
-
-    ``B-X`` starts a span; ``I-X`` continues a span of label ``X`` and otherwise starts one (an
-    ``I-`` after ``O`` or after another label, as a tagger without constrained decoding may
-    produce); ``O`` ends it.
-
-    Raises:
-        ValueError: a tag is not ``O``, ``B-…`` or ``I-…``.
-    """
-    spans: list[Span] = []
-    label: str | None = None
-    start = 0
-    for i, tag in enumerate(tags):
-        if tag == "O":
-            prefix, current = "O", None
-        elif tag[:2] in ("B-", "I-") and len(tag) > 2:
-            prefix, current = tag[0], tag[2:]
-        else:
-            raise ValueError(f"not a BIO tag: {tag!r} at position {i}")
-        continues = prefix == "I" and current == label
-        if label is not None and not continues:
-            spans.append(Span(start, i - 1, label))
-            label = None
-        if current is not None and not continues:
-            label, start = current, i
-    if label is not None:
-        spans.append(Span(start, len(tags) - 1, label))
-    return spans
-
-
 def srl_instances(
     sentences: Iterable[Sentence], stats: ReadStats | None = None
 ) -> Iterator[SrlInstance]:
@@ -122,7 +72,8 @@ def srl_instances(
             if frame.predicate_index is None:
                 stats.skip("frame_without_V")
                 continue
-            tags, dropped = spans_to_bio(len(sentence), frame.arguments)
+            arguments, dropped = drop_overlapping(frame.arguments)
+            tags = tuple(spans_to_tags(len(sentence), arguments, "IOB2"))
             for _ in range(dropped):
                 stats.skip("nested_argument")
             stats.examples += 1

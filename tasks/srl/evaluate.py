@@ -18,14 +18,13 @@ the predicate's word in both, so srl-eval.pl's verb check passes.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from tasks.common.conll2012 import Sentence, read_sentences, spans_to_bracket_tags
-from tasks.common.io import DataError
-from tasks.srl.data import bio_to_spans
+from tasks.common.conll2012 import Sentence, read_sentences
+from tasks.common.io import DataError, run_json_cli
+from tasks.common.spans import spans_to_brackets, tags_to_spans
 from tasks.srl.metric import (
     PropsColumn,
     PropsSentence,
@@ -63,7 +62,7 @@ def gold_columns(sentences: Iterable[Sentence]) -> Iterator[SentenceColumns]:
             PropsColumn(
                 position=frame.predicate_index,
                 verb=sentence.words[frame.predicate_index],
-                tags=tuple(spans_to_bracket_tags(len(sentence), frame.arguments)),
+                tags=tuple(spans_to_brackets(len(sentence), frame.arguments)),
             )
             for frame in sentence.srl_frames
             if frame.predicate_index is not None
@@ -112,7 +111,7 @@ def predicted_columns(
                 PropsColumn(
                     position=index,
                     verb=sentence.words[index],
-                    tags=tuple(spans_to_bracket_tags(len(sentence), bio_to_spans(tags))),
+                    tags=tuple(spans_to_brackets(len(sentence), tags_to_spans(tags, "IOB2"))),
                 )
             )
             used += 1
@@ -171,13 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="read GOLD as a CoNLL-2012 *_conll file or directory instead of a props file",
     )
     args = parser.parse_args(argv)
-    try:
-        result = _evaluate(args.gold, args.predicted, args.conll_gold)
-    except (DataError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result.to_dict(), indent=2))
-    return 0
+    return run_json_cli(
+        lambda: _evaluate(args.gold, args.predicted, args.conll_gold).to_dict(),
+        errors=(DataError, ValueError),
+    )
 
 
 if __name__ == "__main__":

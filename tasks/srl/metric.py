@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.common.io import DataError, iter_lines
+from tasks.common.prf import PRF, OverallPercent
 
 __all__ = [
     "EXCLUDED_TYPES",
     "Argument",
-    "Counts",
     "Proposition",
     "PropsColumn",
     "PropsSentence",
@@ -110,51 +110,9 @@ class PropsColumn:
 
 
 @dataclass(frozen=True)
-class Counts:
-    """Correct / excess / missed argument counts with srl-eval's percentages."""
-
-    correct: int = 0
-    excess: int = 0
-    missed: int = 0
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.correct + other.correct, self.excess + other.excess, self.missed + other.missed
-        )
-
-    @property
-    def precision(self) -> float:
-        """100·correct/(correct+excess), 0 without predictions."""
-        total = self.correct + self.excess
-        return 100.0 * self.correct / total if total else 0.0
-
-    @property
-    def recall(self) -> float:
-        """100·correct/(correct+missed), 0 without gold arguments."""
-        total = self.correct + self.missed
-        return 100.0 * self.correct / total if total else 0.0
-
-    @property
-    def f1(self) -> float:
-        """Harmonic mean of precision and recall (percent)."""
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    def to_dict(self) -> dict[str, float]:
-        """JSON-friendly counts and percentages."""
-        return {
-            "correct": self.correct,
-            "excess": self.excess,
-            "missed": self.missed,
-            "precision": self.precision,
-            "recall": self.recall,
-            "f1": self.f1,
-        }
-
-
-@dataclass(frozen=True)
-class SrlEvaluation:
-    """srl-eval.pl's report.
+class SrlEvaluation(OverallPercent):
+    """srl-eval.pl's report (argument counts as :class:`~tasks.common.prf.PRF`, built by
+    :meth:`~tasks.common.prf.PRF.from_errors`).
 
     Attributes:
         overall: counts over all non-excluded types (the "Overall" line).
@@ -166,28 +124,13 @@ class SrlEvaluation:
         unmatched_predictions: predicted propositions without gold, skipped.
     """
 
-    overall: Counts
-    per_type: Mapping[str, Counts] = field(default_factory=dict)
-    excluded: Mapping[str, Counts] = field(default_factory=dict)
+    overall: PRF
+    per_type: Mapping[str, PRF] = field(default_factory=dict)
+    excluded: Mapping[str, PRF] = field(default_factory=dict)
     num_sentences: int = 0
     num_propositions: int = 0
     perfect_propositions: int = 0
     unmatched_predictions: int = 0
-
-    @property
-    def precision(self) -> float:
-        """Overall precision (percent)."""
-        return self.overall.precision
-
-    @property
-    def recall(self) -> float:
-        """Overall recall (percent)."""
-        return self.overall.recall
-
-    @property
-    def f1(self) -> float:
-        """Overall F1 (percent)."""
-        return self.overall.f1
 
     def to_dict(self) -> dict[str, object]:
         """JSON-friendly report; percentages in percent as the script prints them."""
@@ -197,17 +140,25 @@ class SrlEvaluation:
             else 0.0
         )
         return {
-            "precision": self.precision,
-            "recall": self.recall,
-            "f1": self.f1,
-            "overall": self.overall.to_dict(),
-            "per_type": {t: c.to_dict() for t, c in sorted(self.per_type.items())},
-            "excluded": {t: c.to_dict() for t, c in sorted(self.excluded.items())},
+            **self.overall.as_dict(scale=100),
+            "overall": _counts_dict(self.overall),
+            "per_type": {t: _counts_dict(c) for t, c in sorted(self.per_type.items())},
+            "excluded": {t: _counts_dict(c) for t, c in sorted(self.excluded.items())},
             "num_sentences": self.num_sentences,
             "num_propositions": self.num_propositions,
             "perfect_propositions": perfect,
             "unmatched_predictions": self.unmatched_predictions,
         }
+
+
+def _counts_dict(counts: PRF) -> dict[str, float]:
+    """srl-eval.pl's line for one type: correct / excess / missed and percentages."""
+    return {
+        "correct": counts.correct,
+        "excess": counts.excess,
+        "missed": counts.missed,
+        **counts.as_dict(scale=100),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -332,9 +283,9 @@ class _Tally:
     def add(self, label: str, slot: int) -> None:
         self.types.setdefault(label, [0, 0, 0])[slot] += 1
 
-    def counts(self, excluded: bool) -> dict[str, Counts]:
+    def counts(self, excluded: bool) -> dict[str, PRF]:
         return {
-            label: Counts(*values)
+            label: PRF.from_errors(*values)
             for label, values in self.types.items()
             if (label in EXCLUDED_TYPES) == excluded
         }
@@ -383,7 +334,7 @@ def evaluate_props(
         num_sentences += 1
     per_type = tally.counts(excluded=False)
     return SrlEvaluation(
-        overall=sum(per_type.values(), Counts()),
+        overall=sum(per_type.values(), PRF()),
         per_type=per_type,
         excluded=tally.counts(excluded=True),
         num_sentences=num_sentences,

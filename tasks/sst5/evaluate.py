@@ -13,12 +13,11 @@ as wrong). Exit status 1 with a located message on malformed files or a line-cou
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from tasks.common.io import DataError, iter_lines
+from tasks.common.io import DataError, iter_lines, run_json_cli
 from tasks.sst5.data import NUM_LABELS, iter_trees
 from tasks.sst5.metric import SstResult, sst_accuracy
 
@@ -97,15 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="predictions are polarities 0/1; only binary accuracy is reported",
     )
     args = parser.parse_args(argv)
-    try:
-        result = evaluate_files(
+    return run_json_cli(
+        lambda: evaluate_files(
             args.trees, args.predictions, binary_predictions=args.binary_predictions
-        )
-    except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(result.as_dict(), indent=2))
-    return 0
+        ).as_dict()
+    )
 
 
 if __name__ == "__main__":

@@ -171,3 +171,59 @@ def test_config_json_overrides_and_errors(tmp_path: Path) -> None:
     assert again == cfg
     with pytest.raises(ValueError, match="unknown config keys"):
         PretrainConfig.from_dict({"learning_rate": 1})
+
+
+def sessions(out: Path) -> list[dict[str, object]]:
+    rows = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    return [r["session"] for r in rows if "session" in r]
+
+
+def test_bf16_on_cpu_resumes_exactly_and_is_recorded(tmp_path: Path) -> None:
+    text = corpus(tmp_path / "train.txt")
+    cfg = config()
+    kw = {"progress": False, "device": "cpu", "precision": "bf16"}
+    train(cfg, [text], tmp_path / "a", **kw)  # type: ignore[arg-type]
+    train(cfg, [text], tmp_path / "b", stop_after=3, **kw)  # type: ignore[arg-type]
+    train(cfg, [text], tmp_path / "b", **kw)  # type: ignore[arg-type]
+    assert losses(tmp_path / "a") == losses(tmp_path / "b")
+    for name, value in params(tmp_path / "a").items():
+        assert value.dtype == torch.float32, name  # mixed precision: fp32 weights
+        assert torch.equal(value, params(tmp_path / "b")[name]), name
+    assert [(s["device"], s["precision"], s["resumed"]) for s in sessions(tmp_path / "b")] == [
+        ("cpu", "bf16", False),
+        ("cpu", "bf16", True),
+    ]
+    payload = load_training_checkpoint(tmp_path / "b" / CHECKPOINT_NAME)
+    assert payload["device"] == "cpu" and payload["precision"] == "bf16"
+    assert payload["scaler"] == {} and payload["rng_cuda"] == []
+    # bf16 really ran: the losses differ from an fp32 run's
+    train(cfg, [text], tmp_path / "c", progress=False, device="cpu")
+    assert losses(tmp_path / "c") != losses(tmp_path / "a")
+
+
+def test_resume_from_another_device_type_warns_and_continues(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    text = corpus(tmp_path / "train.txt")
+    out = tmp_path / "run"
+    train(config(), [text], out, progress=False, stop_after=2, device="cpu")
+    payload = load_training_checkpoint(out / CHECKPOINT_NAME)
+    # as a CUDA run would have written it: a 16-byte philox sampler state, CUDA RNG states
+    payload.update(device="cuda:0", rng_sampler=torch.zeros(16, dtype=torch.uint8))
+    payload["rng_cuda"] = [torch.zeros(16, dtype=torch.uint8)]
+    torch.save(payload, out / CHECKPOINT_NAME)
+    with caplog.at_level("WARNING", logger="bilm.pretrain"):
+        result = train(config(), [text], out, progress=False, device="cpu")
+    assert result.steps == config().max_steps
+    assert "written on cuda with fp32, resumed on cpu with fp32" in caplog.text
+
+
+def test_impossible_device_or_precision_is_a_clear_error(tmp_path: Path) -> None:
+    from bilm.devices import DeviceError
+
+    text = corpus(tmp_path / "train.txt")
+    with pytest.raises(DeviceError, match="fp16 needs a CUDA device"):
+        train(config(), [text], tmp_path / "a", progress=False, device="cpu", precision="fp16")
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="CUDA is not available"):
+            train(config(), [text], tmp_path / "b", progress=False, device="cuda")

@@ -96,3 +96,23 @@ def test_bad_config_and_missing_files_exit_cleanly(tmp_path: Path, capsys) -> No
     )
     assert "missing.txt" in capsys.readouterr().err
     assert main(["evaluate", "--input", str(text), "--checkpoint", str(text)]) == 1
+
+
+def test_device_and_precision_flags(tmp_path: Path, capsys) -> None:
+    text = corpus(tmp_path / "train.txt", n=40)
+    args = ["pretrain", "--train", str(text), "--config", "tiny", "--quiet", "--max-steps", "2"]
+    out = tmp_path / "run"
+    assert main([*args, "--out", str(out), "--device", "cpu", "--precision", "bf16"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["device"] == "cpu" and summary["precision"] == "bf16"
+    records = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    assert records[0]["session"]["device"] == "cpu"
+    assert records[0]["session"]["precision"] == "bf16"
+    bad = tmp_path / "bad"
+    assert main([*args, "--out", str(bad), "--device", "cpu", "--precision", "fp16"]) == 2
+    assert "fp16 needs a CUDA device" in capsys.readouterr().err
+    assert main([*args, "--out", str(bad), "--device", "tpu"]) == 2
+    assert "expected auto | cpu | cuda | cuda:N" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main([*args, "--out", str(bad), "--device", "cuda:1"]) == 2
+        assert "CUDA is not available" in capsys.readouterr().err

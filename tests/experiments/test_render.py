@@ -10,7 +10,6 @@ import pytest
 
 from experiments.render import (
     IncreaseColumn,
-    MetricFormat,
     Row,
     RunsColumn,
     TableSpec,
@@ -21,11 +20,12 @@ from experiments.render import (
 )
 from experiments.spec import baseline_fields, baseline_of, derive
 from experiments.store import RunRecord
+from tasks.core import MetricSpec
 from tests.conftest import REPO
 from tests.experiments.helpers import PROVENANCE, make_record, make_spec
 
 GOLDENS = REPO / "tests" / "experiments" / "goldens"
-ACC = MetricFormat("accuracy", scale=100, decimals=1)
+ACC = MetricSpec("accuracy", scale=100, decimals=1)
 
 
 def golden_script() -> ModuleType:

@@ -1,139 +1,300 @@
-"""The one training loop: determinism, exact resume after kill -9, NaN guard, the CLI."""
+"""The one training loop, on a toy task defined only in tests/ and on SQuAD: determinism, exact
+resume after kill -9 with a learning-rate schedule and EMA, the ELMo path (injector, cache, λ,
+LastOnly), the NaN guard, devices, and the CLI (run, sweep, reproduce, render)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
+from bilm.scalar_mix import MixSpec
+from experiments import runner
 from experiments.__main__ import main
-from experiments.runner import train_run
-from tasks.common.inject import MixSpec
-from tasks.registry import get_task
+from experiments.runner import RunOptions, train
+from experiments.spec import RunSpec
+from experiments.store import ResultsStore
+from tasks.common.inject import Injector
 from tests.conftest import REPO
-
-TINY = [
-    "limit=40",
-    "word_vectors=random:8",
-    "hidden=6",
-    "char_filters=6",
-    "epochs=3",
-    "patience=5",
-    "batch_size=8",
-]
+from tests.experiments.toy_task import SCHEDULED, registered
 
 
-def run(work: Path, **kw: object) -> object:
-    return train_run(
-        get_task("squad"),
-        config="mini",
-        overrides=TINY,
-        representation="none",
-        representation_config={},
-        sites=frozenset(),
-        mix=MixSpec(),
-        dropout=0.0,
-        seed=3,
-        work_dir=work,
-        progress=False,
-        **kw,  # type: ignore[arg-type]
-    )
+@pytest.fixture
+def toy(tmp_path: Path) -> Iterator[object]:
+    with registered(tmp_path / "toy-demo") as task:
+        yield task
+
+
+def toy_spec(**changes: object) -> RunSpec:
+    fields: dict[str, object] = {
+        "task": "toy",
+        "task_version": 1,
+        "representation": "none",
+        "sites": (),
+        "dropout": 0.0,
+        "seed": 3,
+    }
+    return RunSpec(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def opts(work: Path, **changes: object) -> RunOptions:
+    return dataclasses.replace(RunOptions(work_root=work, progress=False), **changes)
 
 
 def strip(log: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "seconds"} for r in log]
 
 
-def test_same_seed_same_result_and_resume_is_exact(tmp_path: Path) -> None:
-    a = run(tmp_path / "a")
-    b = run(tmp_path / "b")
-    assert a.metrics == b.metrics and strip(a.log) == strip(b.log)  # type: ignore[attr-defined]
-    run(tmp_path / "c", stop_after_epochs=1)
-    c = run(tmp_path / "c")
-    assert strip(c.log) == strip(a.log)  # type: ignore[attr-defined]
-    assert c.metrics == a.metrics  # type: ignore[attr-defined]
+def test_toy_task_learns_and_is_deterministic(toy: object, tmp_path: Path) -> None:
+    spec = toy_spec(eval_splits=("dev", "test"))
+    a = train(spec, opts(tmp_path / "a"))
+    b = train(spec, opts(tmp_path / "b"))
+    assert a.metrics == b.metrics and strip(a.log) == strip(b.log)
+    assert a.log[0]["train_loss"] > a.log[-1]["train_loss"]  # the loss falls
+    assert a.metrics["dev_accuracy"] > 0.75  # majority class is about 0.5
+    assert set(a.metrics) == {"dev_accuracy", "test_accuracy"}
+    lines = a.predictions["test"].read_text().split()
+    assert len(lines) == a.counts["test"] == 80
 
 
-KILLER = """
+def test_resume_after_kill_9_with_schedule_and_ema(toy: object, tmp_path: Path) -> None:
+    spec = toy_spec(overrides=SCHEDULED)
+    reference = train(spec, opts(tmp_path / "ref"))
+    assert [r["lr"] for r in reference.log][-1] < 0.03  # the exponential decay ran
+    assert len(reference.log) >= 4  # evaluated every 7 steps, mid-epoch too
+    child = f"""
 import os, signal, sys, torch
-torch.set_num_threads(int(sys.argv[3]))  # as the parent: float sums depend on the thread count
+torch.set_num_threads({torch.get_num_threads()})
+from pathlib import Path
 from experiments import runner
-from tasks.common.inject import MixSpec
-from tasks.registry import get_task
-steps = {"n": 0}
-kill_at = int(sys.argv[2])
-real_step = torch.optim.Adam.step
-def step(self, *a, **k):
-    steps["n"] += 1
-    if steps["n"] == kill_at:
+from experiments.spec import RunSpec
+from tests.experiments.toy_task import SCHEDULED, registered
+real = runner._train_batch
+count = {{"n": 0}}
+def killing(run, state, batch):
+    count["n"] += 1
+    if count["n"] == 17:  # after the evaluations at steps 7 and 14, inside epoch 2
         os.kill(os.getpid(), signal.SIGKILL)
-    return real_step(self, *a, **k)
-torch.optim.Adam.step = step
-TINY = %r
-runner.train_run(get_task("squad"), config="mini", overrides=TINY, representation="none",
-    representation_config={}, sites=frozenset(), mix=MixSpec(), dropout=0.0, seed=3,
-    work_dir=sys.argv[1], progress=False)
-""".replace("%r", repr(TINY))
-
-
-def test_kill_9_mid_epoch_then_resume(tmp_path: Path) -> None:
+    real(run, state, batch)
+runner._train_batch = killing
+with registered(Path({str(tmp_path / "toy-demo")!r})):
+    spec = RunSpec(task="toy", task_version=1, representation="none", sites=(), dropout=0.0,
+                   seed=3, overrides=SCHEDULED)
+    runner.train(spec, runner.RunOptions(work_root=Path({str(tmp_path / "k")!r}), progress=False))
+"""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    reference = run(tmp_path / "ref")
-    # 40 examples / batch 8 = 5 steps per epoch: step 8 is inside epoch 2
     done = subprocess.run(
-        [sys.executable, "-c", KILLER, str(tmp_path / "k"), "8", str(torch.get_num_threads())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
-    saved = torch.load(tmp_path / "k" / "checkpoint.pt", weights_only=True)
-    assert json.loads(saved["state"])["epoch"] == 1
-    resumed = run(tmp_path / "k")
-    assert strip(resumed.log) == strip(reference.log)  # type: ignore[attr-defined]
-    assert resumed.metrics == reference.metrics  # type: ignore[attr-defined]
+    saved = torch.load(tmp_path / "k" / "toy" / spec.run_id / "checkpoint.pt", weights_only=True)
+    state = json.loads(saved["state"])
+    assert state["step"] == 14 and state["batch"] > 0  # killed mid-epoch, after two evals
+    resumed = train(spec, opts(tmp_path / "k"))
+    assert strip(resumed.log) == strip(reference.log)
+    assert resumed.metrics == reference.metrics
 
 
-def test_non_finite_losses_stop_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tasks.squad import model as squad_model
+def test_elmo_path_uses_the_injector_and_the_cache(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tasks.common.feature_cache import FeatureCache
 
-    real = squad_model.BiDAFSelfAttention.forward
+    built = []
+    real_build = FeatureCache.build
+
+    def spy(*args: object, **kwargs: object) -> FeatureCache:
+        cache = real_build(*args, **kwargs)  # type: ignore[arg-type]
+        built.append(cache)
+        return cache
+
+    monkeypatch.setattr(FeatureCache, "build", spy)
+    spec = toy_spec(
+        representation="elmo",
+        sites=("input", "output"),
+        mix=MixSpec("all", 0.001),
+        dropout=0.5,
+        overrides=("train.epochs=2",),
+    )
+    outcome = train(spec, opts(tmp_path / "w", cache_dir=tmp_path / "cache"))
+    assert len(built) == 1 and any((tmp_path / "cache").iterdir())
+    for site in ("input", "output"):
+        weights = outcome.layer_weights[site]
+        assert len(weights) == 3 and abs(sum(weights) - 1) < 1e-6
+        assert max(weights) - min(weights) > 1e-4  # the mix weights were trained
+    assert outcome.log[0]["layer_weights"].keys() == {"input", "output"}
+
+
+def _first_step_grads(spec: RunSpec, work: Path, w: torch.Tensor) -> tuple[torch.Tensor, Injector]:
+    run = runner._set_up(spec, opts(work))
+    injector = next(m for m in run.model.modules() if isinstance(m, Injector))
+    with torch.no_grad():
+        for mix in injector.mixes.values():
+            if mix.weights.requires_grad:
+                mix.weights.copy_(w)
+    batch = run.recipe.collate(run.splits["train"][:8], run.represent)
+    torch.manual_seed(0)
+    runner._train_batch(run, runner.LoopState(lr=1e-3), batch)
+    mix = injector.mixes["input"]
+    grad = mix.weights.grad.clone() if mix.weights.grad is not None else torch.zeros(3)
+    return grad, injector
+
+
+def test_lambda_adds_exactly_2_lambda_w_to_the_mix_gradient(toy: object, tmp_path: Path) -> None:
+    w = torch.tensor([0.3, -0.2, 0.5])
+    base = toy_spec(representation="elmo", sites=("input",), dropout=0.5)
+    g0, _ = _first_step_grads(dataclasses.replace(base, mix=MixSpec("all", 0.0)), tmp_path / "a", w)
+    lam = 0.25
+    g1, _ = _first_step_grads(dataclasses.replace(base, mix=MixSpec("all", lam)), tmp_path / "b", w)
+    assert g0.abs().sum() > 0
+    torch.testing.assert_close(g1 - g0, 2 * lam * w, rtol=0, atol=1e-6)
+
+
+def test_last_only_freezes_the_mix_weights(toy: object, tmp_path: Path) -> None:
+    spec = toy_spec(representation="elmo", sites=("input",), mix=MixSpec("last"), dropout=0.5)
+    outcome = train(dataclasses.replace(spec, overrides=("train.epochs=1",)), opts(tmp_path))
+    assert outcome.layer_weights["input"] == [0.0, 0.0, 1.0]
+    run = runner._set_up(spec, opts(tmp_path / "again"))
+    mix = next(m for m in run.model.modules() if isinstance(m, Injector)).mixes["input"]
+    assert not mix.weights.requires_grad and mix.gamma.requires_grad
+
+
+def test_plateau_schedule_lowers_the_learning_rate(toy: object, tmp_path: Path) -> None:
+    spec = toy_spec(
+        overrides=(
+            "train.epochs=6",
+            "train.optimizer.lr=0.00001",  # too small to improve: every evaluation is a plateau
+            "train.schedule.kind=plateau",
+            "train.schedule.patience=1",
+            "train.schedule.factor=0.5",
+        )
+    )
+    log = train(spec, opts(tmp_path)).log
+    lrs = [r["lr"] for r in log]
+    assert lrs[0] == pytest.approx(1e-5) and lrs[-1] < lrs[0]
+
+
+def test_early_stopping_and_limit(toy: object, tmp_path: Path) -> None:
+    spec = toy_spec(
+        limit=20, overrides=("train.epochs=8", "train.patience=1", "train.optimizer.lr=0.00001")
+    )
+    outcome = train(spec, opts(tmp_path))
+    assert outcome.counts == {"train": 20, "dev": 20}
+    assert outcome.epochs_run < 8
+
+
+def test_non_finite_losses_stop_the_run(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.experiments import toy_task
+
+    real = toy_task.ToyModel.forward
 
     def nan_forward(self, batch):  # type: ignore[no-untyped-def]
         out = real(self, batch)
-        return squad_model.SquadOutput(
-            out.loss * float("nan"), out.spans, out.start_logits, out.end_logits
-        )
+        return toy_task.ToyOutput(out.loss * float("nan"), out.predictions)
 
-    monkeypatch.setattr(squad_model.BiDAFSelfAttention, "forward", nan_forward)
+    monkeypatch.setattr(toy_task.ToyModel, "forward", nan_forward)
     with pytest.raises(FloatingPointError, match="non-finite"):
-        run(tmp_path / "nan")
+        train(toy_spec(), opts(tmp_path))
 
 
-def test_cli_run_stores_and_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = [
-        "run",
-        "squad",
-        "--repr",
-        "none",
-        "--seeds",
-        "0",
+def test_device_and_precision_are_checked_and_recorded(toy: object, tmp_path: Path) -> None:
+    from bilm.devices import DeviceError
+
+    with pytest.raises(DeviceError):
+        train(toy_spec(), opts(tmp_path, device="cuda:7"))
+    with pytest.raises(DeviceError, match="fp16"):
+        train(toy_spec(), opts(tmp_path, device="cpu", precision="fp16"))
+    spec = toy_spec(overrides=("train.epochs=1",))
+    outcome = train(spec, opts(tmp_path / "bf16", device="cpu", precision="bf16"))
+    assert outcome.device == "cpu, bf16"
+    record = runner.run_spec(spec, opts(tmp_path / "fp32", device="cpu"))
+    assert record.provenance.device == "cpu"
+    assert "predictions-dev.txt" in record.attachments
+
+
+def test_missing_test_split_is_a_clear_error(tmp_path: Path) -> None:
+    spec = RunSpec(
+        task="squad",
+        task_version=3,
+        representation="none",
+        sites=(),
+        dropout=0.0,
+        eval_splits=("dev", "test"),
+        limit=8,
+        overrides=("word_vectors=random:4", "hidden=4", "char_filters=4"),
+    )
+    with pytest.raises(ValueError, match="no test split.*hidden"):
+        train(spec, opts(tmp_path))
+
+
+def test_cli_run_sweep_reproduce_render_on_the_toy_task(
+    toy: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = [
         "--store",
         str(tmp_path / "s"),
+        "--out",
+        str(tmp_path / "out"),
         "--quiet",
-        "--set",
-        *[t for t in TINY if not t.startswith("epochs=")],
-        "epochs=1",
+        "--work",
+        str(tmp_path / "w"),
+        "--cache",
+        str(tmp_path / "c"),
     ]
-    assert main(args) == 0
+    assert main(["run", "toy", "--repr", "none", "--seeds", "0", *common]) == 0
     first = capsys.readouterr()
-    assert "1 ran" in first.err and '"f1"' in first.out
-    assert main(args) == 0
-    assert "1 already stored" in capsys.readouterr().err
+    assert "done" in first.err and '"dev_accuracy"' in first.out
+    assert main(["run", "toy", "--repr", "none", "--seeds", "0", *common]) == 0
+    assert "stored" in capsys.readouterr().err
+    sweep = [
+        "sweep",
+        "toy",
+        "--repr",
+        "elmo",
+        "--lam",
+        "0,1",
+        "--sites",
+        "input,input+output",
+        "--seeds",
+        "0",
+        "--set",
+        "train.epochs=1",
+        *common,
+    ]
+    assert main(sweep) == 0
+    out = capsys.readouterr()
+    assert out.err.count(" done ") == 4
+    assert "elmo λ=1 input+output" in out.out and "elmo λ=0 input" in out.out
+    assert main(["reproduce", "toy_elmo", "--set", "train.epochs=1", *common]) == 0
+    table = capsys.readouterr().out
+    assert "Toy (Acc.) — DEMO data" in table and "(dev; preset mini)" in table
+    assert (
+        main(
+            [
+                "render",
+                "toy_elmo",
+                "--set",
+                "train.epochs=1",
+                "--store",
+                str(tmp_path / "s"),
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out == table
+    assert (tmp_path / "r" / "tables" / "toy_elmo-mini-demo-table1.md").read_text() + "\n" == table
+    stored = ResultsStore(tmp_path / "s").records("toy")
+    # run: 1 baseline; sweep: 4 points; toy_elmo: its baseline (its ELMo run is a sweep point)
+    assert len(stored) == 6

@@ -170,7 +170,16 @@ def test_trainable_representation_is_a_submodule(tmp_path: Path) -> None:
 
 
 def test_mix_spec_validates() -> None:
-    with pytest.raises(ValueError, match="'all' or 'last'"):
+    with pytest.raises(ValueError, match=r"mix.mode must be one of \('all', 'last'\)"):
         MixSpec(mode="top")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lam"):
         MixSpec(lam=-1.0)
+    assert MixSpec("last", 0.5).lam == 0.0  # LastOnly has no weights to penalise
+    assert MixSpec("all", 1).lam == 1.0
+
+
+def test_one_mix_spec_for_the_harness_and_the_library() -> None:
+    import bilm
+    from experiments import spec
+
+    assert MixSpec is bilm.MixSpec is spec.MixSpec

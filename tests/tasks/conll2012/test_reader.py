@@ -15,9 +15,9 @@ from tasks.common.conll2012 import (
     parse_begin_document,
     read_documents,
     read_sentences,
-    spans_to_bracket_tags,
 )
 from tasks.common.io import DataError
+from tasks.common.spans import spans_to_brackets
 from tests.conftest import shared_path
 
 COREF = ("fixtures", "formats", "coref", "coref.gold_conll")
@@ -130,7 +130,7 @@ def test_bracket_writer_reproduces_every_srl_column(parts: tuple[str, ...]) -> N
     for rows, sentence in zip(raw, sentences, strict=True):
         for k, frame in enumerate(sentence.srl_frames):
             column = [row[11 + k] for row in rows]
-            assert spans_to_bracket_tags(len(sentence), frame.arguments) == column
+            assert spans_to_brackets(len(sentence), frame.arguments) == column
 
 
 # --------------------------------------------------------------------------------------------------
@@ -201,13 +201,13 @@ def test_parse_begin_document() -> None:
     assert parse_begin_document("#begin document bc/cctv/00/cctv_0000") is None
 
 
-def test_spans_to_bracket_tags_nesting_and_crossing() -> None:
+def test_spans_to_brackets_nesting_and_crossing() -> None:
     spans = [Span(0, 3, "A1"), Span(0, 0, "A2"), Span(2, 3, "A3")]
-    assert spans_to_bracket_tags(4, spans) == ["(A1(A2*)", "*", "(A3*", "*))"]
+    assert spans_to_brackets(4, spans) == ["(A1(A2*)", "*", "(A3*", "*))"]
     with pytest.raises(ValueError, match="cross"):
-        spans_to_bracket_tags(4, [Span(0, 2, "A"), Span(1, 3, "B")])
+        spans_to_brackets(4, [Span(0, 2, "A"), Span(1, 3, "B")])
     with pytest.raises(ValueError, match="outside"):
-        spans_to_bracket_tags(2, [Span(1, 2, "A")])
+        spans_to_brackets(2, [Span(1, 2, "A")])
 
 
 # --------------------------------------------------------------------------------------------------

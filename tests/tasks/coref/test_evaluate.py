@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,8 @@ from tasks.common.io import DataError
 from tasks.coref.data import read_coref, to_hf_dataset
 from tasks.coref.evaluate import encode_clusters, evaluate_files, main, write_response
 from tasks.coref.metric import score_corpus
-from tests.conftest import REPO, shared_path
+from tests.conftest import shared_path
+from tests.tasks.helpers import run_module
 
 COREF = ("fixtures", "formats", "coref", "coref.gold_conll")
 
@@ -126,14 +125,7 @@ def test_cli_json(tmp_path: Path) -> None:
     response = tmp_path / "response.conll"
     gold = _key(key)
     write_response(key, {k: v[:1] for k, v in gold.items()}, response)  # first cluster only
-    done = subprocess.run(
-        [sys.executable, "-m", "tasks.coref.evaluate", str(key), str(response)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    report = json.loads(done.stdout)
+    report = json.loads(run_module("tasks.coref.evaluate", str(key), str(response)))
     assert set(report) >= {"muc", "bcub", "ceafe", "conll_f1", "mentions"}
     for metric in ("muc", "bcub", "ceafe"):
         assert report[metric]["precision"] == 100.0 and report[metric]["recall"] < 100.0

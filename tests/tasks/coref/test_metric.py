@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from tasks.common.prf import PRF
 from tasks.coref.metric import (
-    Prf,
     align_clusters,
     b_cubed,
     ceafe,
@@ -19,7 +19,7 @@ from tasks.coref.metric import (
 )
 
 
-def rp(prf: Prf) -> tuple[float, float]:
+def rp(prf: PRF) -> tuple[float, float]:
     return prf.recall, prf.precision
 
 

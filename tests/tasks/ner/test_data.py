@@ -1,4 +1,4 @@
-"""CoNLL-2003 reader, tag-scheme conversions and the reader's failure modes."""
+"""CoNLL-2003 reader and its failure modes (tag schemes: tests/tasks/common/test_spans.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.common.io import DataError
-from tasks.ner.data import (
-    SCHEMES,
-    Chunk,
-    Conll2003Reader,
-    chunks_to_tags,
-    convert,
-    is_valid,
-    tags_to_chunks,
-    to_hf_dataset,
-)
+from tasks.ner.data import Conll2003Reader, to_hf_dataset
 from tests.conftest import shared_path
 
 SAMPLE = ("tagging", "conll2003.txt")
@@ -117,78 +108,3 @@ def test_fuzz_reader_raises_only_data_error(tmp_path: Path, data: bytes) -> None
             assert len(example.tokens) == len(example.ner_tags) > 0
     except DataError:
         pass
-
-
-# --- tag schemes -----------------------------------------------------------------------------
-
-LABELS = st.sampled_from(["PER", "LOC", "ORG", "MISC"])
-
-
-@st.composite
-def chunked_sequences(draw: st.DrawFn) -> tuple[list[Chunk], int]:
-    """Random non-overlapping chunks (adjacent same-type chunks included) over a sentence."""
-    chunks: list[Chunk] = []
-    position = 0
-    for _ in range(draw(st.integers(0, 8))):
-        position += draw(st.integers(0, 2))  # gap of 0 makes adjacent chunks
-        width = draw(st.integers(1, 3))
-        chunks.append(Chunk(draw(LABELS), position, position + width))
-        position += width
-    return chunks, position + draw(st.integers(0, 2))
-
-
-@given(chunked_sequences(), st.sampled_from(SCHEMES), st.sampled_from(SCHEMES))
-def test_round_trips_are_identity_and_keep_chunks(
-    sample: tuple[list[Chunk], int], source: str, target: str
-) -> None:
-    chunks, length = sample
-    tags = chunks_to_tags(chunks, length, source)
-    assert is_valid(tags, source)
-    assert tags_to_chunks(tags, source) == chunks
-    converted = convert(tags, source, target)
-    assert is_valid(converted, target)
-    assert tags_to_chunks(converted, target) == chunks
-    assert convert(converted, target, source) == tags
-
-
-ANY_TAGS = st.lists(
-    st.sampled_from(["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "L-PER", "U-PER", "L-LOC"]),
-    max_size=12,
-)
-
-
-@given(ANY_TAGS, st.sampled_from(SCHEMES))
-def test_conversion_keeps_chunks_of_any_sequence(tags: list[str], target: str) -> None:
-    source = "BIOUL"  # the widest vocabulary: every sampled tag is a BIOUL tag
-    chunks = tags_to_chunks(tags, source)
-    assert tags_to_chunks(convert(tags, source, target), target) == chunks
-
-
-def test_known_conversions() -> None:
-    iob1 = ["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-ORG", "B-ORG"]
-    assert convert(iob1, "IOB1", "IOB2") == [
-        "B-PER",
-        "I-PER",
-        "B-PER",
-        "O",
-        "B-LOC",
-        "B-ORG",
-        "B-ORG",
-    ]
-    assert convert(iob1, "IOB1", "BIOUL") == [
-        "B-PER",
-        "L-PER",
-        "U-PER",
-        "O",
-        "U-LOC",
-        "U-ORG",
-        "U-ORG",
-    ]
-    # Invalid IOB2 (I- after O) is decoded leniently, like conlleval.
-    assert tags_to_chunks(["O", "I-PER", "I-PER"], "IOB2") == [Chunk("PER", 1, 3)]
-    assert not is_valid(["O", "I-PER"], "IOB2") and is_valid(["O", "I-PER"], "IOB1")
-    assert not is_valid(["B-PER", "O"], "BIOUL") and not is_valid(["B-PER"], "IOB1")
-    with pytest.raises(ValueError):
-        convert(["U-PER"], "IOB2", "IOB1")
-    with pytest.raises(ValueError):
-        chunks_to_tags([Chunk("PER", 0, 2), Chunk("LOC", 1, 3)], 3, "IOB2")

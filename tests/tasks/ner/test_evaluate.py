@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tasks.ner.data import Conll2003Reader, convert
 from tasks.ner.evaluate import main, write_conlleval
-from tests.conftest import REPO, shared_path
+from tests.conftest import shared_path
+from tests.tasks.helpers import run_cli, run_module
 
 CONLLEVAL_INPUT = (
     "-DOCSTART- -X- -X- O O\n"
@@ -27,9 +26,7 @@ CONLLEVAL_INPUT = (
 
 
 def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict, str]:
-    status = main(argv)
-    captured = capsys.readouterr()
-    return status, json.loads(captured.out) if status == 0 else {}, captured.err
+    return run_cli(main, argv, capsys)
 
 
 def test_cli_reports_conlleval_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,14 +54,7 @@ def test_cli_reports_conlleval_numbers(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_cli_reads_stdin_and_options() -> None:
     raw_input = "a PER PER\nb PER O\n\nc LOC LOC\n"
-    process = subprocess.run(
-        [sys.executable, "-m", "tasks.ner.evaluate", "-r", "-"],
-        input=raw_input.encode(),
-        capture_output=True,
-        cwd=REPO,
-        check=True,
-    )
-    report = json.loads(process.stdout)
+    report = json.loads(run_module("tasks.ner.evaluate", "-r", "-", stdin=raw_input))
     assert (report["gold_chunks"], report["predicted_chunks"], report["correct_chunks"]) == (
         3,
         2,

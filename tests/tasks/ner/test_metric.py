@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.ner.data import tags_to_chunks
+from tasks.common.spans import tags_to_spans
 from tasks.ner.metric import conlleval, score_rows, split_tag
 
 
@@ -85,8 +85,8 @@ def test_full_report_numbers() -> None:
     assert list(result.per_type) == ["LOC", "MISC", "ORG", "PER"]
     org = result.per_type["ORG"]
     assert (org.gold, org.predicted, org.correct) == (1, 2, 1)
-    assert (org.precision, org.recall) == (50.0, 100.0)
-    assert org.f1 == pytest.approx(200 / 3)
+    assert org.scores(100)[:2] == (50.0, 100.0)  # percent, as conlleval prints them
+    assert org.scores(100)[2] == pytest.approx(200 / 3)
     assert result.per_type["LOC"].as_dict()["f1"] == 0.0
     assert result.as_dict()["per_type"]["PER"]["precision"] == 100.0
 
@@ -138,7 +138,7 @@ def test_correct_chunks_are_exact_span_matches(data: st.DataObject) -> None:
         )
     )
     result = conlleval([gold], [predicted])
-    gold_chunks, predicted_chunks = tags_to_chunks(gold, "IOB1"), tags_to_chunks(predicted, "IOB1")
+    gold_chunks, predicted_chunks = tags_to_spans(gold, "IOB1"), tags_to_spans(predicted, "IOB1")
     assert result.overall.gold == len(gold_chunks)
     assert result.overall.predicted == len(predicted_chunks)
     assert result.overall.correct == len(set(gold_chunks) & set(predicted_chunks))

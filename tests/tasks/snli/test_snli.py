@@ -14,6 +14,7 @@ from tasks.snli.data import SnliReader, binary_parse_tokens, to_hf_dataset
 from tasks.snli.evaluate import main, write_predictions
 from tasks.snli.metric import accuracy
 from tests.conftest import shared_path
+from tests.tasks.helpers import assert_cli_error, assert_read_error, run_cli, write_lines
 
 
 def record(pair_id: str, label: str, **extra: object) -> str:
@@ -25,11 +26,6 @@ def record(pair_id: str, label: str, **extra: object) -> str:
         **extra,
     }
     return json.dumps(fields)
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 @pytest.mark.shared
@@ -121,9 +117,7 @@ CORRUPTIONS = {
 def test_corruption_raises_located_data_error(tmp_path: Path, name: str) -> None:
     lines, line, reason = CORRUPTIONS[name]
     path = write_lines(tmp_path / "bad.jsonl", lines)
-    with pytest.raises(DataError) as info:
-        list(SnliReader(path))
-    assert info.value.line == line and reason in info.value.reason
+    assert_read_error(lambda: SnliReader(path), line, reason)
 
 
 @pytest.mark.parametrize(
@@ -139,9 +133,7 @@ def test_file_level_corruptions(
 ) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(content)
-    with pytest.raises(DataError) as info:
-        list(SnliReader(path))
-    assert info.value.line == line and reason in info.value.reason
+    assert_read_error(lambda: SnliReader(path), line, reason)
 
 
 @settings(
@@ -212,9 +204,7 @@ def evaluate(
         ],
     )
     pred = write_lines(tmp_path / "pred.jsonl", predictions)
-    status = main([str(data), str(pred)])
-    captured = capsys.readouterr()
-    return status, json.loads(captured.out) if status == 0 else {}, captured.err
+    return run_cli(main, [str(data), str(pred)], capsys)
 
 
 def test_cli_accuracy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -252,8 +242,7 @@ def test_cli_prediction_errors(
     reason: str,
 ) -> None:
     status, _, error = evaluate(tmp_path, predictions, capsys)
-    where = f"pred.jsonl:{line}:" if line is not None else "pred.jsonl:"
-    assert status == 1 and where in error and reason in error
+    assert_cli_error(status, error, "pred.jsonl", line, reason)
 
 
 def test_writer_rejects_bad_input(tmp_path: Path) -> None:

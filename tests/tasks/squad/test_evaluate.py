@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tasks.squad.evaluate import main, read_predictions, write_predictions
-from tests.conftest import REPO
+from tests.tasks.helpers import run_module
 
 QAS = [
     {"id": "a", "question": "?", "answers": [{"text": "red dog", "answer_start": 0}]},
@@ -83,17 +81,5 @@ def test_writer_round_trip_and_validation(tmp_path: Path) -> None:
 def test_module_entry_point(tmp_path: Path) -> None:
     predictions = tmp_path / "pred.json"
     write_predictions(predictions, {"a": "red dog", "b": "blue"})
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tasks.squad.evaluate",
-            str(dataset_file(tmp_path)),
-            str(predictions),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=True,
-    )
-    assert run.stdout == '{"exact_match": 100.0, "f1": 100.0}\n'
+    stdout = run_module("tasks.squad.evaluate", str(dataset_file(tmp_path)), str(predictions))
+    assert stdout == '{"exact_match": 100.0, "f1": 100.0}\n'

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,8 @@ from tasks.srl.evaluate import (
     write_predicted_props,
 )
 from tasks.srl.metric import evaluate_props_files, write_props
-from tests.conftest import REPO, shared_path
+from tests.conftest import shared_path
+from tests.tasks.helpers import run_module
 
 SRL_DIR = ("fixtures", "formats", "structured_prediction", "srl", "conll_2012")
 COREF = ("fixtures", "formats", "coref", "coref.gold_conll")
@@ -101,11 +100,5 @@ def test_cli_reports_malformed_input(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_module_runs_as_script(tmp_path: Path) -> None:
     props = tmp_path / "p.props"
     props.write_text("- (A0*)\nrun (V*)\n\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "tasks.srl.evaluate", str(props), str(props)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(done.stdout)["overall"]["correct"] == 1
+    stdout = run_module("tasks.srl.evaluate", str(props), str(props))
+    assert json.loads(stdout)["overall"]["correct"] == 1

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tasks.common.io import DataError
+from tasks.common.prf import PRF
 from tasks.srl.metric import (
     Argument,
-    Counts,
     PropsColumn,
     PropsSentence,
     evaluate_props,
@@ -21,6 +21,7 @@ from tasks.srl.metric import (
     read_props,
     write_props,
 )
+from tests.tasks.helpers import assert_read_error
 
 
 def sentence(*columns: tuple[int, str], verbs: tuple[str, ...] | None = None) -> PropsSentence:
@@ -33,7 +34,7 @@ def sentence(*columns: tuple[int, str], verbs: tuple[str, ...] | None = None) ->
     return PropsSentence(length, tuple(props))
 
 
-def score(gold: PropsSentence, predicted: PropsSentence) -> tuple[Counts, dict[str, Counts]]:
+def score(gold: PropsSentence, predicted: PropsSentence) -> tuple[PRF, dict[str, PRF]]:
     result = evaluate_props([gold], [predicted])
     return result.overall, dict(result.per_type)
 
@@ -41,8 +42,8 @@ def score(gold: PropsSentence, predicted: PropsSentence) -> tuple[Counts, dict[s
 def test_perfect_match_excludes_v() -> None:
     gold = sentence((1, "(A0*) (V*) (A1* *)"))
     result = evaluate_props([gold], [gold])
-    assert result.overall == Counts(correct=2)
-    assert dict(result.excluded) == {"V": Counts(correct=1)}
+    assert result.overall == PRF.from_errors(correct=2)
+    assert dict(result.excluded) == {"V": PRF.from_errors(correct=1)}
     assert "V" not in result.per_type
     assert (result.precision, result.recall, result.f1) == (100.0, 100.0, 100.0)
     assert result.perfect_propositions == 1
@@ -53,9 +54,9 @@ def test_wrong_v_does_not_count() -> None:
     predicted = sentence((1, "(A0*) (V* *) (A1*)"))  # V (1,2) wrong, A1 (3,3) wrong
     overall, per_type = score(gold, predicted)
     # A0 correct; A1 excess + missed; V wrong only in the excluded table
-    assert overall == Counts(correct=1, excess=1, missed=1)
+    assert overall == PRF.from_errors(correct=1, excess=1, missed=1)
     result = evaluate_props([gold], [predicted])
-    assert dict(result.excluded) == {"V": Counts(excess=1, missed=1)}
+    assert dict(result.excluded) == {"V": PRF.from_errors(excess=1, missed=1)}
 
 
 def test_span_crossing_a_gold_boundary_gets_no_credit() -> None:
@@ -63,9 +64,9 @@ def test_span_crossing_a_gold_boundary_gets_no_credit() -> None:
     gold = sentence((0, "(V*) (A0* *) (A1* * *)"))
     predicted = sentence((0, "(V*) (A0* * *) (A1* *)"))
     overall, per_type = score(gold, predicted)
-    assert overall == Counts(correct=0, excess=2, missed=2)
+    assert overall == PRF.from_errors(correct=0, excess=2, missed=2)
     assert (overall.precision, overall.recall, overall.f1) == (0.0, 0.0, 0.0)
-    assert per_type == {"A0": Counts(0, 1, 1), "A1": Counts(0, 1, 1)}
+    assert per_type == {"A0": PRF.from_errors(0, 1, 1), "A1": PRF.from_errors(0, 1, 1)}
 
 
 def test_continuation_is_merged_into_one_discontinuous_argument() -> None:
@@ -78,58 +79,61 @@ def test_continuation_is_merged_into_one_discontinuous_argument() -> None:
     )
     # exact prediction: the A1 + C-A1 pair is ONE correct A1 (no C-A1 type in the table)
     overall, per_type = score(gold, gold)
-    assert overall == Counts(correct=2)
-    assert per_type == {"A1": Counts(correct=1), "A0": Counts(correct=1)}
+    assert overall == PRF.from_errors(correct=2)
+    assert per_type == {"A1": PRF.from_errors(correct=1), "A0": PRF.from_errors(correct=1)}
     # head piece only: a continuous A1 never matches the discontinuous gold A1
     overall, _ = score(gold, sentence((1, "(A1*) (V*) * (A0*)")))
-    assert overall == Counts(correct=1, excess=1, missed=1)  # P = R = F1 = 50
-    assert overall.f1 == pytest.approx(50.0)
+    assert overall == PRF.from_errors(correct=1, excess=1, missed=1)  # P = R = F1 = 50
+    assert overall.scores(100)[2] == pytest.approx(50.0)
     # both pieces as two plain A1 arguments: two excess, one missed
     overall, _ = score(gold, sentence((1, "(A1*) (V*) (A1*) (A0*)")))
-    assert overall == Counts(correct=1, excess=2, missed=1)
+    assert overall == PRF.from_errors(correct=1, excess=2, missed=1)
     # same pieces but a different third piece: all parts must match
     gold3 = sentence((1, "(A1*) (V*) (C-A1*) (C-A1*)"))
     overall, _ = score(gold3, sentence((1, "(A1*) (V*) * (C-A1*)")))
-    assert overall == Counts(correct=0, excess=1, missed=1)
+    assert overall == PRF.from_errors(correct=0, excess=1, missed=1)
 
 
 def test_continuation_without_head_becomes_plain_argument() -> None:
     gold = sentence((1, "(C-A1*) (V*)"))
     assert gold.propositions[0].arguments[0] == Argument("A1", 0, 0)
     overall, per_type = score(gold, sentence((1, "(A1*) (V*)")))
-    assert overall == Counts(correct=1)
-    assert per_type == {"A1": Counts(correct=1)}
+    assert overall == PRF.from_errors(correct=1)
+    assert per_type == {"A1": PRF.from_errors(correct=1)}
 
 
 def test_reference_arguments_are_their_own_type() -> None:
     gold = sentence((2, "(A0*) (R-A0*) (V*)"))
     predicted = sentence((2, "(A0*) (A0*) (V*)"))
     overall, per_type = score(gold, predicted)
-    assert overall == Counts(correct=1, excess=1, missed=1)
-    assert per_type == {"A0": Counts(correct=1, excess=1), "R-A0": Counts(missed=1)}
+    assert overall == PRF.from_errors(correct=1, excess=1, missed=1)
+    assert per_type == {
+        "A0": PRF.from_errors(correct=1, excess=1),
+        "R-A0": PRF.from_errors(missed=1),
+    }
 
 
 def test_missing_prediction_counts_all_gold_arguments_missed() -> None:
     gold = sentence((1, "(A0*) (V*) * (A1*)"), (3, "* * (A0*) (V*)"))
     predicted = sentence((1, "(A0*) (V*) * (A1*)"))  # second predicate not predicted
     result = evaluate_props([gold], [predicted])
-    assert result.overall == Counts(correct=2, missed=1)
+    assert result.overall == PRF.from_errors(correct=2, missed=1)
     assert result.num_propositions == 2 and result.perfect_propositions == 1
-    assert dict(result.excluded) == {"V": Counts(correct=1, missed=1)}
+    assert dict(result.excluded) == {"V": PRF.from_errors(correct=1, missed=1)}
 
 
 def test_verb_mismatch_counts_gold_missed_and_ignores_prediction() -> None:
     gold = sentence((1, "(A0*) (V*) (A1*)"), verbs=("eat",))
     predicted = sentence((1, "(A0*) (V*) (A1*)"), verbs=("ate",))
     overall, _ = score(gold, predicted)
-    assert overall == Counts(correct=0, excess=0, missed=2)
+    assert overall == PRF.from_errors(correct=0, excess=0, missed=2)
 
 
 def test_prediction_without_gold_is_skipped() -> None:
     gold = sentence((1, "(A0*) (V*) *"))
     predicted = sentence((1, "(A0*) (V*) *"), (2, "(A0*) * (V*)"))
     result = evaluate_props([gold], [predicted])
-    assert result.overall == Counts(correct=1)
+    assert result.overall == PRF.from_errors(correct=1)
     assert result.unmatched_predictions == 1
 
 
@@ -138,8 +142,8 @@ def test_nested_phrase_makes_its_parent_discontinuous() -> None:
     gold = sentence((3, "(A1* (A2*) *) (V*)"))
     assert gold.propositions[0].arguments[0] == Argument("A1", 0, 2, ((1, 1),))
     overall, per_type = score(gold, sentence((3, "(A1* * *) (V*)")))
-    assert per_type == {"A1": Counts(excess=1, missed=1), "A2": Counts(missed=1)}
-    assert overall == Counts(excess=1, missed=2)
+    assert per_type == {"A1": PRF.from_errors(excess=1, missed=1), "A2": PRF.from_errors(missed=1)}
+    assert overall == PRF.from_errors(excess=1, missed=2)
 
 
 def test_precision_recall_f1_over_sentences() -> None:
@@ -147,7 +151,7 @@ def test_precision_recall_f1_over_sentences() -> None:
     gold = [sentence((0, "(V*) (A0*) (A1*) *")), sentence((1, "(A0*) (V*) (A1* *)"))]
     predicted = [sentence((0, "(V*) (A0*) (A1*) (A2*)")), sentence((1, "(A0*) (V*) (A1*) *"))]
     result = evaluate_props(gold, predicted)
-    assert result.overall == Counts(correct=3, excess=2, missed=1)
+    assert result.overall == PRF.from_errors(correct=3, excess=2, missed=1)
     # P = 3/5 = 60, R = 3/4 = 75, F1 = 2*60*75/135 = 66.67
     assert result.precision == pytest.approx(60.0)
     assert result.recall == pytest.approx(75.0)
@@ -196,7 +200,7 @@ def test_props_file_round_trip_and_file_scoring(tmp_path: Path) -> None:
     ]
     write_props(pred_path, predicted)
     result = evaluate_props_files(gold_path, pred_path)
-    assert result.overall == Counts(correct=2, excess=1, missed=1)
+    assert result.overall == PRF.from_errors(correct=2, excess=1, missed=1)
     assert result.num_sentences == 3 and result.num_propositions == 3
 
 
@@ -217,9 +221,7 @@ def test_props_file_errors(tmp_path: Path, text: str | bytes, line: int, reason:
         path.write_bytes(text)
     else:
         path.write_text(text, encoding="utf-8")
-    with pytest.raises(DataError) as info:
-        list(read_props(path))
-    assert info.value.line == line and reason in info.value.reason
+    assert_read_error(lambda: read_props(path), line, reason)
 
 
 def test_props_file_trailing_blank_lines_are_fine(tmp_path: Path) -> None:

