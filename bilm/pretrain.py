@@ -51,7 +51,7 @@ from bilm.devices import (
 )
 from bilm.lm import SoftmaxHead
 from bilm.lm_data import BatchMode, BidirectionalLMStream, DirectionBatch, LMBatch, count_tokens
-from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions
+from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions, read_json_file
 from bilm.vocab import Vocabulary
 from bilm.weights import init_weights
 
@@ -175,14 +175,8 @@ def load_config(spec: str) -> PretrainConfig:
     """``small`` | ``full`` | ``tiny`` | path to a JSON file of overrides."""
     if spec in ("small", "full", "tiny"):
         return preset(spec)
-    path = Path(spec)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"config {spec!r} is neither a preset nor an existing file") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    return PretrainConfig.from_dict(data)
+    missing = f"config {spec!r} is neither a preset nor an existing file"
+    return PretrainConfig.from_dict(read_json_file(spec, ValueError, missing))
 
 
 class LanguageModel(nn.Module):

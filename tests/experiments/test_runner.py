@@ -24,6 +24,7 @@ from experiments.spec import RunSpec
 from experiments.store import ResultsStore
 from tasks.common.inject import Injector
 from tests.conftest import REPO
+from tests.experiments.test_wandb_sink import decode_run
 from tests.experiments.toy_task import SCHEDULED, registered
 
 
@@ -76,6 +77,7 @@ torch.set_num_threads({torch.get_num_threads()})
 from pathlib import Path
 from experiments import runner
 from experiments.spec import RunSpec
+from tests.experiments.test_wandb_sink import decode_run
 from tests.experiments.toy_task import SCHEDULED, registered
 real = runner._train_batch
 count = {{"n": 0}}
@@ -298,3 +300,28 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
     stored = ResultsStore(tmp_path / "s").records("toy")
     # run: 1 baseline; sweep: 4 points; toy_elmo: its baseline (its ELMo run is a sweep point)
     assert len(stored) == 6
+
+
+def test_wandb_gets_one_offline_run_per_training_run(
+    toy: object, tmp_path: Path, offline_env: Path
+) -> None:
+    from experiments.wandb_sink import WandbOptions
+
+    spec = toy_spec(
+        representation="elmo",
+        sites=("input",),
+        mix=MixSpec("all", 0.001),
+        dropout=0.5,
+        overrides=("train.epochs=2",),
+    )
+    wandb = WandbOptions(project="elmo-bench", group="g1", directory=str(tmp_path / "wb"))
+    outcome = train(spec, opts(tmp_path / "w", wandb=wandb))
+    (folder,) = (tmp_path / "wb" / "wandb").glob("offline-run-*")
+    run = decode_run(folder)
+    assert run["run"]["name"] == spec.run_id and run["run"]["group"] == "g1"
+    assert run["config"]["task"] == "toy" and run["config"]["mix"]["lam"] == 0.001
+    assert run["config"]["train_config"]["epochs"] == 2
+    rows = [r for r in run["history"].values() if "dev_accuracy" in r]
+    assert [r["dev_accuracy"] for r in rows] == [r["dev_accuracy"] for r in outcome.log]
+    assert all("lr" in r and "mix/input/s_2" in r and "mix/input/gamma" in r for r in rows)
+    assert run["summary"]["dev_accuracy"] == outcome.metrics["dev_accuracy"]

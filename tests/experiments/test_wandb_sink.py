@@ -117,21 +117,6 @@ def decode_run(folder: Path) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture
-def offline_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No W&B variables from the caller; every W&B folder (config, cache, staging) in tmp."""
-    for var in ("WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT", "WANDB_RUN_GROUP", "WANDB_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    for var, sub in (
-        ("WANDB_CONFIG_DIR", "config"),
-        ("WANDB_CACHE_DIR", "cache"),
-        ("WANDB_DATA_DIR", "data"),
-        ("WANDB_ARTIFACT_DIR", "artifacts"),
-    ):
-        monkeypatch.setenv(var, str(tmp_path / "wandb-home" / sub))
-    return tmp_path
-
-
 def test_null_sink_does_nothing() -> None:
     sink: Sink = NullSink()
     sink.log({"lr": 0.1}, step=1)
