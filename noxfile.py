@@ -135,7 +135,8 @@ def squad_baseline(session: nox.Session) -> None:
 def squad_elmo(session: nox.Session) -> None:
     """SQuAD baseline vs ELMo + baseline (Table 1 row) with the paper's numbers beside ours.
     Default: the shipped small biLM on the bundled DEMO set, mini config; arguments as
-    squad_baseline, plus `--checkpoint PATH` for another biLM."""
+    squad_baseline, plus `--elmo OPTIONS.json WEIGHTS.hdf5 | CHECKPOINT | published:NAME` for
+    another biLM and `--glove glove.840B.300d.txt` (required by `--config paper`)."""
     _reproduce(session, "squad_elmo")
 
 

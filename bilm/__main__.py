@@ -289,6 +289,124 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------- finetune
+FINETUNE_DESCRIPTION = """\
+Fine-tune a pretrained biLM on a task's text (paper section 3.4 and appendix A.1): continue LM
+training with the pretraining loop (same streams, sampled softmax, Adagrad, dropout) for
+--epochs passes over --train, then write OUT/finetuned.safetensors (a project checkpoint: use it
+with --checkpoint, bilm.load_checkpoint, or the harness's elmo checkpoint=) and
+OUT/perplexity.json with the held-out perplexity of --valid before and after fine-tuning.
+
+Model: --checkpoint (a .safetensors file, or a pretraining OUT directory / checkpoint.pt), or
+--options/--weights (official files); default: the shipped small biLM.
+
+Softmax and "before": when the input holds a trained softmax (the shipped model, pretraining
+outputs), its vocabulary is extended by the task's words (config min_count/max_vocab), known words
+keep their rows and the new words split the <UNK> probability evenly; "before" is that untrained
+LM. An input without a softmax (official files) gets a new one over the task vocabulary, trained
+alone with the biLM frozen for --warmup-epochs before "before" is measured.
+
+Checkpoints go to OUT/checkpoint.pt atomically; running the same command again resumes exactly,
+and a finished OUT is reported without training."""
+
+
+def _configure_finetune(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--train", type=Path, nargs="+", required=True, metavar="TEXT", help="task training text"
+    )
+    parser.add_argument(
+        "--valid", type=Path, required=True, metavar="TEXT", help="held-out text for perplexity"
+    )
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    model = parser.add_argument_group("model", "default: the shipped small biLM")
+    model.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="PATH",
+        help=".safetensors checkpoint, or a pretraining OUT directory / checkpoint.pt",
+    )
+    model.add_argument(
+        "--elmo",
+        nargs=2,
+        type=Path,
+        metavar=("OPTIONS.json", "WEIGHTS.hdf5"),
+        help="official ELMo files",
+    )
+    model.add_argument("--options", type=Path, metavar="JSON", help="official options.json")
+    model.add_argument("--weights", type=Path, metavar="HDF5", help="official weight file")
+    parser.add_argument(
+        "--epochs", type=float, default=1.0, metavar="E", help="passes over --train (default: 1)"
+    )
+    parser.add_argument(
+        "--warmup-epochs",
+        type=float,
+        default=1.0,
+        metavar="E",
+        help="softmax-only warm-up when the input has no softmax (default: 1)",
+    )
+    parser.add_argument(
+        "--config",
+        default="small",
+        help="small | full | tiny | JSON file of overrides (training hyper-parameters; "
+        "the architecture is the input's; default: small)",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEVICE",
+        help=f"{DEVICE_SPECS} (default: auto = cuda if available, else cpu)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="autocast precision of the forward pass (default: fp32; fp16 needs CUDA)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _run_finetune(args: argparse.Namespace) -> int:
+    from bilm.finetune import finetune
+    from bilm.pretrain import load_config
+
+    options, weights = args.options, args.weights
+    if args.elmo is not None:
+        if options is not None or weights is not None:
+            raise UsageError("pass --elmo or --options/--weights, not both")
+        options, weights = args.elmo
+    if (options is None) != (weights is None):
+        raise UsageError("--options and --weights go together: pass both")
+    if args.checkpoint is not None and options is not None:
+        raise UsageError("pass either --checkpoint or official files, not both")
+    if args.epochs <= 0 or args.warmup_epochs <= 0:
+        raise UsageError("--epochs and --warmup-epochs must be > 0")
+    try:
+        config = load_config(args.config)
+        device = resolve_device(args.device)
+        precision = resolve_precision(device, args.precision)
+    except (ValueError, DeviceError) as exc:
+        raise UsageError(str(exc)) from None
+    checkpoint = args.checkpoint
+    if checkpoint is None and options is None:
+        checkpoint = _default_checkpoint()
+    result = finetune(
+        args.train,
+        args.valid,
+        args.out,
+        checkpoint=checkpoint,
+        options=options,
+        weights=weights,
+        epochs=args.epochs,
+        device=device,
+        precision=precision,
+        progress=not args.quiet,
+        config=config,
+        warmup_epochs=args.warmup_epochs,
+    )
+    print(json.dumps({**result.report, "checkpoint": str(result.checkpoint)}))
+    return 0
+
+
 # ---------------------------------------------------------------------------------- evaluate
 def _configure_evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", type=Path, nargs="+", required=True, metavar="FILE")
@@ -357,6 +475,12 @@ COMMANDS: dict[str, Command] = {
         description=PRETRAIN_DESCRIPTION,
         configure=_configure_pretrain,
         run=_run_pretrain,
+    ),
+    "finetune": Command(
+        help="fine-tune a biLM on a task's text; perplexity before/after (resumes from OUT)",
+        description=FINETUNE_DESCRIPTION,
+        configure=_configure_finetune,
+        run=_run_finetune,
     ),
     "evaluate": Command(
         help="held-out perplexity (forward, backward, average) as JSON",

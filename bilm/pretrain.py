@@ -418,6 +418,9 @@ def train(
     on_step: Callable[[int, dict[str, float]], None] | None = None,
     device: str | torch.device = "auto",
     precision: str = "fp32",
+    vocab: Vocabulary | None = None,
+    init_model: Callable[[LanguageModel], None] | None = None,
+    freeze_bilm: bool = False,
 ) -> TrainResult:
     """Train (or resume when ``out_dir`` holds a checkpoint).
 
@@ -436,12 +439,19 @@ def train(
         precision: ``fp32`` | ``bf16`` | ``fp16`` (autocast; fp16 with a gradient scaler, CUDA
             only). Resuming with another device type or precision continues the run but cannot
             reproduce an uninterrupted one exactly (a warning says so).
+        vocab: the softmax vocabulary of a fresh run (default: built from ``train_files`` with
+            ``config.min_count``/``max_vocab``); on resume it must equal ``out_dir/vocab.txt``.
+        init_model: called once on the freshly built (CPU) model of a fresh run, before the
+            optimizer exists: loads pretrained weights (fine-tuning, :mod:`bilm.finetune`). Not
+            called on resume (the checkpoint holds the weights).
+        freeze_bilm: train only the softmax (the biLM's parameters get no gradient).
 
     Returns:
         :class:`TrainResult`.
 
     Raises:
         bilm.devices.DeviceError: a device or precision this machine cannot run.
+        ValueError: on resume, ``vocab`` differs from the run's ``vocab.txt``.
     """
     rank, world = _world()
     if not isinstance(device, torch.device):
@@ -455,14 +465,24 @@ def train(
     vocab_path = out / "vocab.txt"
     resume = ckpt_path.exists()
     if resume:
-        vocab = Vocabulary.load(vocab_path)
+        given, vocab = vocab, Vocabulary.load(vocab_path)
+        if given is not None and given != vocab:
+            raise ValueError(f"{vocab_path}: the run was started with another vocabulary")
     else:
-        vocab = Vocabulary.build(train_files, min_count=config.min_count, max_size=config.max_vocab)
+        if vocab is None:
+            vocab = Vocabulary.build(
+                train_files, min_count=config.min_count, max_size=config.max_vocab
+            )
         if rank == 0:
             vocab.save(vocab_path)
             (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
 
-    model = build_model(config, len(vocab)).to(device)  # initialised on the CPU: same everywhere
+    model = build_model(config, len(vocab))  # initialised on the CPU: same everywhere
+    if init_model is not None and not resume:
+        init_model(model)
+    model = model.to(device)
+    if freeze_bilm:
+        model.bilm.requires_grad_(False)
     stream = BidirectionalLMStream(
         train_files,
         vocab,

@@ -12,6 +12,7 @@ those entries, and :func:`download` then reports the digest it computed so you c
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import urllib.request
 from collections.abc import Callable
@@ -143,6 +144,50 @@ def fetch_published(name: str, cache_dir: str | Path) -> tuple[Path, Path]:
     options, _ = download(model.options.url, cache_dir, model.options.sha256)
     weights, _ = download(model.weights.url, cache_dir, model.weights.sha256)
     return options, weights
+
+
+def default_cache_dir() -> Path:
+    """Published files go to ``$ELMO_BENCH_CACHE/elmo``, else ``~/.cache/elmo-bench/elmo``."""
+    root = os.environ.get("ELMO_BENCH_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "elmo-bench") / "elmo"
+
+
+def published_files(name: str, cache_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """A published model's ``(options.json, weights.hdf5)``: from the cache, else downloaded.
+
+    AI2 published no checksums, so the first download's SHA-256 is written beside each file
+    (``<file>.sha256``) and every later use is verified against it (and against
+    :data:`PUBLISHED`'s digest where one is known); a file placed by hand is pinned the same way
+    on first use.
+
+    Raises:
+        KeyError: unknown name (the known ones are listed).
+        FileNotFoundError: a file is not cached and cannot be downloaded (offline): the message
+            names the URL and the exact path to place it at.
+        ChecksumError: a cached file no longer matches its recorded or known digest.
+    """
+    import urllib.error
+
+    if name not in PUBLISHED:
+        raise KeyError(f"unknown published ELMo {name!r}; known: {', '.join(PUBLISHED)}")
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    paths = []
+    for entry in (PUBLISHED[name].options, PUBLISHED[name].weights):
+        dest = folder / entry.url.rsplit("/", 1)[-1]
+        pin = dest.with_name(dest.name + ".sha256")
+        expected = entry.sha256 or (pin.read_text().strip() if pin.exists() else None)
+        try:
+            path, digest = download(entry.url, folder, expected)
+        except (urllib.error.URLError, OSError) as error:
+            raise FileNotFoundError(
+                f"published ELMo {name!r}: {dest.name} is not cached and could not be downloaded "
+                f"({error}). Download {entry.url} on a machine that is online and place it at "
+                f"{dest}, or pass the files yourself: --elmo OPTIONS.json WEIGHTS.hdf5"
+            ) from None
+        if not pin.exists():
+            pin.write_text(digest + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths[0], paths[1]
 
 
 #: The shipped small English biLM (biLM + softmax + vocabulary), trained by ``nox -s

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from experiments.render import Row, RunsColumn, TableSpec, table1, table2, table3
@@ -102,22 +103,56 @@ def tables(
         all_rows += rows(task_name, base, split)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
     where = f"({split}; preset {preset}){note}"
+    caption = describe_setup(rep_config, preset, data, seeds, overrides)
+    paper_splits = {get_task(t).paper_split for t in task_names}
+    t1_split = paper_splits.pop() if len(paper_splits) == 1 else None
+
+    def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
+        return dataclasses.replace(
+            t, title=title, split=split, paper_split=paper_split, caption=caption
+        )
+
     if kind in ("table1", "elmo"):
         t = table1(all_rows, seeds)
-        return [dataclasses.replace(t, title=f"Table 1: baseline vs ELMo + baseline {where}")]
+        return [dressed(t, f"Table 1: baseline vs ELMo + baseline {where}", t1_split)]
     if kind == "baseline":
         t = table1(all_rows, seeds)
         only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
-        return [dataclasses.replace(t, columns=only, title=f"Baseline {where}")]
+        return [dressed(dataclasses.replace(t, columns=only), f"Baseline {where}", t1_split)]
     t2, t3 = table2(all_rows, seeds), table3(all_rows, seeds)
-    if kind == "table2":
-        return [dataclasses.replace(t2, title=t2.title + note)]
-    if kind == "table3":
-        return [dataclasses.replace(t3, title=t3.title + note)]
-    return [
-        dataclasses.replace(t2, title=t2.title + note),
-        dataclasses.replace(t3, title=t3.title + note),
+    chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
+    return [dressed(t, t.title + note, "dev") for t in chosen]
+
+
+def describe_setup(
+    rep_config: Mapping[str, Any],
+    preset: str,
+    data: str,
+    seeds: Sequence[int],
+    overrides: Sequence[str] = (),
+) -> tuple[str, ...]:
+    """Caption lines: which biLM, preset, data, seeds and changes a table's runs used."""
+    if "published" in rep_config:
+        bilm = f"published ELMo {rep_config['published']!r} (Peters et al. 2018)"
+    elif "weights" in rep_config:
+        bilm = f"official-format biLM {Path(str(rep_config['weights'])).name}"
+    elif "checkpoint" in rep_config:
+        bilm = f"biLM checkpoint {Path(str(rep_config['checkpoint'])).name}"
+    else:
+        bilm = (
+            "the shipped small English biLM (elmo-bench-small-en, 3.0 M parameters, trained on "
+            "2.3 M tokens), not the published ELMo"
+        )
+    what = "the bundled DEMO set (generated; not the task's dataset)" if data == "demo" else data
+    changes = f"; changes: {' '.join(overrides)}" if overrides else ""
+    lines = [
+        f"biLM: {bilm}.",
+        f"Preset: {preset}{changes}. Data: {what}. "
+        f"Seeds: {', '.join(map(str, seeds))} ({len(seeds)} per cell).",
     ]
+    if rep_config.get("finetune"):
+        lines.append("The biLM was fine-tuned on each task's training text first (paper §3.4).")
+    return tuple(lines)
 
 
 def expected_specs(table: TableSpec) -> list[RunSpec]:

@@ -13,6 +13,7 @@ decimal). :func:`render` writes Markdown, LaTeX (booktabs) or CSV (one line per 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import statistics
 import tomllib
@@ -113,6 +114,11 @@ class TableSpec:
         columns: the columns, in order.
         seeds: seeds of every row without its own.
         paper_table: section of the paper data; ``None`` uses ``name``.
+        split: the split our runs were scored on (``None``: not stated).
+        paper_split: the split of the paper's numbers in this table; when both splits are
+            stated and differ, the paper column stays empty (with a footnote): a paper number
+            sits beside ours only for the same split.
+        caption: lines printed under the title (biLM, preset, data, seeds, ...).
     """
 
     name: str
@@ -121,6 +127,14 @@ class TableSpec:
     columns: tuple[Column, ...]
     seeds: tuple[int, ...] = (0,)
     paper_table: str | None = None
+    split: str | None = None
+    paper_split: str | None = None
+    caption: tuple[str, ...] = ()
+
+    @property
+    def paper_comparable(self) -> bool:
+        """Whether the paper's numbers are for the split of our runs (or splits are unstated)."""
+        return self.split is None or self.paper_split is None or self.split == self.paper_split
 
     def __post_init__(self) -> None:
         labels = [c.label for c in self.columns]
@@ -160,6 +174,7 @@ class Cell:
         paper: the paper's number; ``None`` when it has none.
         paper_std: the paper's standard deviation, if printed.
         paper_relative: the paper's relative increase in percent (increase cells only).
+        not_converged: on most of the runs found, the selected epoch was the last one run.
     """
 
     mean: float | None
@@ -171,6 +186,7 @@ class Cell:
     paper: float | None = None
     paper_std: float | None = None
     paper_relative: float | None = None
+    not_converged: bool = False
 
 
 def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
@@ -188,7 +204,7 @@ def compute_cells(
         ValueError: a found run lacks the row's metric.
     """
     by_id = {record.run_id: record for record in records}
-    section = paper.get(table.paper_table or table.name, {})
+    section = paper.get(table.paper_table or table.name, {}) if table.paper_comparable else {}
     grid = []
     for row in table.rows:
         paper_row = section.get(row.paper_key or row.base.task, {})
@@ -219,9 +235,12 @@ def render(
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    records = list(records)
     grid = compute_cells(table, records, paper)
     if fmt == "csv":
         return _csv(table, grid)
+    if table.caption:
+        table = dataclasses.replace(table, caption=(*table.caption, _epochs_line(table, records)))
     header = ["Task"]
     for column in table.columns:
         header += [column.label, f"{column.label} (paper)"]
@@ -284,6 +303,30 @@ def table3(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
     )
 
 
+def _epochs_line(table: TableSpec, records: Sequence[RunRecord]) -> str:
+    """Caption line: epochs run and selected epochs of the table's runs found in ``records``."""
+    wanted = {
+        spec.run_id
+        for row in table.rows
+        for column in table.columns
+        if isinstance(column, RunsColumn)
+        for spec in table.expected(row, column)
+    }
+    found = [r.metrics for r in records if r.run_id in wanted]
+    ran = sorted({int(m["epochs_run"]) for m in found if "epochs_run" in m})
+    best = sorted({int(m["best_epoch"]) for m in found if "best_epoch" in m})
+    if not found:
+        return "Epochs: no run found yet."
+    return f"Epochs: {_span(ran)} run per training run; selected (best dev) epoch {_span(best)}."
+
+
+def _span(values: Sequence[int]) -> str:
+    """``"3"``, ``"2–5"`` or ``"?"`` for sorted values."""
+    if not values:
+        return "?"
+    return str(values[0]) if values[0] == values[-1] else f"{values[0]}–{values[-1]}"
+
+
 def _runs_cell(
     table: TableSpec,
     row: Row,
@@ -292,7 +335,7 @@ def _runs_cell(
     paper_row: Mapping[str, Any],
 ) -> Cell:
     expected = table.expected(row, column)
-    values, missing = [], []
+    values, missing, last = [], [], []
     for spec in expected:
         record = by_id.get(spec.run_id)
         if record is None:
@@ -304,6 +347,9 @@ def _runs_cell(
                 f"{row.metric.key!r}; it has {sorted(record.metrics)}"
             )
         values.append(record.metrics[row.metric.key] * row.metric.scale)
+        best, ran = record.metrics.get("best_epoch"), record.metrics.get("epochs_run")
+        if best is not None and ran is not None:
+            last.append(best >= ran)
     key = column.paper_key
     return Cell(
         mean=statistics.fmean(values) if values else None,
@@ -313,6 +359,7 @@ def _runs_cell(
         missing=tuple(missing),
         paper=_number(paper_row.get(key)) if key else None,
         paper_std=_number(paper_row.get(f"{key}_std")) if key else None,
+        not_converged=bool(last) and 2 * sum(last) > len(last),
     )
 
 
@@ -374,6 +421,8 @@ def _ours_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
         return f"{MISSING} ({', '.join(cell.missing)})" if cell.missing else MISSING
     text = _fixed(cell.mean, metric.decimals) + _spread(cell.std, metric.decimals, _fixed, False)
+    if cell.not_converged:
+        text += f" {NOT_CONVERGED}"
     if cell.missing:
         return f"{text} (n={cell.n} of {cell.n_expected}; missing {', '.join(cell.missing)})"
     return f"{text} (n={cell.n})"
@@ -402,14 +451,36 @@ NOTE = (
 )
 
 
+NOT_CONVERGED = "†"
+
+
+def _notes(table: TableSpec, body: list[list[str]]) -> list[str]:
+    """The table's footnotes: how to read it, unconverged cells, an incomparable paper column."""
+    notes = [NOTE]
+    if any(NOT_CONVERGED in cell for cells in body for cell in cells[1:]):
+        notes.append(
+            f"{NOT_CONVERGED} not converged: on most seeds the selected (best dev) epoch was the "
+            "last one run; a longer budget may change the number."
+        )
+    if not table.paper_comparable:
+        notes.append(
+            f"The paper's numbers in this table are {table.paper_split} numbers and ours are "
+            f"{table.split} numbers, so the paper column is left empty."
+        )
+    return notes
+
+
 def _markdown(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    lines = [f"**{table.title}**", "", line(header)]
+    lines = [f"**{table.title}**", ""]
+    if table.caption:
+        lines += [f"_{text}_  " for text in table.caption[:-1]] + [f"_{table.caption[-1]}_", ""]
+    lines.append(line(header))
     lines.append("|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|")
     lines += [line(cells) for cells in body]
-    lines += ["", NOTE]
+    lines += ["", "\n\n".join(_notes(table, body))]
     return "\n".join(lines) + "\n"
 
 
@@ -441,6 +512,7 @@ def _latex(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
 
     lines = [
         f"% {_latex_escape(table.title)} (needs \\usepackage{{booktabs}})",
+        *[f"% {_latex_escape(text)}" for text in table.caption],
         r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
         r"\toprule",
         line(header),
@@ -448,7 +520,7 @@ def _latex(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
         *[line(cells) for cells in body],
         r"\bottomrule",
         r"\end{tabular}",
-        f"% {_latex_escape(NOTE)}",
+        *[f"% {_latex_escape(note)}" for note in _notes(table, body)],
     ]
     return "\n".join(lines) + "\n"
 

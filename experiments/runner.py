@@ -29,6 +29,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -124,6 +125,7 @@ class TrainOutcome:
         device: the device that ran (with the precision when not fp32).
         predictions: split → file with the predictions in the task's official format.
         counts: examples per split.
+        finetune_ppl: held-out perplexity of a task-tuned biLM before and after fine-tuning.
     """
 
     metrics: dict[str, float]
@@ -139,6 +141,7 @@ class TrainOutcome:
     device: str
     predictions: dict[str, Path]
     counts: dict[str, int]
+    finetune_ppl: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,6 +164,7 @@ class _Run:
     device: torch.device
     precision: str
     work: Path
+    finetune_ppl: dict[str, float]
 
 
 def seed_everything(seed: int) -> None:
@@ -271,9 +275,74 @@ def build_optimizer(
     return torch.optim.SGD(parameters, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
 
 
-def build_spec_representation(spec: RunSpec) -> Representation:
+def finetuned_bilm(
+    config: dict[str, Any],
+    train_text: Sequence[Sequence[str]],
+    valid_text: Sequence[Sequence[str]],
+    options: RunOptions,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The task-tuned biLM of paper §3.4 / A.1: the configured biLM fine-tuned as a language
+    model on the task's training text (held-out: its dev text), then frozen for the task.
+
+    Cached by biLM configuration + text fingerprints under ``$ELMO_BENCH_CACHE/finetuned`` (or
+    ``~/.cache/elmo-bench/finetuned``); resumable (:func:`bilm.finetune.finetune`).
+
+    Returns:
+        The representation configuration of the fine-tuned checkpoint, and the held-out
+        perplexities ``bilm_ppl_before`` / ``bilm_ppl_after`` (average of both directions).
+    """
+    import hashlib
+
+    from bilm.finetune import finetune
+    from bilm.pretrained import published_files
+    from tasks.common.feature_cache import data_fingerprint
+
+    base = {k: v for k, v in config.items() if k != "finetune"}
+    epochs = float(config["finetune"]) if not isinstance(config["finetune"], bool) else 1.0
+    if "published" in base:
+        base["options"], base["weights"] = map(str, published_files(base.pop("published")))
+    key = json.dumps(
+        [base, epochs, data_fingerprint(train_text), data_fingerprint(valid_text)], sort_keys=True
+    )
+    root = os.environ.get("ELMO_BENCH_CACHE")
+    folder = (Path(root) if root else Path.home() / ".cache" / "elmo-bench") / "finetuned"
+    folder = folder / hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    # distinct sequences only: a paragraph shared by several questions is read once
+    train_text = list(dict.fromkeys(tuple(t) for t in train_text))
+    valid_text = list(dict.fromkeys(tuple(t) for t in valid_text))
+    for name, text in (("train.txt", train_text), ("valid.txt", valid_text)):
+        path = folder / name
+        if not path.exists():
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text("".join(" ".join(s) + "\n" for s in text if s), encoding="utf-8")
+            tmp.replace(path)
+        files.append(path)
+    result = finetune(
+        [files[0]],
+        files[1],
+        folder / "run",
+        checkpoint=base.get("checkpoint"),
+        options=base.get("options"),
+        weights=base.get("weights"),
+        epochs=epochs,
+        device=options.device,
+        precision=options.precision,
+        progress=options.progress,
+    )
+    tuned = {k: v for k, v in base.items() if k not in ("checkpoint", "options", "weights")}
+    tuned["checkpoint"] = str(result.checkpoint)
+    ppl = {"bilm_ppl_before": result.before["average"], "bilm_ppl_after": result.after["average"]}
+    logger.info("fine-tuned biLM %s: held-out perplexity %s", result.checkpoint, ppl)
+    return tuned, ppl
+
+
+def build_spec_representation(
+    spec: RunSpec, config: dict[str, Any] | None = None
+) -> Representation:
     """The spec's representation; its state policy is the spec's ``state`` (the one source)."""
-    config = dict(spec.representation_config)
+    config = dict(spec.representation_config if config is None else config)
     if spec.representation in REPRESENTATIONS:
         if "state" in inspect.signature(REPRESENTATIONS[spec.representation]).parameters:
             config["state"] = spec.state
@@ -307,7 +376,16 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
             f"({task.data_help or 'see the task README'})"
         )
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
-    representation = build_spec_representation(spec)
+    rep_config = dict(spec.representation_config)
+    finetune_ppl: dict[str, float] = {}
+    if rep_config.get("finetune"):
+        rep_config, finetune_ppl = finetuned_bilm(
+            rep_config,
+            recipe.sequences(splits["train"]),
+            recipe.sequences(splits["dev"]),
+            options,
+        )
+    representation = build_spec_representation(spec, rep_config)
     sequences = recipe.sequences([e for s in wanted for e in splits[s]])
     cache = Path(options.cache_dir) if options.cache_dir else None
     represent = make_represent(representation, sequences, cache, options.progress, device)
@@ -334,6 +412,7 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
         device=device,
         precision=precision,
         work=work,
+        finetune_ppl=finetune_ppl,
     )
 
 
@@ -610,6 +689,7 @@ def _finish(
         device=device,
         predictions=written,
         counts={s: len(v) for s, v in run.splits.items()},
+        finetune_ppl=dict(run.finetune_ppl),
     )
 
 
@@ -668,6 +748,7 @@ def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
     )
     metrics = {
         **outcome.metrics,
+        **outcome.finetune_ppl,
         "best_epoch": float(outcome.best_epoch),
         "best_step": float(outcome.best_step),
         "epochs_run": float(outcome.epochs_run),

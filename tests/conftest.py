@@ -16,3 +16,11 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"../shared not available ({path.relative_to(REPO.parent)} missing)")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Converted GloVe files and published-model downloads go to a temporary cache, not ~."""
+    import os
+
+    os.environ.setdefault("ELMO_BENCH_CACHE", str(tmp_path_factory.mktemp("elmo-bench-cache")))

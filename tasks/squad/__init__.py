@@ -1,7 +1,8 @@
 """SQuAD v1.1 (Rajpurkar et al., 2016): reader, official EM/F1 metric, evaluator, demo generator.
 
 Peters et al. (2018), §4 "Question answering": F1 on SQuAD v1.1 (Table 1 test, Tables 2–3 dev).
-``tasks.squad.demo`` writes a synthetic DEMO dataset in the same format (not SQuAD).
+``tasks.squad.demo`` builds the bundled DEMO set in the same format from public-domain text
+(machine-generated questions; not SQuAD).
 """
 
 from tasks.squad.data import (

@@ -4,10 +4,12 @@ ELMo at the input and/or the output of the first recurrent layer (Peters et al. 
 Read top to bottom (TASKS_SPEC §3.1; document-qa ``lm_qa_models.py`` as used for the paper):
 
 1. words → [fixed word vectors; char-CNN] (+ ELMo input mix)       shared by question and context
-2. variational dropout → bi-GRU → (+ ELMo output mix, before attention: ``append_before_atten``)
-3. bi-attention (trilinear similarity): context ← question and question-to-context max pooling
+2. variational dropout → bi-GRU → variational dropout → (+ ELMo output mix, before attention:
+   ``append_before_atten``; the mix has only the injector's own dropout)
+3. bi-attention (trilinear similarity): ``[c; c2q; c∘c2q; c∘q2c]`` (:func:`bi_attention`)
 4. linear 2·hidden + ReLU
-5. residual block: dropout → bi-GRU → dropout → self-attention over the context → linear + ReLU
+5. residual block: dropout → bi-GRU → dropout → self-attention over the context (diagonal
+   masked, learned "no alignment" option) → ``[s; a; s∘a]`` → linear + ReLU; then dropout
 6. chained bi-GRUs predict the start, then the end of the answer span
 """
 
@@ -27,6 +29,7 @@ from tasks.common.layers import (
     VariationalDropout,
     masked_log_softmax,
     masked_softmax,
+    masked_softmax_with_null,
 )
 from tasks.representations import Layers
 from tasks.squad.config import SquadConfig
@@ -71,6 +74,27 @@ def best_spans(start: Tensor, end: Tensor, max_len: int) -> Tensor:
     return torch.stack([flat // t, flat % t], dim=1)
 
 
+def bi_attention(scores: Tensor, c: Tensor, q: Tensor, c_mask: Tensor, q_mask: Tensor) -> Tensor:
+    """BiDAF bi-attention as document-qa's ``BiAttention(TriLinear(bias=True), q2c=True)``.
+
+    ``c2q_i = Σ_j softmax_j(s_ij) q_j`` (context-to-question); ``q2c = Σ_i softmax_i(max_j s_ij)
+    c_i`` (question-to-context: one vector per example, tiled over the context) →
+    ``[c; c2q; c∘c2q; c∘q2c]``.
+
+    Args:
+        scores: (batch, tc, tq) similarities ``s_ij``.
+        c: (batch, tc, d) context; ``q``: (batch, tq, d) question.
+        c_mask, q_mask: (batch, tc) / (batch, tq) bool.
+
+    Returns:
+        (batch, tc, 4·d).
+    """
+    c2q = torch.bmm(masked_softmax(scores, q_mask[:, None, :]), q)  # (b, tc, d)
+    best = scores.masked_fill(~q_mask[:, None, :], float("-inf")).max(dim=2).values  # (b, tc)
+    q2c = torch.bmm(masked_softmax(best, c_mask)[:, None, :], c)  # (b, 1, d)
+    return torch.cat([c, c2q, c * c2q, c * q2c], dim=-1)  # (b, tc, 4·d)
+
+
 class BiDAFSelfAttention(nn.Module):
     """Clark & Gardner's model; every width is computed from its parts.
 
@@ -88,7 +112,12 @@ class BiDAFSelfAttention(nn.Module):
         self.config, self.injector = config, injector
         self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
         self.chars = CharCNNEncoder(
-            n_chars, config.char_dim, config.char_filters, config.char_width
+            n_chars,
+            config.char_dim,
+            config.char_filters,
+            config.char_width,
+            max_chars=config.max_word_chars,
+            dropout=config.char_dropout,
         )
         h = config.hidden
         embed_dim = word_vectors.shape[1] + self.chars.output_dim + injector.extra_dim("input")
@@ -99,39 +128,42 @@ class BiDAFSelfAttention(nn.Module):
         self.attended = nn.Linear(4 * enc_dim, 2 * h)
         self.self_gru = BiGRU(2 * h, h)
         self.self_attention = TrilinearAttention(2 * h)
+        # document-qa StaticAttentionSelf: learned "no-alignment-bias", initialised to -1
+        self.no_alignment = nn.Parameter(torch.tensor(-1.0))
         self.self_linear = nn.Linear(3 * 2 * h, 2 * h)
         self.start_gru = BiGRU(2 * h, h)
         self.start_out = nn.Linear(2 * h, 1)
         self.end_gru = BiGRU(2 * h + 2 * h, h)
         self.end_out = nn.Linear(2 * h, 1)
 
-    def _embed(self, words: Tensor, chars: Tensor, layers: Layers | None, mask: Tensor):
+    def encode(self, words: Tensor, chars: Tensor, layers: Layers | None, mask: Tensor) -> Tensor:
+        """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""
         injected = self.injector(layers) if layers is not None else Injected({}, mask)
         x = torch.cat([self.words(words), self.chars(chars)], dim=-1)  # (b, t, word+char)
         x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)
-        h = self.encoder(self.drop(x), mask)  # (b, t, 2h)
+        h = self.drop(self.encoder(self.drop(x), mask))  # (b, t, 2h)
+        # the output mix is appended after the dropout: it has only the injector's own dropout
         return self.injector.concat("output", h, injected)  # (b, t, enc_dim)
+
+    def self_attention_weights(self, s: Tensor, mask: Tensor) -> Tensor:
+        """Context-to-context attention (b, tc, tc): trilinear scores, no token attends to
+        itself, and the learned no-alignment logit lets a token attend to nothing (rows may sum
+        to less than 1). Source: document-qa ``StaticAttentionSelf``."""
+        eye = torch.eye(s.shape[1], dtype=torch.bool, device=s.device)[None]  # (1, tc, tc)
+        keys = mask[:, None, :] & mask[:, :, None] & ~eye  # (b, tc, tc)
+        return masked_softmax_with_null(self.self_attention(s, s), keys, self.no_alignment)
 
     def forward(self, batch: SquadBatch) -> SquadOutput:
         """Span logits, best spans and (with gold spans) the loss."""
         c_mask, q_mask = batch.context_mask, batch.question_mask
-        c = self._embed(batch.context_words, batch.context_chars, batch.context_layers, c_mask)
-        q = self._embed(batch.question_words, batch.question_chars, batch.question_layers, q_mask)
-        c, q = self.drop(c), self.drop(q)
+        c = self.encode(batch.context_words, batch.context_chars, batch.context_layers, c_mask)
+        q = self.encode(batch.question_words, batch.question_chars, batch.question_layers, q_mask)
 
-        sim = self.bi_attention(c, q)  # (b, tc, tq)
-        c2q = torch.bmm(masked_softmax(sim, q_mask[:, None, :]), q)  # (b, tc, enc)
-        q2c_weights = masked_softmax(
-            sim.masked_fill(~q_mask[:, None, :], float("-inf")).max(dim=2).values, c_mask
-        )  # (b, tc)
-        q2c = torch.bmm(q2c_weights[:, None, :], c)  # (b, 1, enc)
-        x = torch.cat([c, c2q, c * c2q, c2q * q2c], dim=-1)  # (b, tc, 4·enc)
+        x = bi_attention(self.bi_attention(c, q), c, q, c_mask, q_mask)  # (b, tc, 4·enc)
         x = F.relu(self.attended(x))  # (b, tc, 2h)
 
         s = self.drop(self.self_gru(self.drop(x), c_mask))  # (b, tc, 2h)
-        self_sim = self.self_attention(s, s)  # (b, tc, tc)
-        eye = torch.eye(s.shape[1], dtype=torch.bool, device=s.device)[None]
-        attn = masked_softmax(self_sim.masked_fill(eye, float("-inf")), c_mask[:, None, :] & ~eye)
+        attn = self.self_attention_weights(s, c_mask)  # (b, tc, tc)
         a = torch.bmm(attn, s)  # (b, tc, 2h)
         x = x + F.relu(self.self_linear(torch.cat([s, a, s * a], dim=-1)))  # residual (b, tc, 2h)
         x = self.drop(x)

@@ -170,3 +170,41 @@ def test_errors() -> None:
         TableSpec("t", "T", (), (RunsColumn("A"), IncreaseColumn("D", "A", "B")))
     with pytest.raises(ValueError, match="unique"):
         TableSpec("t", "T", (), (RunsColumn("A"), RunsColumn("A")))
+
+
+def test_honest_tables_split_caption_and_not_converged() -> None:
+    """A paper number sits beside ours only for the same split; the caption and the epochs of
+    the runs are printed; a cell whose runs mostly selected their last epoch is marked †."""
+    import dataclasses
+
+    base = make_spec("snli", seed=0, lam=0.0)
+    row = Row("SNLI (Acc.)", base, ACC, paper_key="snli")
+    table = TableSpec(
+        "table2",
+        "T",
+        (row,),
+        (RunsColumn("λ=1", {"lam": 1.0}, "lambda_1"),),
+        seeds=(0, 1, 2),
+        split="dev",
+        paper_split="dev",
+        caption=("biLM: tiny.",),
+    )
+    records = []
+    for seed, (best, ran) in enumerate(((3, 3), (3, 3), (2, 3))):
+        spec = derive(base, {"lam": 1.0, "seed": seed})
+        record = make_record(spec, 0.8)
+        metrics = {**record.metrics, "best_epoch": best, "epochs_run": ran}
+        records.append(dataclasses.replace(record, metrics=metrics))
+    paper = load_paper()
+    text = render(table, records, paper)
+    assert (
+        "_biLM: tiny._  \n_Epochs: 3 run per training run; selected (best dev) epoch 2–3._" in text
+    )
+    assert "80.0 ± 0.0 † (n=3)" in text and "† not converged" in text
+    assert f"{paper['table2']['snli']['lambda_1']}" in text  # same split: the paper's number
+    test_table = dataclasses.replace(table, split="test")
+    text = render(test_table, records, paper)
+    assert f"{paper['table2']['snli']['lambda_1']}" not in text
+    assert "paper column is left empty" in text
+    converged = [dataclasses.replace(r, metrics={**r.metrics, "best_epoch": 2}) for r in records]
+    assert "†" not in render(table, converged, paper)

@@ -23,6 +23,7 @@ from experiments.runner import RunOptions, train
 from experiments.spec import RunSpec
 from experiments.store import ResultsStore
 from tasks.common.inject import Injector
+from tasks.squad.task import VERSION as SQUAD_VERSION
 from tests.conftest import REPO
 from tests.experiments.test_wandb_sink import decode_run
 from tests.experiments.toy_task import SCHEDULED, registered
@@ -227,7 +228,7 @@ def test_device_and_precision_are_checked_and_recorded(toy: object, tmp_path: Pa
 def test_missing_test_split_is_a_clear_error(tmp_path: Path) -> None:
     spec = RunSpec(
         task="squad",
-        task_version=3,
+        task_version=SQUAD_VERSION,
         representation="none",
         sites=(),
         dropout=0.0,
@@ -277,7 +278,7 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
     out = capsys.readouterr()
     assert out.err.count(" done ") == 4
     assert "elmo λ=1 input+output" in out.out and "elmo λ=0 input" in out.out
-    assert main(["reproduce", "toy_elmo", "--set", "train.epochs=1", *common]) == 0
+    assert main(["reproduce", "toy_elmo", "--seeds", "0", "--set", "train.epochs=1", *common]) == 0
     table = capsys.readouterr().out
     assert "Toy (Acc.) — DEMO data" in table and "(dev; preset mini)" in table
     assert (
@@ -285,6 +286,8 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
             [
                 "render",
                 "toy_elmo",
+                "--seeds",
+                "0",
                 "--set",
                 "train.epochs=1",
                 "--store",
@@ -325,3 +328,22 @@ def test_wandb_gets_one_offline_run_per_training_run(
     assert [r["dev_accuracy"] for r in rows] == [r["dev_accuracy"] for r in outcome.log]
     assert all("lr" in r and "mix/input/s_2" in r and "mix/input/gamma" in r for r in rows)
     assert run["summary"]["dev_accuracy"] == outcome.metrics["dev_accuracy"]
+
+
+def test_finetune_bilm_tunes_on_the_task_text_then_freezes_it(toy: object, tmp_path: Path) -> None:
+    from tests.contract.helpers import write_tiny_checkpoint
+
+    tiny = write_tiny_checkpoint(tmp_path)
+    spec = toy_spec(
+        representation="elmo",
+        representation_config={"checkpoint": str(tiny), "finetune": True},
+        sites=("input",),
+        dropout=0.5,
+        overrides=("train.epochs=1",),
+    )
+    outcome = train(spec, opts(tmp_path / "w"))
+    ppl = outcome.finetune_ppl
+    assert ppl["bilm_ppl_after"] < ppl["bilm_ppl_before"]
+    record = runner.run_spec(spec, opts(tmp_path / "again"))  # the tuned biLM is reused
+    assert record.metrics["bilm_ppl_after"] == ppl["bilm_ppl_after"]
+    assert outcome.representation_fingerprint == record.provenance.representation_fingerprint

@@ -1,5 +1,5 @@
-"""Shared task layers: variational dropout, masked bi-GRU, trilinear attention, masked softmax,
-character CNN."""
+"""Shared task layers: variational dropout, masked bi-GRU, trilinear attention, masked softmax
+(with and without a no-alignment option), character CNN."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tasks.common.layers import (
     VariationalDropout,
     masked_log_softmax,
     masked_softmax,
+    masked_softmax_with_null,
 )
 
 
@@ -146,11 +147,38 @@ def test_masked_log_softmax() -> None:
     assert (lp[~mask] < -1e29).all()
 
 
+def test_masked_softmax_with_null_hand_case() -> None:
+    ln2 = torch.tensor(2.0).log().item()
+    scores = torch.tensor([[0.0, 0.0, ln2, 7.0], [-1e4, -1e4, -1e4, -1e4], [1.0, 2.0, 3.0, 4.0]])
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [0, 0, 0, 0]], dtype=torch.bool)
+    null = torch.tensor(0.0, requires_grad=True)  # exp(0) = 1 in the normaliser
+    p = masked_softmax_with_null(scores, mask, null)
+    # row 0: exp = 1, 1, 2 (key 3 masked) + 1 for the null → 1/5, 1/5, 2/5, 0
+    torch.testing.assert_close(p[0], torch.tensor([0.2, 0.2, 0.4, 0.0]))
+    assert p[1].sum().item() < 1e-30  # scores far below the null: attend to nothing
+    assert torch.equal(p[2], torch.zeros(4))  # all keys masked: zeros, not NaN
+    p[0, 0].backward()  # the null logit learns: d p_00 / d null = −p_00 · p_null = −1/5 · 1/5
+    assert null.grad is not None
+    assert null.grad.item() == pytest.approx(-0.04)
+
+
+def test_masked_softmax_with_null_is_softmax_plus_an_extra_key() -> None:
+    torch.manual_seed(0)
+    scores, null = torch.randn(2, 3, 5), torch.tensor(0.7)
+    mask = _mask([5, 2], 5)[:, None, :]  # (2, 1, 5)
+    p = masked_softmax_with_null(scores, mask, null)
+    for b, n in enumerate([5, 2]):
+        full = torch.cat([scores[b, :, :n], null.expand(3, 1)], dim=-1).softmax(-1)  # (3, n+1)
+        torch.testing.assert_close(p[b, :, :n], full[:, :n])
+        assert torch.equal(p[b, :, n:], torch.zeros(3, 5 - n))
+    assert (p.sum(-1) < 1).all()
+
+
 # ------------------------------------------------------------------------------- char CNN
 @pytest.mark.parametrize("width", [3, 4, 5])
 def test_char_cnn_shapes_and_words_are_independent(width: int) -> None:
     torch.manual_seed(0)
-    enc = CharCNNEncoder(n_chars=12, char_dim=4, n_filters=7, width=width).eval()
+    enc = CharCNNEncoder(n_chars=12, char_dim=4, n_filters=7, width=width, max_chars=6).eval()
     assert enc.output_dim == 7
     chars = torch.randint(1, 12, (2, 5, 6))
     chars[:, :, 4:] = 0  # padded characters
@@ -164,3 +192,78 @@ def test_char_cnn_shapes_and_words_are_independent(width: int) -> None:
     other = chars.clone()
     other[0] = torch.randint(1, 12, (5, 6))
     torch.testing.assert_close(enc(other)[1], out[1])
+
+
+def _hand_cnn(width: int, max_chars: int, bias: float) -> CharCNNEncoder:
+    """1-d char embeddings equal to the char id, conv weights −1, bias ``bias``: a window scores
+    ``relu(bias − sum of its char ids)``; pads (id 0) add 0."""
+    enc = CharCNNEncoder(n_chars=10, char_dim=1, n_filters=1, width=width, max_chars=max_chars)
+    with torch.no_grad():
+        enc.embedding.weight.copy_(torch.arange(10.0)[:, None])
+        enc.conv.weight.fill_(-1.0)
+        enc.conv.bias.fill_(bias)
+    return enc.eval()
+
+
+def test_char_cnn_valid_convolution_and_masked_max_by_hand() -> None:
+    enc = _hand_cnn(width=3, max_chars=6, bias=20.0)
+    assert enc.conv.padding == (0,)  # VALID, document-qa
+    # "1 2 3 4" (4 chars, max_chars 6): conv windows start at 0..3 (6 − 3 + 1 = 4 windows), all
+    # start on a real character: sums 6, 9, 7 (4 + pad + pad), 4 (4 + pads) → max relu = 16
+    chars = torch.tensor([[[1, 2, 3, 4, 0, 0]]])
+    assert enc(chars).item() == 16.0
+    # "5 5 5 5 5 5": windows sums all 15 → 5; with a pad-only window it would be relu(20) = 20
+    assert enc(torch.tensor([[[5, 5, 5, 5, 5, 5]]])).item() == 5.0
+    # "9 9": windows start at 0 (9 + 9 + pad = 18) and 1 (9 + pads = 9); windows 2, 3 start on
+    # padding and are masked (they would score 20)
+    assert enc(torch.tensor([[[9, 9, 0, 0, 0, 0]]])).item() == 11.0
+    # a padding token (no characters) gives 0
+    assert enc(torch.zeros(1, 1, 6, dtype=torch.long)).item() == 0.0
+
+
+def test_char_cnn_padding_never_wins_and_padding_length_does_not_matter() -> None:
+    torch.manual_seed(0)
+    enc = CharCNNEncoder(n_chars=12, char_dim=4, n_filters=7, width=3, max_chars=6).eval()
+    with torch.no_grad():  # every real character lowers a window's score below the bias, 100,
+        enc.embedding.weight.abs_()  # which a window of padding alone would score
+        enc.conv.weight.copy_(-enc.conv.weight.abs() - 0.01)
+        enc.conv.bias.fill_(100.0)
+    lengths = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    chars = torch.randint(1, 12, (2, 3, 6)) * (torch.arange(6) < lengths[:, :, None])
+    out = enc(chars)
+    assert (out < 100.0).all()  # the pad-only windows (words of 1–3 chars have some) never win
+    # more padding columns, or fewer (down to the longest word), change nothing
+    wider = torch.cat([chars, torch.zeros(2, 3, 5, dtype=torch.long)], dim=-1)
+    torch.testing.assert_close(enc(wider), out)
+    torch.testing.assert_close(enc(chars[:1, :1, :1]), out[:1, :1])  # a 1-char word
+    # characters beyond max_chars are cut (document-qa word_size_th)
+    longer = torch.cat([chars, torch.randint(1, 12, (2, 3, 4))], dim=-1)
+    longer[0] = wider[0, :, :10]
+    torch.testing.assert_close(enc(longer)[1], out[1])
+
+
+def test_char_cnn_words_shorter_than_the_kernel() -> None:
+    enc = _hand_cnn(width=5, max_chars=3, bias=20.0)  # words of ≤ 3 chars, kernel 5
+    # "2 3" padded to the width: one window 2 + 3 + pads = 5 → 15
+    assert enc(torch.tensor([[[2, 3]]])).item() == 15.0
+    assert enc(torch.tensor([[[2, 3, 0]]])).item() == 15.0
+    assert enc(torch.tensor([[[2, 3, 0, 0, 0, 0, 0]]])).item() == 15.0
+    assert enc(torch.tensor([[[7]]])).item() == 13.0
+
+
+def test_char_cnn_dropout_on_char_embeddings_in_training_only() -> None:
+    torch.manual_seed(0)
+    enc = CharCNNEncoder(n_chars=12, char_dim=4, n_filters=7, width=3, max_chars=6, dropout=0.2)
+    assert isinstance(enc.dropout, torch.nn.Dropout) and enc.dropout.p == 0.2
+    chars = torch.randint(1, 12, (4, 5, 6))
+    seen: list[torch.Tensor] = []
+    enc.conv.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach()))
+    train = enc.train()(chars)
+    dropped = seen[-1]  # (b·t, char_dim, chars): what the convolution saw
+    assert (dropped == 0).any()  # element-wise dropout on the character embeddings
+    kept = dropped != 0
+    clean = enc.embedding(chars.view(20, 6)).transpose(1, 2).detach()
+    torch.testing.assert_close(dropped[kept], clean[kept] / 0.8)
+    evaluated = enc.eval()(chars)
+    assert not torch.equal(train, evaluated)
+    torch.testing.assert_close(enc(chars), evaluated)  # deterministic in eval

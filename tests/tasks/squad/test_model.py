@@ -14,7 +14,7 @@ from tasks.common.inject import Injector
 from tasks.common.layers import masked_log_softmax
 from tasks.representations import Layers, build_representation
 from tasks.squad.config import SquadConfig
-from tasks.squad.model import BiDAFSelfAttention, SquadBatch, best_spans
+from tasks.squad.model import BiDAFSelfAttention, SquadBatch, best_spans, bi_attention
 
 CONFIG = dataclasses.replace(
     SquadConfig(),
@@ -264,16 +264,11 @@ def test_backward_reaches_every_trainable_parameter() -> None:
     trainable = {n: p for n, p in model.named_parameters() if p.requires_grad}
     assert "words.weight" not in trainable  # fixed word vectors
     assert {"injector.mixes.input.weights", "injector.mixes.output.gamma"} <= set(trainable)
-    # softmax is invariant to a constant per row: the biases of the similarity and of the span
-    # scorers, and the query term w_x·x_i of self-attention, get a zero gradient (up to rounding);
-    # every other parameter learns
-    invariant = {
-        "bi_attention.bias",
-        "self_attention.bias",
-        "self_attention.w_x.weight",
-        "start_out.bias",
-        "end_out.bias",
-    }
+    # softmax is invariant to a constant per row: the biases of the bi-attention similarity and
+    # of the span scorers get a zero gradient (up to rounding); every other parameter learns,
+    # including self-attention's bias and query term, which compete with the no-alignment logit
+    assert "no_alignment" in trainable
+    invariant = {"bi_attention.bias", "start_out.bias", "end_out.bias"}
     for name, p in trainable.items():
         assert p.grad is not None, name
         assert torch.isfinite(p.grad).all(), name
@@ -300,3 +295,102 @@ def test_injection_widens_the_model_inputs() -> None:
     assert both.self_gru.gru.input_size == base.self_gru.gru.input_size == 2 * h
     out = both.eval()(_batch(layers=True))
     assert out.start_logits.shape == (3, max(C_LENGTHS))
+
+
+# ------------------------------------------------------------------------------ bi-attention
+def test_bi_attention_hand_case() -> None:
+    """2 context × 3 question tokens, 1-d vectors, scores chosen for round softmaxes."""
+    c = torch.tensor([[[1.0], [2.0]]])  # (1, 2, 1)
+    q = torch.tensor([[[1.0], [0.0], [-1.0]]])  # (1, 3, 1)
+    ln2, ln3 = torch.tensor(2.0).log().item(), torch.tensor(3.0).log().item()
+    scores = torch.tensor([[[0.0, 0.0, ln2], [ln3, 0.0, 0.0]]])  # (1, 2, 3)
+    out = bi_attention(scores, c, q, _mask([2]), _mask([3]))
+    # c2q: row 0 softmax (1/4, 1/4, 1/2) → 1/4 − 1/2 = −1/4; row 1 (3/5, 1/5, 1/5) → 2/5
+    # q2c: max per row (ln 2, ln 3) → softmax over the context (2/5, 3/5) → 2/5 + 6/5 = 8/5
+    # output [c, c2q, c∘c2q, c∘q2c]
+    expected = torch.tensor([[[1.0, -0.25, -0.25, 1.6], [2.0, 0.4, 0.8, 3.2]]])
+    torch.testing.assert_close(out, expected)
+    # padding changes nothing: a padded question token and a padded context token, both with
+    # huge scores and garbage vectors
+    c_pad = torch.cat([c, torch.full((1, 1, 1), 50.0)], dim=1)  # (1, 3, 1)
+    q_pad = torch.cat([q, torch.full((1, 1, 1), -70.0)], dim=1)  # (1, 4, 1)
+    s_pad = torch.full((1, 3, 4), 100.0)
+    s_pad[:, :2, :3] = scores
+    c_mask = torch.tensor([[True, True, False]])
+    q_mask = torch.tensor([[True, True, True, False]])
+    padded = bi_attention(s_pad, c_pad, q_pad, c_mask, q_mask)
+    assert padded.shape == (1, 3, 4)
+    torch.testing.assert_close(padded[:, :2], expected)
+
+
+def test_bi_attention_batch_matches_per_example_loops() -> None:
+    g = torch.Generator().manual_seed(0)
+    c, q = torch.randn(3, 7, 4, generator=g), torch.randn(3, 5, 4, generator=g)
+    scores = torch.randn(3, 7, 5, generator=g)
+    out = bi_attention(scores, c, q, _mask(C_LENGTHS), _mask(Q_LENGTHS))
+    assert out.shape == (3, 7, 16)
+    for b, (nc, nq) in enumerate(zip(C_LENGTHS, Q_LENGTHS, strict=True)):
+        s = scores[b, :nc, :nq]
+        c2q = s.softmax(-1) @ q[b, :nq]  # (nc, 4)
+        q2c = s.max(-1).values.softmax(0) @ c[b, :nc]  # (4,)
+        ci = c[b, :nc]
+        torch.testing.assert_close(out[b, :nc], torch.cat([ci, c2q, ci * c2q, ci * q2c], -1))
+
+
+# ---------------------------------------------------------------------------- self-attention
+def test_self_attention_has_a_learned_no_alignment_option() -> None:
+    model = _model()
+    assert model.no_alignment.item() == -1.0  # document-qa initialises the bias to -1
+    att = model.self_attention
+    with torch.no_grad():  # every score = bias: uniform over the other tokens, plus the null
+        att.w_x.weight.zero_()
+        att.w_y.weight.zero_()
+        att.w_xy.zero_()
+        att.bias.fill_(0.0)
+    s = torch.randn(3, 7, 2 * CONFIG.hidden)
+    mask = _mask(C_LENGTHS)
+    w = model.self_attention_weights(s, mask).detach()  # (3, 7, 7)
+    null = torch.tensor(-1.0).exp()
+    for b, n in enumerate(C_LENGTHS):
+        for i in range(7):
+            for j in range(7):
+                if i < n and j < n and i != j:  # n − 1 other tokens, exp(0) each
+                    expected = 1.0 / (n - 1 + null)
+                else:  # itself, padding, padded rows
+                    expected = 0.0
+                assert w[b, i, j].item() == pytest.approx(float(expected), abs=1e-6), (b, i, j)
+    assert torch.equal(w[2], torch.zeros(7, 7))  # a one-token context: nothing but the null
+    with torch.no_grad():  # all scores very low: every token attends to the null
+        att.bias.fill_(-30.0)
+    w = model.self_attention_weights(s, mask).detach()
+    assert w.sum(-1).max() < 1e-10
+    with torch.no_grad():  # a very low no-alignment logit: ordinary softmax over the others
+        att.bias.fill_(0.0)
+        model.no_alignment.fill_(-50.0)
+    w = model.self_attention_weights(s, mask).detach()
+    torch.testing.assert_close(w[0, :7].sum(-1), torch.ones(7))
+    torch.testing.assert_close(w[1, :4].sum(-1), torch.ones(4))
+
+
+# ------------------------------------------------------------------------------ output site
+def test_output_site_elmo_is_not_dropped_again() -> None:
+    """Train mode, injector dropout 0: the ELMo columns after the encoder are the injected mix
+    itself (document-qa appends the LM after the encoder's dropout); the GRU part is dropped."""
+    model = _model(frozenset({"input", "output"})).train()
+    batch = _batch(seed=5, layers=True)
+    torch.manual_seed(0)
+    out = model.encode(
+        batch.context_words, batch.context_chars, batch.context_layers, batch.context_mask
+    )
+    extra = FakeRepresentation.output_dim
+    injected = model.injector(batch.context_layers)["output"]  # (3, 7, extra), no dropout
+    assert torch.equal(out[..., -extra:], injected)
+    gru = out[..., :-extra]  # (3, 7, 2h): variational dropout zeroes whole features
+    real = batch.context_mask[:, :, None]
+    dropped = ((gru == 0) | ~real).all(dim=1)  # (3, 2h)
+    assert dropped.any()
+    model.eval()
+    again = model.encode(
+        batch.context_words, batch.context_chars, batch.context_layers, batch.context_mask
+    )
+    assert torch.equal(again[..., -extra:], injected)

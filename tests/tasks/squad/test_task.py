@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,10 @@ import pytest
 from experiments.runner import RunOptions, train
 from experiments.spec import RunSpec
 from tasks.registry import get_task
+from tasks.squad.config import preset
+from tasks.squad.data import SquadExample
 from tasks.squad.evaluate import evaluate_files
-from tasks.squad.task import VERSION, setup
+from tasks.squad.task import UNK, VERSION, char_vocabulary, setup, word_vectors
 
 TINY = ("word_vectors=random:4", "hidden=4", "char_filters=4")
 
@@ -41,6 +45,54 @@ def test_spans_beyond_the_cut_context_give_no_loss(recipe) -> None:  # type: ign
     if far:  # a dev answer the cut removes: no gold spans for that batch (scoring needs none)
         assert recipe.collate([near[0], far[0]], lambda seqs: None).spans is None
     assert recipe.size(near[0]) == min(cut, len(near[0].context_tokens))
+
+
+def _long(ex: SquadExample, n: int) -> SquadExample:
+    """``ex`` with its context repeated up to ``n`` tokens (offsets repeated along)."""
+    reps = -(-n // len(ex.context_tokens))
+    return dataclasses.replace(
+        ex,
+        context_tokens=(ex.context_tokens * reps)[:n],
+        context_offsets=(ex.context_offsets * reps)[:n],
+    )
+
+
+def test_paper_preset_keeps_whole_paragraphs(recipe) -> None:  # type: ignore[no-untyped-def]
+    assert preset("paper").max_context_tokens is None  # document-qa: no doc_size_th for SQuAD
+    assert preset("mini").max_context_tokens == 200
+    paper = setup("paper", ("word_vectors=random:4",), None)
+    assert paper.truncated == 0 and len(paper.splits["train"]) == len(recipe.splits["train"])
+    long = _long(paper.splits["dev"][0], 900)
+    assert paper.size(long) == 900 and len(paper.sequences([long])[0]) == 900
+    assert paper.collate([long], lambda seqs: None).context_words.shape[1] == 900
+    assert recipe.size(long) == 200  # mini still cuts
+
+
+def test_char_vocabulary_cut_off_in_setup() -> None:
+    assert preset("paper").char_min_count == preset("mini").char_min_count == 49
+    cut = setup("mini", (*TINY, "char_min_count=100"), None)
+    counts: Counter[str] = Counter()
+    for ex in cut.splits["train"]:  # training questions only, the context once per question
+        for tok in (*ex.context_tokens, *ex.question_tokens):
+            counts.update(tok)
+    assert set(cut.chars) == {c for c, n in counts.items() if n >= 100}
+    rare = sorted(c for c, n in counts.items() if n < 100)
+    assert rare  # the demo set has characters seen fewer than 100 times...
+    assert cut._char_ids(rare[0] + "a")[:2] == [UNK, cut.chars["a"]]  # ...they are unknown
+
+
+def test_char_vocabulary_counts_per_question() -> None:
+    @dataclasses.dataclass
+    class Ex:
+        context_tokens: tuple[str, ...]
+        question_tokens: tuple[str, ...]
+
+    paragraph = ("ab", "b")
+    train = [Ex(paragraph, ("c",)), Ex(paragraph, ("cd",))]
+    vocab = char_vocabulary(train, lambda ex: ex.context_tokens, 2)  # type: ignore[arg-type]
+    # a: 2 (the paragraph once per question), b: 4, c: 2, d: 1 (below the cut-off)
+    assert vocab == {"a": 2, "b": 3, "c": 4}
+    assert char_vocabulary(train, lambda ex: ex.context_tokens, 3) == {"b": 2}  # type: ignore[arg-type]
 
 
 def test_presets_and_task_spec_are_consistent() -> None:
@@ -81,3 +133,23 @@ def test_learns_on_a_few_hundred_demo_examples() -> None:
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < 0.8 * losses[0]
     assert outcome.metrics["dev_f1"] > 1.5 * fixed, (outcome.metrics, fixed)
+
+
+def test_cased_word_vectors_fall_back_to_lowercase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """document-qa's FixedWordEmbedder: the cased word, else its lowercase form, else zeros."""
+    monkeypatch.setenv("ELMO_BENCH_CACHE", str(tmp_path / "cache"))
+    glove = tmp_path / "tiny.txt"
+    glove.write_text("the 1 2\nParis 3 4\nparis 5 6\nrome 7 8\n")
+    config = dataclasses.replace(preset("paper"), word_vectors=str(glove))
+    table = word_vectors(config, ["Paris", "paris", "Rome", "The", "Oslo"])
+    assert table.tolist() == [
+        [0.0, 0.0],  # padding
+        [0.0, 0.0],  # unknown
+        [3.0, 4.0],  # Paris: cased vector
+        [5.0, 6.0],
+        [7.0, 8.0],  # Rome → rome
+        [1.0, 2.0],  # The → the
+        [0.0, 0.0],  # Oslo: OOV
+    ]

@@ -1,0 +1,74 @@
+"""Official artifacts on the command line: --elmo (official files, checkpoint, published:NAME),
+--glove, --cove; the paper preset defaults to the paper's files and never substitutes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.__main__ import _run_config, _task_overrides, main
+from experiments.store import ResultsStore
+from tests.conftest import shared_path
+
+
+def args(*argv: str) -> argparse.Namespace:
+    ns = argparse.Namespace(elmo=None, glove=None, cove=None, config="mini", overrides=[])
+    for key, value in zip(argv[::2], argv[1::2], strict=True):
+        setattr(ns, key, value)
+    return ns
+
+
+def test_elmo_flag_forms() -> None:
+    assert _run_config(args()) == {}  # mini: the shipped small biLM
+    assert _run_config(args("config", "paper")) == {"published": "original"}
+    assert _run_config(args("elmo", ["published:small"])) == {"published": "small"}
+    assert _run_config(args("elmo", ["o.json", "w.hdf5"])) == {
+        "options": "o.json",
+        "weights": "w.hdf5",
+    }
+    assert _run_config(args("elmo", ["my.safetensors"])) == {"checkpoint": "my.safetensors"}
+    assert _run_config(args("elmo", ["o.json", "w.hdf5"]), "bilm-random") == {"options": "o.json"}
+    assert _run_config(args("glove", "g.txt"), "glove") == {"path": "g.txt"}
+    assert _run_config(args("glove", "g.txt", "cove", "c.pth"), "cove") == {
+        "weights": "c.pth",
+        "glove_path": "g.txt",
+    }
+    with pytest.raises(SystemExit, match="--cove WEIGHTS.pth"):
+        _run_config(args("glove", "g.txt"), "cove")
+    assert _task_overrides(args("glove", "g.txt")) == ["word_vectors=g.txt"]
+
+
+def test_one_epoch_on_the_demo_with_official_fixture_files(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    options = shared_path("fixtures", "elmo", "options.json")
+    weights = shared_path("fixtures", "elmo", "lm_weights.hdf5")
+    argv = [
+        "run",
+        "squad",
+        "--elmo",
+        str(options),
+        str(weights),
+        "--limit",
+        "16",
+        "--quiet",
+        "--store",
+        str(tmp_path / "s"),
+        "--work",
+        str(tmp_path / "w"),
+        "--cache",
+        str(tmp_path / "c"),
+        "--out",
+        str(tmp_path / "o"),
+        "--set",
+        "word_vectors=random:4",
+        "hidden=4",
+        "char_filters=4",
+        "train.epochs=1",
+    ]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["epochs_run"] == 1.0 and 0.0 <= result["dev_f1"] <= 1.0
+    (record,) = ResultsStore(tmp_path / "s").records("squad")
+    assert record.spec.representation_config == {"options": str(options), "weights": str(weights)}
