@@ -458,8 +458,18 @@ def _save(run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | N
             "scaler": run.scaler.state_dict(),
             "state": state.to_json(),
             "rng": _rng_state(run.device),
+            "config": _config_json(run),
         },
         run.work / CHECKPOINT,
+    )
+
+
+def _config_json(run: _Run) -> str:
+    """The task and training configuration a checkpoint was written under."""
+    return json.dumps(
+        {"task": _plain(run.recipe.config), "train": _plain(run.train_config)},
+        sort_keys=True,
+        default=str,
     )
 
 
@@ -468,6 +478,11 @@ def _load(run: _Run) -> tuple[LoopState, dict[str, torch.Tensor] | None] | None:
     if not path.exists():
         return None
     payload = torch.load(path, map_location=run.device, weights_only=True)
+    if payload.get("config") != _config_json(run):
+        # The same run id under another configuration (a preset changed without a version bump):
+        # resuming would mix two configurations, so this run starts again.
+        logger.warning("%s was written under another configuration; starting afresh", path)
+        return None
     run.model.load_state_dict(payload["model"])
     run.optimizer.load_state_dict(payload["optimizer"])
     if run.ema is not None:

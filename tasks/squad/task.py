@@ -39,7 +39,8 @@ VERSION = 4  # bump when reader, metric, model or a preset changes a number
 # v4: faithful to document-qa: bi-attention c∘q2c, char CNN (dropout 0.2, VALID conv, masked
 #     max, char count cut-off 49 over train), self-attention no-alignment bias, no extra dropout
 #     on the output-site ELMo, paper preset keeps whole paragraphs (no 400-token cut); the DEMO
-#     set is built from public-domain corpus text; mini: ≤ 12 epochs, patience 2, Adam 1e-2
+#     set is built from public-domain corpus text; mini: ≤ 16 epochs, patience 2, batch 32,
+#     Adam 1e-2
 PAD, UNK = 0, 1
 
 

@@ -72,3 +72,25 @@ def test_one_epoch_on_the_demo_with_official_fixture_files(tmp_path: Path, capsy
     assert result["epochs_run"] == 1.0 and 0.0 <= result["dev_f1"] <= 1.0
     (record,) = ResultsStore(tmp_path / "s").records("squad")
     assert record.spec.representation_config == {"options": str(options), "weights": str(weights)}
+
+
+def test_paper_preset_refuses_to_run_without_glove_840b(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from tasks.squad.demo import ensure_demo
+
+    argv = [
+        "run",
+        "squad",
+        "--config",
+        "paper",
+        "--data",
+        str(ensure_demo()),
+        "--quiet",
+        "--store",
+        str(tmp_path / "s"),
+        "--work",
+        str(tmp_path / "w"),
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "--glove PATH/glove.840B.300d.txt" in err and "glove.840B.300d.zip" in err
+    assert not ResultsStore(tmp_path / "s").records()

@@ -347,3 +347,20 @@ def test_finetune_bilm_tunes_on_the_task_text_then_freezes_it(toy: object, tmp_p
     record = runner.run_spec(spec, opts(tmp_path / "again"))  # the tuned biLM is reused
     assert record.metrics["bilm_ppl_after"] == ppl["bilm_ppl_after"]
     assert outcome.representation_fingerprint == record.provenance.representation_fingerprint
+
+
+def test_a_checkpoint_of_another_configuration_is_not_resumed(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A preset changed without a version bump keeps the run id: its old checkpoint must not be
+    resumed under the new configuration."""
+    from tests.experiments import toy_task
+
+    spec = toy_spec(overrides=("train.epochs=3",))
+    train(spec, opts(tmp_path / "w"), stop_after_evals=1)
+    real = toy_task.apply_overrides
+    monkeypatch.setattr(toy_task, "apply_overrides", lambda c, o: real(c, [*o, "dim=4"]))
+    resumed = train(spec, opts(tmp_path / "w"))
+    fresh = train(spec, opts(tmp_path / "fresh"))
+    assert "another configuration" in caplog.text
+    assert strip(resumed.log) == strip(fresh.log) and len(fresh.log) == 3
