@@ -218,12 +218,17 @@ def _configure_pretrain(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=_positive_int, metavar="N", help="override")
     parser.add_argument("--max-minutes", type=float, metavar="M", help="wall-clock budget")
     parser.add_argument("--wandb", metavar="PROJECT", help="log to W&B (offline by default)")
+    _add_run_arguments(parser, torchrun=True)
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, torchrun: bool) -> None:
+    """``--device``, ``--precision`` and ``--quiet`` of the training commands."""
+    rank = "; cuda:LOCAL_RANK per process under torchrun" if torchrun else ""
     parser.add_argument(
         "--device",
         default="auto",
         metavar="DEVICE",
-        help=f"{DEVICE_SPECS} (default: auto = cuda if available, else cpu; "
-        "cuda:LOCAL_RANK per process under torchrun)",
+        help=f"{DEVICE_SPECS} (default: auto = cuda if available, else cpu{rank})",
     )
     parser.add_argument(
         "--precision",
@@ -350,19 +355,7 @@ def _configure_finetune(parser: argparse.ArgumentParser) -> None:
         help="small | full | tiny | JSON file of overrides (training hyper-parameters; "
         "the architecture is the input's; default: small)",
     )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        metavar="DEVICE",
-        help=f"{DEVICE_SPECS} (default: auto = cuda if available, else cpu)",
-    )
-    parser.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default="fp32",
-        help="autocast precision of the forward pass (default: fp32; fp16 needs CUDA)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_run_arguments(parser, torchrun=False)
 
 
 def _run_finetune(args: argparse.Namespace) -> int:
