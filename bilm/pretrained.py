@@ -146,10 +146,15 @@ def fetch_published(name: str, cache_dir: str | Path) -> tuple[Path, Path]:
     return options, weights
 
 
-def default_cache_dir() -> Path:
-    """Published files go to ``$ELMO_BENCH_CACHE/elmo``, else ``~/.cache/elmo-bench/elmo``."""
+def cache_root() -> Path:
+    """The project's cache folder: ``$ELMO_BENCH_CACHE``, else ``~/.cache/elmo-bench``."""
     root = os.environ.get("ELMO_BENCH_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "elmo-bench") / "elmo"
+    return Path(root) if root else Path.home() / ".cache" / "elmo-bench"
+
+
+def default_cache_dir() -> Path:
+    """Published files go to ``cache_root() / "elmo"``."""
+    return cache_root() / "elmo"
 
 
 def published_files(name: str, cache_dir: str | Path | None = None) -> tuple[Path, Path]:

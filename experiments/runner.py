@@ -29,7 +29,6 @@ import inspect
 import json
 import logging
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -294,7 +293,7 @@ def finetuned_bilm(
     import hashlib
 
     from bilm.finetune import finetune
-    from bilm.pretrained import published_files
+    from bilm.pretrained import cache_root, published_files
     from tasks.common.feature_cache import data_fingerprint
 
     base = {k: v for k, v in config.items() if k != "finetune"}
@@ -304,9 +303,7 @@ def finetuned_bilm(
     key = json.dumps(
         [base, epochs, data_fingerprint(train_text), data_fingerprint(valid_text)], sort_keys=True
     )
-    root = os.environ.get("ELMO_BENCH_CACHE")
-    folder = (Path(root) if root else Path.home() / ".cache" / "elmo-bench") / "finetuned"
-    folder = folder / hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    folder = cache_root() / "finetuned" / hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     # distinct sequences only: a paragraph shared by several questions is read once

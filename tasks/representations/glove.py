@@ -249,8 +249,9 @@ def converted_glove(path: str | Path, cache_dir: Path | None = None) -> tuple[Pa
     source = Path(path)
     _must_exist(source, "glove")
     if cache_dir is None:
-        root = os.environ.get("ELMO_BENCH_CACHE")
-        cache_dir = (Path(root) if root else Path.home() / ".cache" / "elmo-bench") / "glove"
+        from bilm.pretrained import cache_root
+
+        cache_dir = cache_root() / "glove"
     folder = cache_dir / f"{source.name.split('.txt')[0]}-{glove_fingerprint(source)}"
     npy, vocab = folder / "vectors.npy", folder / "vectors.vocab"
     if npy.exists() and vocab.exists():

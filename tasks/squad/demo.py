@@ -553,7 +553,9 @@ def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR
     a changed demo set never reuses stale files.
     """
     if cache is None:
-        cache = os.environ.get("ELMO_BENCH_CACHE") or Path.home() / ".cache" / "elmo-bench"
+        from bilm.pretrained import cache_root
+
+        cache = cache_root()
     root = Path(cache)
     out = root / f"squad-demo-{content_hash(data_dir)}"
     if all((out / name).exists() for name in FILES):
