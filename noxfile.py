@@ -94,12 +94,17 @@ def _reproduce(session: nox.Session, name: str) -> None:
     # run) and tables/plots go to runs/tables, runs/plots: a nox target never rewrites tracked
     # files. The committed results/ come only from `python -m experiments render NAME
     # --store results/runs --out results`.
+    # Two runs at once, one CPU thread each (the CLI's default): a CPU result then does not
+    # depend on the machine's core count, and a 2-core machine runs baseline and ELMo side by
+    # side. A later --max-parallel / --threads in the arguments wins.
     session.run(
         "python",
         "-m",
         "experiments",
         "reproduce",
         name,
+        "--max-parallel",
+        "2",
         *session.posargs,
         env={"OMP_WAIT_POLICY": "PASSIVE"},
     )

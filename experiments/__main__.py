@@ -117,6 +117,13 @@ def _common(
     parser.add_argument("--executor", default="local", choices=("local", "ray"))
     parser.add_argument("--address", help="Ray cluster address (with --executor ray)")
     parser.add_argument("--max-parallel", type=int, default=1, help="runs at once (default 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads per run (default 1: a CPU result then does not depend on the "
+        "machine's core count; use --max-parallel to fill the cores); 0 = torch's default",
+    )
     parser.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray resources per run")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray resources per run")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="checkpoints of runs")
@@ -184,13 +191,17 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
     """Run every spec not yet stored, one progress line per run; failures end in exit 1."""
     from experiments.runner import RunOptions, run_spec
 
+    in_workers = args.executor == "ray" or args.max_parallel > 1
     options = RunOptions(
         work_root=args.work,
         cache_dir=args.cache,
         device=args.device,
         precision=args.precision,
-        progress=not args.quiet,
+        # worker processes report one line per evaluation: their bars would interleave
+        progress=not args.quiet and not in_workers,
         wandb=_wandb(args, group),
+        threads=args.threads or None,
+        eval_lines=not args.quiet and in_workers,
     )
     store = ResultsStore(args.store)
     unique = list({s.run_id: s for s in specs}.values())

@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import random
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,12 @@ class RunOptions:
         precision: ``fp32`` | ``bf16`` | ``fp16`` (autocast; a grad scaler with fp16 on CUDA).
         progress: tqdm bars.
         wandb: log to W&B (offline unless ``WANDB_MODE`` says otherwise).
+        threads: CPU intra-op threads of this run (``torch.set_num_threads``); ``None`` keeps
+            torch's default (the machine's cores). Float summation order, hence a CPU run's
+            trajectory, depends on it: a fixed count makes a CPU result independent of the
+            machine's core count (the CLI defaults to 1 and runs several at once instead).
+        eval_lines: print one line per evaluation to stderr (run id, epoch, dev metric, best,
+            seconds): the progress report of runs in worker processes, where bars interleave.
     """
 
     work_root: Path = Path("runs/work")
@@ -77,6 +84,8 @@ class RunOptions:
     precision: str = "fp32"
     progress: bool = True
     wandb: WandbOptions | None = None
+    threads: int | None = None
+    eval_lines: bool = False
 
 
 @dataclass
@@ -164,6 +173,7 @@ class _Run:
     precision: str
     work: Path
     finetune_ppl: dict[str, float]
+    eval_lines: bool = False
 
 
 def seed_everything(seed: int) -> None:
@@ -410,6 +420,7 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
         precision=precision,
         work=work,
         finetune_ppl=finetune_ppl,
+        eval_lines=options.eval_lines,
     )
 
 
@@ -555,7 +566,8 @@ def _evaluate_and_select(
         raise KeyError(
             f"the scorer returned {sorted(dev)}, not the selection metric {metric.key!r}"
         )
-    value = (1.0 if metric.higher_is_better else -1.0) * dev[metric.key]
+    sign = 1.0 if metric.higher_is_better else -1.0
+    value = sign * dev[metric.key]
     record: dict[str, Any] = {
         "epoch": state.epoch + (1 if state.batch else 0),
         "step": state.step,
@@ -576,6 +588,15 @@ def _evaluate_and_select(
         state.best, state.best_epoch, state.best_step = value, record["epoch"], state.step
         state.best_metrics = dict(dev)
         state.bad_evals = state.plateau_evals = 0
+    if run.eval_lines:
+        print(
+            f"  {run.spec.run_id} {run.spec.task} {run.spec.representation} seed={run.spec.seed}"
+            f" epoch {record['epoch']}/{run.train_config.epochs}: dev {metric.key} "
+            f"{metric.display(dev[metric.key])} (best {metric.display(sign * state.best)} at epoch "
+            f"{state.best_epoch}) {record['seconds']:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     else:
         state.bad_evals += 1
         state.plateau_evals += 1
@@ -609,6 +630,10 @@ def train(
             outcome then describes the run so far.
     """
     started = time.perf_counter()
+    if options.threads is not None:
+        if options.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {options.threads}")
+        torch.set_num_threads(options.threads)
     run = _set_up(spec, options)
     cfg = run.train_config
     state = LoopState(lr=cfg.optimizer.lr)
@@ -685,6 +710,8 @@ def _finish(
             "dev metrics on reload %s differ from selection %s", dev_now, state.best_metrics
         )
     device = describe_device(run.device)
+    if run.device.type == "cpu":
+        device += f", {torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''}"
     if run.precision != "fp32":
         device += f", {run.precision}"
     return TrainOutcome(

@@ -11,13 +11,14 @@ The tag schemes and the lossless conversions between them live in :mod:`tasks.co
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tasks.common.io import DataError, ReadStats, attribute_columns, iter_lines, require_datasets
-from tasks.common.spans import SCHEMES, Scheme, convert, tags_to_spans
+from tasks.common.spans import SCHEMES, Scheme, convert, split_tag, tags_to_spans
 
 if TYPE_CHECKING:
     import datasets
@@ -131,3 +132,193 @@ def to_hf_dataset(path: str | Path, *, scheme: Scheme = "IOB1") -> datasets.Data
         }
     )
     return datasets.Dataset.from_dict(columns, features=features)
+
+
+# ------------------------------------------------------------------ any CoNLL-column tagging file
+#: CoNLL-2003 English file names (train, dev = testa, test = testb).
+CONLL2003_FILES = {"train": "eng.train", "dev": "eng.testa", "test": "eng.testb"}
+#: Generic file names (e.g. CoNLL-2000 chunking ships train.txt and test.txt only).
+GENERIC_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+_CHUNK_TAG = re.compile(r"^[BILU]-\S+$")
+
+
+@dataclass(frozen=True)
+class TaggedSentence:
+    """One sentence of a column file: its words and the chosen column's tags.
+
+    Attributes:
+        tokens: the words (first column).
+        tags: one tag per word, as in the file (readers may re-encode them).
+        line: 1-based line of the first word in ``path`` (tokens are on consecutive lines).
+        path: the file it came from (for error messages).
+    """
+
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...]
+    line: int = 0
+    path: str = ""
+
+
+def read_columns(
+    path: str | Path,
+    tag_column: int = -1,
+    *,
+    max_tokens: int | None = None,
+    skip_long: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[TaggedSentence]:
+    """Stream the sentences of a CoNLL-style column file (word first, tags in ``tag_column``).
+
+    A blank line ends a sentence; ``-DOCSTART-`` lines end one and are not sentences.
+
+    Args:
+        path: the file.
+        tag_column: 0-based column of the tags; negative counts from the end (-1 = last, the
+            NER column of CoNLL-2003 and the chunk column of CoNLL-2000).
+        max_tokens: the longest sentence accepted (``None``: no limit).
+        skip_long: skip (and count under ``"longer than max_tokens"``) longer sentences
+            instead of raising.
+        stats: counts of sentences read and skipped.
+
+    Raises (while iterating):
+        DataError: invalid UTF-8, an empty file, a line without the tag column, or (unless
+            ``skip_long``) a sentence over ``max_tokens``, located at its first line.
+    """
+    stats = stats if stats is not None else ReadStats()
+    words: list[str] = []
+    tags: list[str] = []
+    first = 0
+
+    def flush() -> Iterator[TaggedSentence]:
+        if not words:
+            return
+        if max_tokens is not None and len(words) > max_tokens:
+            if not skip_long:
+                raise DataError(
+                    path,
+                    first,
+                    f"sentence of {len(words)} tokens is longer than max_sentence_tokens="
+                    f"{max_tokens} (raise it with --set max_sentence_tokens=N)",
+                )
+            stats.skip("longer than max_tokens")
+        else:
+            stats.examples += 1
+            yield TaggedSentence(tuple(words), tuple(tags), first, str(path))
+        words.clear()
+        tags.clear()
+
+    for number, line in iter_lines(path):
+        fields = line.split()
+        if not fields or fields[0] == DOCSTART:
+            yield from flush()
+            continue
+        if not -len(fields) <= tag_column < len(fields) or tag_column % len(fields) == 0:
+            raise DataError(
+                path,
+                number,
+                f"no tag column {tag_column} after the word (the line has {len(fields)} "
+                "columns; choose one with --set tag_column=N)",
+            )
+        if not words:
+            first = number
+        words.append(fields[0])
+        tags.append(fields[tag_column])
+    yield from flush()
+
+
+def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> Scheme | None:
+    """The tag scheme of a column: ``None`` for plain tags (e.g. POS), else IOB1, IOB2 or BIOUL.
+
+    A column is a chunk column when some tag looks like ``B-X``/``I-X``/``L-X``/``U-X``. Then:
+    BIOUL if an ``L-``/``U-`` tag occurs; IOB1 if some chunk starts with ``I-`` (after ``O``,
+    after another type, or first in the sentence; CoNLL-2003); else IOB2 (CoNLL-2000).
+    """
+    chunked = lenient = bioul = False
+    for tags in tag_sequences:
+        previous = ("O", "")
+        for tag in tags:
+            if _CHUNK_TAG.match(tag):
+                chunked = True
+                prefix, chunk_type = split_tag(tag)
+                bioul = bioul or prefix in ("L", "U")
+                if prefix == "I" and not (previous[0] in "BI" and previous[1] == chunk_type):
+                    lenient = True
+                previous = (prefix, chunk_type)
+            else:
+                previous = ("O", "")
+    if not chunked:
+        return None
+    return "BIOUL" if bioul else "IOB1" if lenient else "IOB2"
+
+
+def check_tags(sentences: Iterable[TaggedSentence], scheme: Scheme | None) -> None:
+    """Raise at the first tag outside ``scheme`` (``None``: any tag is fine).
+
+    Raises:
+        DataError: file:line of the tag and what the scheme allows.
+    """
+    if scheme is None:
+        return
+    allowed = "BILU" if scheme == "BIOUL" else "BI"
+    for sentence in sentences:
+        for offset, tag in enumerate(sentence.tags):
+            prefix, chunk_type = split_tag(tag)
+            if tag != "O" and (prefix not in allowed or not chunk_type or "-" not in tag):
+                raise DataError(
+                    sentence.path,
+                    sentence.line + offset,
+                    f"tag {tag!r} is outside the {scheme} scheme of this data (O or "
+                    f"{'/'.join(allowed)}-TYPE)",
+                )
+
+
+def data_files(folder: str | Path) -> dict[str, Path]:
+    """The split files of a data folder: CoNLL-2003 names (``eng.train``, ``eng.testa`` as dev,
+    ``eng.testb`` as test) or ``train.txt`` / ``dev.txt`` / ``test.txt``; absent splits are
+    left out.
+
+    Raises:
+        FileNotFoundError: no training file, naming both conventions.
+    """
+    folder = Path(folder)
+    for names in (CONLL2003_FILES, GENERIC_FILES):
+        if (folder / names["train"]).is_file():
+            return {s: folder / n for s, n in names.items() if (folder / n).is_file()}
+    raise FileNotFoundError(
+        f"{folder}: no training file; expected CoNLL-2003's eng.train, eng.testa (dev), "
+        "eng.testb (test), or train.txt, dev.txt, test.txt (column files, word first)"
+    )
+
+
+def load_hf_tagging(name: str, feature: str = "ner_tags") -> dict[str, list[TaggedSentence]]:
+    """A Hugging Face tagging dataset (``conll2003``, ``eriktks/conll2003``) as sentences.
+
+    Args:
+        name: the dataset name on the Hub.
+        feature: the tag column (a sequence of class labels), e.g. ``ner_tags``, ``chunk_tags``.
+
+    Raises:
+        FileNotFoundError: the dataset cannot be loaded (e.g. offline), naming what ``--data``
+            must hold instead.
+    """
+    datasets = require_datasets()
+    try:
+        loaded = datasets.load_dataset(name)
+    except Exception as exc:  # offline, unknown name, gated: one actionable message
+        raise FileNotFoundError(
+            f"could not load the Hugging Face dataset {name!r} ({type(exc).__name__}: {exc}); "
+            "offline, pass --data DIR with eng.train, eng.testa and eng.testb (CoNLL-2003) or "
+            "train.txt, dev.txt, test.txt"
+        ) from None
+    split_names = {"train": "train", "dev": "validation", "test": "test"}
+    out: dict[str, list[TaggedSentence]] = {}
+    for split, hf_split in split_names.items():
+        if hf_split not in loaded:
+            continue
+        table = loaded[hf_split]
+        names = table.features[feature].feature.names
+        out[split] = [
+            TaggedSentence(tuple(row["tokens"]), tuple(names[i] for i in row[feature]), 0, name)
+            for row in table
+        ]
+    return out

@@ -145,6 +145,43 @@ def write_conlleval(
     return count
 
 
+def write_tagged(
+    path: str | Path,
+    tokens: Iterable[Sequence[str]],
+    gold: Iterable[Sequence[str]],
+    predicted: Iterable[Sequence[str]],
+) -> int:
+    """Write conlleval input ``WORD GOLD PREDICTED`` per token, a blank line per sentence.
+
+    The tags are written as given: the caller puts gold and predictions in one IOB scheme (or
+    plain tags, scored with ``-r``). conlleval reads only the last two columns.
+
+    Returns:
+        The number of sentences written.
+
+    Raises:
+        ValueError: counts or lengths differ, or a field is empty, contains whitespace or is a
+            boundary marker (``-X-``, ``-DOCSTART-``) in the word column.
+    """
+    count = 0
+    with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+        for words, gold_tags, predicted_tags in zip(tokens, gold, predicted, strict=True):
+            if not len(words) == len(gold_tags) == len(predicted_tags):
+                raise ValueError(
+                    f"sentence {count}: {len(words)} tokens, {len(gold_tags)} gold and "
+                    f"{len(predicted_tags)} predicted tags"
+                )
+            for fields in zip(words, gold_tags, predicted_tags, strict=True):
+                if fields[0] in (BOUNDARY, DOCSTART) or any(
+                    not f or len(f.split()) != 1 for f in fields
+                ):
+                    raise ValueError(f"sentence {count}: cannot write field in {fields!r}")
+                handle.write(" ".join(fields) + "\n")
+            handle.write("\n")
+            count += 1
+    return count
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(

@@ -13,8 +13,9 @@ give 549,367 / 9,842 / 9,824 examples.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,7 @@ class SnliExample:
         label: one of :data:`LABELS`.
         premise_tokens: tokens of ``sentence1_binary_parse``, or ``None`` when the field is absent.
         hypothesis_tokens: tokens of ``sentence2_binary_parse``, or ``None`` when absent.
+        line: 1-based line of the pair in its file (``None`` for Hugging Face rows); not compared.
     """
 
     pair_id: str
@@ -47,6 +49,7 @@ class SnliExample:
     label: str
     premise_tokens: tuple[str, ...] | None = None
     hypothesis_tokens: tuple[str, ...] | None = None
+    line: int | None = field(default=None, compare=False)
 
 
 def binary_parse_tokens(parse: str) -> tuple[str, ...]:
@@ -105,7 +108,13 @@ class SnliReader:
             ]
             self.stats.examples += 1
             yield SnliExample(
-                pair_id, fields["sentence1"], fields["sentence2"], label, tokens[0], tokens[1]
+                pair_id,
+                fields["sentence1"],
+                fields["sentence2"],
+                label,
+                tokens[0],
+                tokens[1],
+                number,
             )
         if records == 0:
             raise DataError(self.path, None, "no JSON lines (only blank lines)")
@@ -162,3 +171,216 @@ def _optional_tokens(
     if record.get(key) is None:
         return None
     return binary_parse_tokens(require_string(path, number, record, key))
+
+
+# --- plain JSON-lines pairs, file lookup, Hugging Face ------------------------------------------
+
+PLAIN_FIELDS = ("premise", "hypothesis", "label")
+SKIP_NO_LABEL = "no label"
+NO_LABEL_VALUES = ("-", "", "-1")  # plain-file labels that mean "no gold label" (skipped)
+HF_DATASET = "stanfordnlp/snli"
+HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+SPLIT_NAMES = {  # file names looked for in --data DIR, in order
+    split: (f"snli_1.0_{split}.jsonl", f"{split}.jsonl") for split in ("train", "dev", "test")
+}
+
+_TOKEN = re.compile(
+    r"""[^\W\d_]+(?=n't\b)       # the "do" of "don't"
+      | n't\b                    # the clitic itself
+      | '(?:s|re|ve|ll|d|m)\b    # 's 're 've 'll 'd 'm
+      | \d+(?:[.,:]\d+)*         # 3  3,000  2.5  10:30
+      | \w+(?:-\w+)*             # words, hyphenated words
+      | \S                       # any other character on its own
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def tokenize(text: str) -> tuple[str, ...]:
+    """A simple PTB-like tokenizer for plain files (the official files carry PTB tokens).
+
+    Words (with inner hyphens), numbers (with inner ``.,:``), the clitics ``n't 's 're 've 'll
+    'd 'm`` and every other non-space character on its own. No abbreviation list: ``U.S.`` gives
+    ``U . S .``.
+
+    >>> tokenize("The dog's owner didn't see 3,000 well-fed cats.")
+    ('The', 'dog', "'s", 'owner', 'did', "n't", 'see', '3,000', 'well-fed', 'cats', '.')
+    """
+    return tuple(_TOKEN.findall(text))
+
+
+class PlainPairReader:
+    """Streams ``{"premise", "hypothesis", "label"}`` JSON lines (any label set).
+
+    Optional fields: ``pairID`` or ``id`` (a string or integer; default ``"<file stem>:<line>"``).
+    Labels are strings (integers are read as their decimal string, as in Hugging Face exports);
+    ``"-"``, ``""``, ``-1`` and ``null`` mean "no gold label": skipped and counted under
+    ``stats.skipped["no label"]`` (their ids in ``unlabeled_ids``). Tokens come from
+    :func:`tokenize`. Blank lines are ignored.
+
+    Args:
+        path: the file.
+        labels: the allowed labels (e.g. those of the training file); ``None`` accepts any.
+
+    Raises (while iterating):
+        DataError: invalid UTF-8, an empty file, a line that is not a JSON object, a missing or
+            non-string premise / hypothesis, a label that is not a string or an integer, a label
+            outside ``labels``, or a repeated id.
+    """
+
+    def __init__(self, path: str | Path, labels: Sequence[str] | None = None) -> None:
+        self.path = Path(path)
+        self.labels = None if labels is None else tuple(labels)
+        self.stats = ReadStats()
+        self.unlabeled_ids: list[str] = []
+
+    def __iter__(self) -> Iterator[SnliExample]:
+        self.stats = ReadStats()
+        self.unlabeled_ids = []
+        seen: set[str] = set()
+        records = 0
+        for number, line in iter_lines(self.path):
+            if not line.strip():
+                continue
+            records += 1
+            record = parse_json_line(self.path, number, line)
+            premise = require_string(self.path, number, record, "premise")
+            hypothesis = require_string(self.path, number, record, "hypothesis")
+            pair_id = _plain_id(self.path, number, record)
+            if pair_id in seen:
+                raise DataError(self.path, number, f"duplicate pair id {pair_id!r}")
+            seen.add(pair_id)
+            label = _plain_label(self.path, number, record)
+            if label is None:
+                self.stats.skip(SKIP_NO_LABEL)
+                self.unlabeled_ids.append(pair_id)
+                continue
+            if self.labels is not None and label not in self.labels:
+                raise DataError(
+                    self.path,
+                    number,
+                    f"label {label!r} is not in the label set {list(self.labels)} (read from the "
+                    "training file)",
+                )
+            self.stats.examples += 1
+            yield SnliExample(
+                pair_id, premise, hypothesis, label, tokenize(premise), tokenize(hypothesis), number
+            )
+        if records == 0:
+            raise DataError(self.path, None, "no JSON lines (only blank lines)")
+
+
+def _plain_id(path: Path, number: int, record: dict[str, object]) -> str:
+    for key in ("pairID", "id"):
+        value = record.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise DataError(path, number, f"field {key!r} must be a string or an integer")
+        return str(value)
+    return f"{path.stem}:{number}"
+
+
+def _plain_label(path: Path, number: int, record: dict[str, object]) -> str | None:
+    if "label" not in record:
+        raise DataError(path, number, "missing field 'label'")
+    value = record["label"]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise DataError(path, number, f"field 'label' must be a string or an integer, got {value!r}")
+    label = str(value)
+    return None if label in NO_LABEL_VALUES else label
+
+
+PairReader = SnliReader | PlainPairReader
+
+
+def pair_reader(path: str | Path, labels: Sequence[str] | None = None) -> PairReader:
+    """The reader for ``path``: official SNLI/MultiNLI jsonl (records with ``gold_label``) or
+    plain ``{"premise", "hypothesis", "label"}`` jsonl, decided by the first record.
+
+    ``labels`` applies to plain files (the official reader has the three SNLI labels).
+
+    Raises:
+        DataError: the file is missing or empty, its first record is not a JSON object, or it has
+            neither ``gold_label`` nor ``premise``.
+    """
+    path = Path(path)
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        record = parse_json_line(path, number, line)
+        if "gold_label" in record:
+            return SnliReader(path)
+        if "premise" in record:
+            return PlainPairReader(path, labels)
+        raise DataError(
+            path,
+            number,
+            'neither an official SNLI record ("gold_label", "sentence1", "sentence2", "pairID") '
+            'nor a plain one ("premise", "hypothesis", "label")',
+        )
+    raise DataError(path, None, "no JSON lines (only blank lines)")
+
+
+def split_file(data_dir: str | Path, split: str) -> Path | None:
+    """The file of ``split`` in ``data_dir``: ``snli_1.0_<split>.jsonl``, else ``<split>.jsonl``
+    (``None`` when neither exists)."""
+    for name in SPLIT_NAMES[split]:
+        path = Path(data_dir) / name
+        if path.is_file():
+            return path
+    return None
+
+
+class SnliNotAvailable(RuntimeError):
+    """SNLI could not be found locally and the Hugging Face Hub could not be reached."""
+
+
+def load_hf(split: str, *, cache_dir: str | Path | None = None) -> tuple[list[SnliExample], int]:
+    """A split of ``stanfordnlp/snli`` from the Hugging Face Hub (or a local HF cache).
+
+    Rows with label -1 (no gold label) are skipped and their number returned. Pair ids are
+    ``"<hf split>-<row>"``; tokens come from :func:`tokenize` (the Hub copy has no parses).
+
+    Returns:
+        ``(examples, skipped)``.
+
+    Raises:
+        SnliNotAvailable: offline (the message says which files to supply instead).
+    """
+    ds = require_datasets()
+    hf_split = HF_SPLITS[split]
+    try:
+        rows = ds.load_dataset(
+            HF_DATASET, split=hf_split, cache_dir=None if cache_dir is None else str(cache_dir)
+        )
+    except (OSError, ConnectionError, TimeoutError) as exc:  # offline, DNS, missing cache entry
+        raise SnliNotAvailable(
+            f"SNLI {split!r} split is not available locally and the Hugging Face Hub could not be "
+            f"reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply the files with "
+            "--data DIR: a folder holding snli_1.0_train.jsonl, snli_1.0_dev.jsonl and "
+            "snli_1.0_test.jsonl (from https://nlp.stanford.edu/projects/snli/snli_1.0.zip), or "
+            "train.jsonl / dev.jsonl / test.jsonl with {\"premise\", \"hypothesis\", \"label\"} "
+            "per line; or fill a local Hugging Face cache while online and rerun with "
+            "HF_DATASETS_OFFLINE=1."
+        ) from exc
+    examples: list[SnliExample] = []
+    skipped = 0
+    for row, item in enumerate(rows):
+        if item["label"] not in range(len(LABELS)):  # -1: no gold label
+            skipped += 1
+            continue
+        premise, hypothesis = item["premise"], item["hypothesis"]
+        examples.append(
+            SnliExample(
+                f"{hf_split}-{row}",
+                premise,
+                hypothesis,
+                LABELS[item["label"]],  # ClassLabel order: entailment, neutral, contradiction
+                tokenize(premise),
+                tokenize(hypothesis),
+            )
+        )
+    return examples, skipped

@@ -14,28 +14,54 @@ Dropped, and counted in :class:`~tasks.common.io.ReadStats`:
 * ``nested_argument``: an argument nested inside another of the same frame (BIO cannot encode it;
   the outer one is kept). Gold props written by :mod:`tasks.srl.evaluate` keep it, so scores stay
   honest.
+* ``sentence_too_long``: a sentence over ``max_length`` tokens gives no instance (the sentence
+  itself stays in the props files, so in dev/test its gold arguments count as missed, as
+  srl-eval.pl counts a missing proposition).
+
+Splits (:func:`load_split_sentences`): the CoNLL-2012 split of Pradhan et al. (2013), which He et
+al. (2017) and Peters et al. (2018) use, read from the ``train``, ``development`` and ``test``
+folders of ``conll-2012/v4/data`` (the folder given, or any folder below it with those names;
+``*_gold_conll`` files only, so ``*_auto_conll`` files next to them are never mixed in). Or, when
+no such folder exists, the Hugging Face ``conll2012_ontonotesv5`` dataset, configuration
+``english_v4`` (the same split), when the Hub or a local cache can be reached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tasks.common.conll2012 import Sentence, read_sentences
-from tasks.common.io import ReadStats, require_datasets
-from tasks.common.spans import drop_overlapping, spans_to_tags
+from tasks.common.conll2012 import Sentence, SrlFrame, read_sentences
+from tasks.common.io import DataError, ReadStats, require_datasets
+from tasks.common.spans import drop_overlapping, spans_to_tags, tags_to_spans
 
 if TYPE_CHECKING:
     import datasets
 
 __all__ = [
+    "HF_CONFIG",
+    "HF_DATASET",
+    "SPLIT_FOLDERS",
     "SrlInstance",
+    "SrlNotAvailable",
+    "hf_sentences",
+    "load_split_sentences",
     "read_srl",
     "srl_instances",
     "to_hf_dataset",
 ]
+
+#: split → the CoNLL-2012 v4 folder holding it (Pradhan et al. 2013).
+SPLIT_FOLDERS = {"train": "train", "dev": "development", "test": "test"}
+HF_DATASET = "ontonotes/conll2012_ontonotesv5"
+HF_CONFIG = "english_v4"
+HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+
+
+class SrlNotAvailable(FileNotFoundError):
+    """No CoNLL-2012 split folder and the Hugging Face Hub could not be reached."""
 
 
 @dataclass(frozen=True)
@@ -60,13 +86,17 @@ class SrlInstance:
 
 
 def srl_instances(
-    sentences: Iterable[Sentence], stats: ReadStats | None = None
+    sentences: Iterable[Sentence], stats: ReadStats | None = None, max_length: int | None = None
 ) -> Iterator[SrlInstance]:
-    """One :class:`SrlInstance` per predicate column with a ``V`` span (see module docstring)."""
+    """One :class:`SrlInstance` per predicate column with a ``V`` span (see module docstring);
+    sentences over ``max_length`` tokens give none (counted once as ``sentence_too_long``)."""
     stats = stats if stats is not None else ReadStats()
     for sentence_id, sentence in enumerate(sentences):
         if not sentence.srl_frames:
             stats.skip("no_predicate_sentence")
+            continue
+        if max_length is not None and len(sentence) > max_length:
+            stats.skip("sentence_too_long")
             continue
         for frame in sentence.srl_frames:
             if frame.predicate_index is None:
@@ -93,6 +123,136 @@ def read_srl(path: str | Path, stats: ReadStats | None = None) -> Iterator[SrlIn
         DataError: malformed input (file and line given).
     """
     return srl_instances(read_sentences(path), stats)
+
+
+def split_files(data_dir: str | Path, split: str) -> list[Path] | None:
+    """The sorted ``*_gold_conll`` files of ``split`` below ``data_dir``, or None when no folder
+    named for the split exists there (:data:`SPLIT_FOLDERS`).
+
+    Raises:
+        ValueError: an unknown split.
+        DataError: the split folder exists but holds no ``*_gold_conll`` file, or two folders
+            below ``data_dir`` carry the split's name (the split would be ambiguous).
+    """
+    if split not in SPLIT_FOLDERS:
+        raise ValueError(f"unknown split {split!r}; choose {', '.join(SPLIT_FOLDERS)}")
+    root = Path(data_dir)
+    name = SPLIT_FOLDERS[split]
+    if (root / name).is_dir():
+        folder = root / name
+    else:
+        found = sorted(p for p in root.rglob(name) if p.is_dir()) if root.is_dir() else []
+        if not found:
+            return None
+        if len(found) > 1:
+            raise DataError(
+                root,
+                None,
+                f"several {name!r} folders ({', '.join(map(str, found[:3]))}); "
+                "pass the conll-2012/v4/data folder itself",
+            )
+        folder = found[0]
+    files = sorted(
+        (p for p in folder.rglob("*_gold_conll") if p.is_file()),
+        key=lambda p: p.relative_to(folder).as_posix(),
+    )
+    if not files:
+        raise DataError(folder, None, "split folder holds no *_gold_conll file")
+    return files
+
+
+def load_split_sentences(data_dir: str | Path, split: str) -> list[Sentence]:
+    """Every sentence of one split, in read order (predicate-less sentences included).
+
+    From the split's folder below ``data_dir`` (:func:`split_files`), else from the Hugging Face
+    Hub (:func:`hf_sentences`).
+
+    Raises:
+        DataError: a malformed file (file and line given).
+        SrlNotAvailable: no split folder and no Hub.
+    """
+    files = split_files(data_dir, split)
+    if files is None:
+        return hf_sentences(split, looked=f"no {SPLIT_FOLDERS[split]!r} folder below {data_dir}")
+    return [sentence for file in files for sentence in read_sentences(file)]
+
+
+def hf_sentences(
+    split: str, looked: str = "", rows: Iterable[Mapping[str, Any]] | None = None
+) -> list[Sentence]:
+    """The sentences of one split of ``conll2012_ontonotesv5`` / ``english_v4`` as
+    :class:`~tasks.common.conll2012.Sentence` (words and SRL frames; the other columns ``-``).
+
+    Args:
+        split: ``train``, ``dev`` or ``test``.
+        looked: what was looked for locally (for the error message).
+        rows: the dataset's documents (tests); None loads them from the Hub or its cache.
+
+    Raises:
+        SrlNotAvailable: the Hub cannot be reached and no local cache holds the data.
+    """
+    name = f"hf:{HF_DATASET}/{HF_CONFIG}[{HF_SPLITS[split]}]"
+    if rows is None:
+        ds = require_datasets()
+        try:
+            rows = ds.load_dataset(HF_DATASET, HF_CONFIG, split=HF_SPLITS[split])
+        except Exception as exc:  # offline, DNS, missing cache entry, unsupported script
+            raise SrlNotAvailable(
+                f"CoNLL-2012 SRL {split!r} split is not available: {looked or 'no --data'}, and "
+                f"the Hugging Face dataset {HF_DATASET!r} ({HF_CONFIG}) could not be loaded "
+                f"({type(exc).__name__}: {exc}). Supply --data DIR: the conll-2012/v4/data "
+                "folder with train/, development/ and test/ holding *_gold_conll files (built "
+                "from OntoNotes 5.0, LDC2013T19, with the CoNLL-2012 scripts), or fill a local "
+                "Hugging Face cache while online and rerun with HF_DATASETS_OFFLINE=1."
+            ) from exc
+    sentences = []
+    for row_number, document in enumerate(rows, start=1):
+        for index, sent in enumerate(document["sentences"]):
+            words = tuple(sent["words"])
+            frames = []
+            for frame in sent["srl_frames"]:
+                tags = list(frame["frames"])
+                if len(tags) != len(words):
+                    raise DataError(
+                        name,
+                        row_number,
+                        f"SRL frame of {len(tags)} tags for {len(words)} words (sentence {index})",
+                    )
+                spans = tuple(sorted(tags_to_spans(tags, "IOB2"), key=lambda s: (s.start, -s.end)))
+                predicate = next((s.start for s in spans if s.label == "V"), None)
+                frames.append(SrlFrame(predicate, spans))
+            dash = ("-",) * len(words)
+            sentences.append(
+                Sentence(
+                    document_id=str(document["document_id"]),
+                    part=int(sent.get("part_id", 0) or 0),
+                    index=index,
+                    start=0,
+                    line=row_number,
+                    words=words,
+                    pos_tags=dash,
+                    parse_bits=dash,
+                    predicate_lemmas=dash,
+                    framesets=dash,
+                    word_senses=dash,
+                    speakers=dash,
+                    named_entities=(),
+                    srl_frames=tuple(frames),
+                )
+            )
+    return sentences
+
+
+def instances_by_split(
+    sentences: Mapping[str, Sequence[Sentence]], max_length: int | None
+) -> tuple[dict[str, list[SrlInstance]], dict[str, ReadStats]]:
+    """Instances and read statistics of each split (train sentences over ``max_length`` are
+    skipped; so are dev/test ones, whose arguments then count as missed)."""
+    instances, stats = {}, {}
+    for split, split_sentences in sentences.items():
+        stats[split] = ReadStats()
+        instances[split] = list(srl_instances(split_sentences, stats[split], max_length))
+    return instances, stats
 
 
 def to_hf_dataset(path: str | Path) -> datasets.Dataset:

@@ -13,6 +13,7 @@ on all phrases, as allennlp's ``use_subtrees``; Peters et al. 2018, appendix, tr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -286,3 +287,281 @@ def _descendants(phrases: tuple[Phrase, ...], position: int) -> tuple[Phrase, ..
             break
         block.append(phrase)
     return tuple(Phrase(p.start - root.start, p.end - root.start, p.label) for p in block)
+
+
+# ------------------------------------------------------------------ data for the BCN recipe
+Layout = Literal["trees", "jsonl", "hub"]
+TREE_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+JSONL_FILES = {"train": ("train.jsonl",), "dev": ("dev.jsonl", "valid.jsonl"), "test": ("test.jsonl",)}
+HF_DATASET = "SetFit/sst5"
+HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
+TREE_LABELS = tuple(str(label) for label in range(NUM_LABELS))
+
+#: A JSON label value: a string or an integer (booleans, floats and null are refused).
+RawLabel = str | int
+
+
+class SstNotAvailable(FileNotFoundError):
+    """No usable local files and the Hugging Face Hub cannot be reached."""
+
+
+@dataclass(frozen=True)
+class TextExample:
+    """One text the classifier sees.
+
+    Attributes:
+        line: 1-based line of its file (a phrase has the line of its sentence); the row number
+            for Hub data.
+        tokens: its words.
+        label: index into the data's label names (:attr:`SstData.labels`).
+        root: a whole sentence (what is scored), not a phrase.
+    """
+
+    line: int
+    tokens: tuple[str, ...]
+    label: int
+    root: bool = True
+
+
+@dataclass
+class SstData:
+    """The splits of one dataset and how they were read.
+
+    Attributes:
+        splits: ``train``, ``dev`` and, when present, ``test``; dev and test hold sentences only.
+        labels: label names, in index order (``"0"`` … ``"4"`` for SST trees; for JSON lines the
+            distinct labels of the training file, integers in numeric order, else as strings).
+        layout: ``"trees"`` (SST PTB trees), ``"jsonl"`` (``{"text", "label"}`` lines) or
+            ``"hub"`` (``SetFit/sst5`` from the Hugging Face Hub, sentences only).
+        files: split → the file read (or ``hf:SetFit/sst5[split]``).
+        stats: split → examples produced and skipped (``"short phrase"``) while reading.
+    """
+
+    splits: dict[str, list[TextExample]]
+    labels: tuple[str, ...]
+    layout: Layout
+    files: dict[str, str]
+    stats: dict[str, ReadStats]
+
+
+def _too_long(path: str | Path, line: int, n: int, max_tokens: int) -> DataError:
+    return DataError(
+        path,
+        line,
+        f"text of {n} tokens is longer than the model's limit max_tokens={max_tokens} "
+        "(raise it with --set max_tokens=N)",
+    )
+
+
+def read_tree_texts(
+    path: str | Path, *, phrases: bool, min_tokens: int, max_tokens: int
+) -> tuple[list[TextExample], ReadStats]:
+    """The sentences of an SST tree file, and with ``phrases`` their phrases too.
+
+    Every sentence (root) is kept; with ``phrases`` each inner node with at least ``min_tokens``
+    tokens is an example too (shorter ones are skipped and counted as ``"short phrase"``),
+    labels 0–4 as in the file.
+
+    Raises:
+        DataError: a malformed tree (see :class:`SstReader`), or a sentence longer than
+            ``max_tokens``, with the file and line.
+    """
+    stats = ReadStats()
+    examples: list[TextExample] = []
+    for index, tree in enumerate(iter_trees(path)):
+        line = index + 1  # blank lines may only follow the last tree
+        if len(tree.tokens) > max_tokens:
+            raise _too_long(path, line, len(tree.tokens), max_tokens)
+        for position, phrase in enumerate(tree.phrases if phrases else tree.phrases[:1]):
+            if position and phrase.end - phrase.start < min_tokens:
+                stats.skip(SKIP_SHORT)
+                continue
+            tokens = tree.tokens[phrase.start : phrase.end]
+            examples.append(TextExample(line, tokens, phrase.label, root=position == 0))
+    stats.examples = len(examples)
+    return examples, stats
+
+
+def read_jsonl_texts(
+    path: str | Path, *, max_tokens: int
+) -> list[tuple[int, tuple[str, ...], RawLabel]]:
+    """``(line, tokens, label)`` of a JSON-lines file with one ``{"text", "label"}`` object per
+    line (other keys are ignored, blank lines skipped). Text is split on whitespace: give it
+    tokenised.
+
+    Raises:
+        DataError: invalid UTF-8 or JSON, a line that is not an object, a missing field, a text
+            that is not a string or is empty, a label that is not a string or an integer, or a
+            text longer than ``max_tokens`` — with the file and line.
+    """
+    rows: list[tuple[int, tuple[str, ...], RawLabel]] = []
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, number, f"invalid JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise DataError(path, number, 'expected an object {"text": ..., "label": ...}')
+        for key in ("text", "label"):
+            if key not in item:
+                raise DataError(path, number, f'missing "{key}"')
+        text, label = item["text"], item["label"]
+        if not isinstance(text, str):
+            raise DataError(path, number, f'"text" must be a string, got {type(text).__name__}')
+        tokens = tuple(text.split())
+        if not tokens:
+            raise DataError(path, number, "empty text")
+        if len(tokens) > max_tokens:
+            raise _too_long(path, number, len(tokens), max_tokens)
+        if isinstance(label, bool) or not isinstance(label, str | int):
+            raise DataError(path, number, f'"label" must be a string or an integer, got {label!r}')
+        if isinstance(label, str) and (not label or label != label.strip() or "\n" in label):
+            raise DataError(path, number, f"label {label!r} is empty or has surrounding spaces")
+        rows.append((number, tokens, label))
+    if not rows:
+        raise DataError(path, None, "no examples (only blank lines)")
+    return rows
+
+
+def label_names(path: str | Path, labels: Iterator[RawLabel] | list[RawLabel]) -> tuple[str, ...]:
+    """The label set of a training file: integers in numeric order, otherwise sorted strings.
+
+    Raises:
+        DataError: two different labels that read the same (``1`` and ``"1"``).
+    """
+    distinct = set(labels)
+    by_name: dict[str, RawLabel] = {}
+    for value in distinct:
+        if str(value) in by_name:
+            raise DataError(path, None, f"labels {value!r} and {by_name[str(value)]!r} clash")
+        by_name[str(value)] = value
+    if all(isinstance(v, int) for v in distinct):
+        return tuple(str(v) for v in sorted(distinct, key=int))
+    return tuple(sorted(by_name))
+
+
+def _index_rows(
+    path: str | Path, rows: list[tuple[int, tuple[str, ...], RawLabel]], labels: tuple[str, ...]
+) -> list[TextExample]:
+    ids = {name: i for i, name in enumerate(labels)}
+    examples = []
+    for line, tokens, label in rows:
+        if str(label) not in ids:
+            raise DataError(
+                path, line, f"label {label!r} is not in the training label set {list(labels)}"
+            )
+        examples.append(TextExample(line, tokens, ids[str(label)]))
+    return examples
+
+
+def find_files(data_dir: str | Path) -> tuple[Layout, dict[str, Path]] | None:
+    """The layout and split files of a data folder, or ``None`` when it has neither layout.
+
+    Trees: ``train.txt`` + ``dev.txt`` (+ ``test.txt``). JSON lines: ``train.jsonl`` +
+    ``dev.jsonl`` or ``valid.jsonl`` (+ ``test.jsonl``).
+    """
+    folder = Path(data_dir)
+    trees = {s: folder / name for s, name in TREE_FILES.items() if (folder / name).is_file()}
+    if "train" in trees and "dev" in trees:
+        return "trees", trees
+    found: dict[str, Path] = {}
+    for split, names in JSONL_FILES.items():
+        for name in names:
+            if (folder / name).is_file():
+                found[split] = folder / name
+                break
+    if "train" in found and "dev" in found:
+        return "jsonl", found
+    return None
+
+
+def load_data(
+    data_dir: str | Path | None = None,
+    *,
+    files: dict[str, str | Path] | None = None,
+    phrases: bool = True,
+    min_tokens: int = 4,
+    max_tokens: int = 512,
+) -> SstData:
+    """Read the train / dev / test splits for the classifier.
+
+    Sources, in order: explicit ``files`` (split → path; ``.jsonl`` = JSON lines, anything else
+    SST trees; ``train`` and ``dev`` required); the folder ``data_dir`` (:func:`find_files`);
+    else ``SetFit/sst5`` from the Hugging Face Hub (sentences only, labels 0–4).
+
+    Training examples are phrases as :func:`read_tree_texts` (tree files with ``phrases``),
+    otherwise sentences; dev and test are always sentences (roots).
+
+    Raises:
+        DataError: a malformed file, an empty text, a text over ``max_tokens``, or a dev/test
+            label outside the training label set (with file and line).
+        ValueError: explicit files mixing the two formats, or without ``train`` / ``dev``.
+        SstNotAvailable: no local files and the Hub cannot be reached.
+    """
+    if files:
+        missing = [s for s in ("train", "dev") if s not in files]
+        if missing:
+            raise ValueError(f"explicit files need train and dev; missing {missing}")
+        paths = {s: Path(p) for s, p in files.items()}
+        kinds = {p.suffix == ".jsonl" for p in paths.values()}
+        if len(kinds) > 1:
+            raise ValueError("explicit files mix JSON lines (.jsonl) and SST tree files")
+        layout: Layout = "jsonl" if kinds.pop() else "trees"
+    elif data_dir is not None and (found := find_files(data_dir)) is not None:
+        layout, paths = found
+    else:
+        return _load_hub(data_dir, max_tokens)
+    names = {s: str(p) for s, p in paths.items()}
+    if layout == "trees":
+        splits: dict[str, list[TextExample]] = {}
+        stats: dict[str, ReadStats] = {}
+        for split, path in paths.items():
+            splits[split], stats[split] = read_tree_texts(
+                path, phrases=phrases and split == "train", min_tokens=min_tokens,
+                max_tokens=max_tokens,
+            )
+        return SstData(splits, TREE_LABELS, "trees", names, stats)
+    rows = {s: read_jsonl_texts(p, max_tokens=max_tokens) for s, p in paths.items()}
+    labels = label_names(paths["train"], [label for _, _, label in rows["train"]])
+    splits = {s: _index_rows(paths[s], r, labels) for s, r in rows.items()}
+    stats = {s: ReadStats(examples=len(v)) for s, v in splits.items()}
+    return SstData(splits, labels, "jsonl", names, stats)
+
+
+def _load_hub(data_dir: str | Path | None, max_tokens: int) -> SstData:
+    """``SetFit/sst5`` (columns ``text``, ``label`` 0–4) through Hugging Face ``datasets``."""
+    ds = require_datasets()
+    looked = (
+        f"{data_dir} holds neither train.txt + dev.txt (SST trees) nor train.jsonl + "
+        "dev.jsonl/valid.jsonl"
+        if data_dir is not None
+        else "no --data folder given"
+    )
+    splits: dict[str, list[TextExample]] = {}
+    names: dict[str, str] = {}
+    for split, hf_split in HF_SPLITS.items():
+        where = f"hf:{HF_DATASET}[{hf_split}]"
+        try:
+            table = ds.load_dataset(HF_DATASET, split=hf_split)
+        except (OSError, ConnectionError, TimeoutError, ValueError) as exc:
+            raise SstNotAvailable(
+                f"SST-5 is not available: {looked}, and the Hugging Face Hub could not be "
+                f"reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply --data DIR "
+                "with the official tree files train.txt, dev.txt, test.txt (trainDevTestTrees_PTB "
+                "from https://nlp.stanford.edu/sentiment/), or train.jsonl, dev.jsonl, test.jsonl "
+                'with one {"text": ..., "label": ...} per line; or fill a local Hugging Face cache '
+                "while online and rerun with HF_DATASETS_OFFLINE=1."
+            ) from exc
+        examples = []
+        for row, item in enumerate(table, start=1):
+            tokens = tuple(str(item["text"]).split())
+            if not tokens:
+                raise DataError(where, row, "empty text")
+            if len(tokens) > max_tokens:
+                raise _too_long(where, row, len(tokens), max_tokens)
+            examples.append(TextExample(row, tokens, int(item["label"])))
+        splits[split], names[split] = examples, where
+    stats = {s: ReadStats(examples=len(v)) for s, v in splits.items()}
+    return SstData(splits, TREE_LABELS, "hub", names, stats)

@@ -99,3 +99,19 @@ def sst_accuracy(
         binary_correct,
         predicted_neutral,
     )
+
+
+def label_accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float:
+    """Accuracy of predicted label names against gold label names (aligned by position), in
+    [0, 1]: the metric of JSON-lines data with any label set.
+
+    Raises:
+        ValueError: lengths differ.
+
+    >>> label_accuracy(["pos", "neg", "neg"], ["pos", "pos", "neg"])
+    0.6666666666666666
+    """
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold labels but {len(predicted)} predictions")
+    correct = sum(g == p for g, p in zip(gold, predicted, strict=True))
+    return correct / len(gold) if gold else 0.0

@@ -218,10 +218,17 @@ def test_device_and_precision_are_checked_and_recorded(toy: object, tmp_path: Pa
     with pytest.raises(DeviceError, match="fp16"):
         train(toy_spec(), opts(tmp_path, device="cpu", precision="fp16"))
     spec = toy_spec(overrides=("train.epochs=1",))
-    outcome = train(spec, opts(tmp_path / "bf16", device="cpu", precision="bf16"))
-    assert outcome.device == "cpu, bf16"
+    before = torch.get_num_threads()
+    try:
+        outcome = train(spec, opts(tmp_path / "bf16", device="cpu", precision="bf16", threads=1))
+        assert outcome.device == "cpu, 1 thread, bf16"  # the thread count shapes CPU results
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="threads"):
+        train(spec, opts(tmp_path / "bad", device="cpu", threads=0))
     record = runner.run_spec(spec, opts(tmp_path / "fp32", device="cpu"))
-    assert record.provenance.device == "cpu"
+    assert record.provenance.device.startswith("cpu, ")
     assert "predictions-dev.txt" in record.attachments
 
 
@@ -364,3 +371,14 @@ def test_a_checkpoint_of_another_configuration_is_not_resumed(
     fresh = train(spec, opts(tmp_path / "fresh"))
     assert "another configuration" in caplog.text
     assert strip(resumed.log) == strip(fresh.log) and len(fresh.log) == 3
+
+
+def test_eval_lines_report_each_evaluation(
+    toy: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs in worker processes report one stderr line per evaluation instead of bars."""
+    spec = toy_spec(overrides=("train.epochs=2",))
+    train(spec, opts(tmp_path, eval_lines=True))
+    lines = [line for line in capsys.readouterr().err.splitlines() if spec.run_id in line]
+    assert [line.split(" epoch ")[1].split(":")[0] for line in lines] == ["1/2", "2/2"]
+    assert all("best" in line for line in lines)

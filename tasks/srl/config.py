@@ -1,0 +1,97 @@
+"""SRL configurations: ``paper`` (He et al. 2017 as re-implemented for Peters et al. 2018) and
+``mini`` (CPU minutes on the DEMO set). Widths that follow from other parts (input width, ELMo
+width, tag count) are computed in the model, never typed here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tasks.core import Optimizer, Schedule, TrainConfig
+
+#: The word vectors of the paper preset: GloVe 6B 100-d (lowercased), which must be given as a
+#: file (``--glove PATH/glove.6B.100d.txt``). Source: allennlp-models ``srl.jsonnet``
+#: (``glove.6B.100d.txt.gz``, trainable), the configuration behind the paper's SRL baseline.
+GLOVE_6B_100D = "glove-6b-100d"
+GLOVE_6B_URL = "https://nlp.stanford.edu/data/glove.6B.zip"
+
+#: The paper's training. Sources: He et al. (2017) §3 and allennlp-models ``srl.jsonnet`` /
+#: ``srl_elmo.jsonnet``: Adadelta ρ 0.95, ε 1e-6 (He et al.; torch's default ε), lr 1.0,
+#: gradient norm clipped at 1.0, batches of 80 sentences, up to 500 epochs; early stopping after
+#: 200 epochs without a better dev F1 (paper A.5 [R]; ``srl_elmo.jsonnet`` patience 200; the
+#: paper's baseline peaked at epoch 486, §5.4, so a shorter patience would cut it off).
+PAPER_TRAINING = TrainConfig(
+    epochs=500,
+    patience=200,
+    batching="examples",
+    batch_size=80,
+    optimizer=Optimizer("adadelta", lr=1.0, rho=0.95, eps=1e-6),
+    schedule=Schedule("constant"),
+    clip_norm=1.0,
+    ema=0.0,
+)
+
+
+@dataclass(frozen=True)
+class SrlConfig:
+    """Hyper-parameters. Sources: TASKS_SPEC §3.3 (allennlp-models ``srl.jsonnet``, He et al.
+    2017, paper A.5).
+
+    Attributes:
+        word_vectors: ``"glove-6b-100d"`` (the paper's file, which must be given with
+            ``--glove``), ``"glove"`` (the embedded 6B 50-d package), a GloVe file path, or
+            ``"random:DIM"`` (tests).
+        lowercase_words: look words up lowercased (GloVe 6B is lowercased).
+        train_word_vectors: update the word vectors (allennlp ``srl.jsonnet``: trainable).
+        predicate_dim: width of the binary predicate-indicator embedding.
+        hidden: units of each LSTM layer (one direction per layer).
+        layers: LSTM layers; directions alternate, forward first.
+        recurrent_dropout: variational dropout on each layer's hidden state (see model.py for
+            how it is applied with cuDNN/packed LSTMs).
+        max_length: sentences longer than this are skipped when read (counted as
+            ``sentence_too_long``); ``None`` keeps everything.
+        train: training loop configuration.
+    """
+
+    word_vectors: str = GLOVE_6B_100D
+    lowercase_words: bool = True
+    train_word_vectors: bool = True  # source: srl.jsonnet "trainable": true
+    predicate_dim: int = 100  # source: srl.jsonnet binary_feature_dim 100
+    hidden: int = 300  # source: srl.jsonnet / He et al. 2017 (300 units)
+    layers: int = 8  # source: He et al. 2017; paper §4 ("8-layer deep biLSTM ... interleaved")
+    recurrent_dropout: float = 0.1  # source: srl.jsonnet recurrent_dropout_probability 0.1
+    max_length: int | None = None  # source: allennlp reads every sentence
+    train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+
+    def __post_init__(self) -> None:
+        if self.layers < 1 or self.hidden < 1 or self.predicate_dim < 1:
+            raise ValueError("layers, hidden and predicate_dim must be >= 1")
+        if not 0.0 <= self.recurrent_dropout < 1.0:
+            raise ValueError(f"recurrent_dropout must be in [0, 1), got {self.recurrent_dropout}")
+        if self.max_length is not None and self.max_length < 1:
+            raise ValueError(f"max_length must be >= 1 or None, got {self.max_length}")
+
+
+PRESETS = ("mini", "paper")
+
+
+def preset(name: str) -> SrlConfig:
+    """``paper`` or ``mini``.
+
+    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): the embedded GloVe 6B 50-d instead of
+    100-d (still trainable), predicate embedding 16-d, 4 alternating layers of 64 units instead
+    of 8 × 300 (alternation, highway connections and recurrent dropout 0.1 kept), batch 32,
+    sentences of at most 60 tokens, at most 15 epochs with early stopping after 3 epochs without
+    a better dev F1. The optimizer stays the paper's (Adadelta ρ 0.95, lr 1.0, clip 1.0).
+    """
+    if name == "paper":
+        return SrlConfig()
+    if name == "mini":
+        return SrlConfig(
+            word_vectors="glove",
+            predicate_dim=16,
+            hidden=64,
+            layers=4,
+            max_length=60,
+            train=replace(PAPER_TRAINING, epochs=15, patience=3, batch_size=32),
+        )
+    raise ValueError(f"unknown SRL preset {name!r}; choose paper or mini")

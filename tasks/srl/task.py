@@ -1,0 +1,276 @@
+"""SRL as a :class:`tasks.core.TaskSpec`: CoNLL-2012 sentences → one instance per predicate →
+He et al. (2017)'s tagger → propositions scored with srl-eval.pl semantics.
+
+Without ``data_dir`` the recipe uses the bundled **DEMO** set (real public-domain sentences with
+heuristic predicate-argument labels from ``tasks/srl/demo.py``; not OntoNotes): numbers on it only
+show that the pipeline learns and how representations compare on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from bilm.scalar_mix import MixSpec
+from tasks.common.conll2012 import Sentence
+from tasks.common.inject import Injector
+from tasks.common.io import ReadStats
+from tasks.common.overrides import apply_overrides
+from tasks.common.vocab import TokenIds, index, require_word_vectors, word_vectors
+from tasks.core import (
+    Forward,
+    MetricSpec,
+    Represent,
+    TableRow,
+    TaskSpec,
+    TrainConfig,
+    iter_batches,
+)
+from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig, preset
+from tasks.srl.data import SrlInstance, instances_by_split, load_split_sentences
+from tasks.srl.demo import ensure_demo
+from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
+from tasks.srl.metric import evaluate_props, write_props
+from tasks.srl.model import SrlBatch, SrlTagger
+
+VERSION = 1  # bump when reader, metric, model or a preset changes a number
+# v1: He et al. (2017) alternating highway biLSTM tagger, BIO-constrained Viterbi, srl-eval.pl
+#     scoring of the regrouped propositions; DEMO set v1
+
+#: Predictions of one split: ``(sentence_id, predicate_index)`` → IOB2 tags.
+SrlPredictions = dict[tuple[int, int], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class SrlExample:
+    """One predicate instance and the split it belongs to (sentence ids are per split).
+
+    Attributes:
+        instance: the instance (tokens, predicate position, gold IOB2 tags).
+        split: ``train``, ``dev`` or ``test``.
+    """
+
+    instance: SrlInstance
+    split: str
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.instance.tokens
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """``(sentence_id, predicate_index)``: the key of the predictions."""
+        return (self.instance.sentence_id, self.instance.predicate_index)
+
+
+def require_srl_word_vectors(source: str) -> None:
+    """Raise before any data is read when ``source`` is the paper's unresolved GloVe 6B 100-d.
+
+    Raises:
+        FileNotFoundError: naming the file to fetch and the flag that passes it.
+    """
+    if source == GLOVE_6B_100D:
+        raise FileNotFoundError(
+            "the SRL paper preset uses GloVe 6B 100-d (lowercased, trainable; allennlp "
+            "srl.jsonnet): pass --glove PATH/glove.6B.100d.txt (unzip "
+            f"{GLOVE_6B_URL}), or choose the embedded 6B 50-d substitute explicitly with "
+            "--set word_vectors=glove"
+        )
+    require_word_vectors(source)
+
+
+@dataclass
+class SrlRecipe:
+    """Data, vocabularies and helpers for one configuration (a :class:`tasks.core.TaskRecipe`).
+
+    Attributes:
+        config: the configuration.
+        splits: split → examples.
+        sentences: split → every sentence in read order (the props files are written over them).
+        words: word → id.
+        labels: tag names; index = tag id (``O`` first, then sorted).
+        vectors: initial word vectors.
+        stats: split → read statistics (examples, counted skips).
+    """
+
+    config: SrlConfig
+    splits: dict[str, list[SrlExample]]
+    sentences: dict[str, list[Sentence]]
+    words: dict[str, int] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    vectors: torch.Tensor | None = None
+    stats: dict[str, ReadStats] = field(default_factory=dict)
+
+    @property
+    def train_config(self) -> TrainConfig:
+        return self.config.train
+
+    @property
+    def ids(self) -> TokenIds:
+        """Word ids (no characters: the tagger has no character encoder)."""
+        return TokenIds(self.words, {}, self.config.lowercase_words, max_word_chars=1)
+
+    # -------------------------------------------------------------- tokens and batches
+    def sequences(self, examples: Sequence[SrlExample]) -> list[list[str]]:
+        """The sentence of each instance (the feature cache stores each sentence once)."""
+        return [list(ex.tokens) for ex in examples]
+
+    def size(self, example: SrlExample) -> int:
+        return len(example.tokens)
+
+    def collate(self, examples: Sequence[SrlExample], represent: Represent) -> SrlBatch:
+        """Padded word ids, predicate indicators, gold tag ids and representation layers.
+
+        A gold tag never seen in training (possible in dev/test) gets the id of ``O``; it only
+        enters a loss, which evaluation does not use.
+        """
+        tokens = [list(ex.tokens) for ex in examples]
+        words, _, mask = self.ids.pad(tokens)  # (b, t)
+        predicates = torch.zeros_like(words)  # (b, t)
+        tags = torch.zeros_like(words)  # (b, t); 0 = "O"
+        label_id = {label: i for i, label in enumerate(self.labels)}
+        for row, ex in enumerate(examples):
+            predicates[row, ex.instance.predicate_index] = 1
+            tags[row, : len(ex.tokens)] = torch.tensor(
+                [label_id.get(tag, 0) for tag in ex.instance.tags]
+            )
+        return SrlBatch(words, predicates, mask, tags, represent(tokens))
+
+    # -------------------------------------------------------------- model and predictions
+    def build_model(self, injector: Injector) -> nn.Module:
+        assert self.vectors is not None
+        return SrlTagger(self.config, self.vectors, self.labels, injector)
+
+    def predict(
+        self, forward: Forward, examples: Sequence[SrlExample], represent: Represent
+    ) -> SrlPredictions:
+        """Viterbi tags of every instance, keyed by ``(sentence_id, predicate_index)``."""
+        predictions: SrlPredictions = {}
+        for chunk, batch in iter_batches(self, examples, represent):
+            for ex, ids in zip(chunk, forward(batch).decoded, strict=True):
+                predictions[ex.key] = tuple(self.labels[i] for i in ids)
+        return predictions
+
+    def _split_of(self, examples: Sequence[SrlExample]) -> str:
+        splits = {ex.split for ex in examples}
+        if len(splits) != 1:
+            raise ValueError(f"examples must come from one split, got {sorted(splits)}")
+        return splits.pop()
+
+    def _columns(
+        self, predictions: Mapping[tuple[int, int], Sequence[str]], examples: Sequence[SrlExample]
+    ) -> tuple[list[SentenceColumns], list[SentenceColumns]]:
+        """Gold and predicted props columns over every sentence of the examples' split; the
+        gold keeps only the propositions of ``examples`` (all of them for a whole split)."""
+        split = self._split_of(examples)
+        sentences = self.sentences[split]
+        keys = {ex.key for ex in examples}
+        gold = [
+            (length, [c for c in columns if (sentence_id, c.position) in keys])
+            for sentence_id, (length, columns) in enumerate(gold_columns(sentences))
+        ]
+        predicted = list(predicted_columns(sentences, predictions))
+        return gold, predicted
+
+    def score(
+        self, predictions: Mapping[tuple[int, int], Sequence[str]], examples: Sequence[SrlExample]
+    ) -> dict[str, float]:
+        """srl-eval.pl precision / recall / F1 (natural units, 0–1; ``V`` excluded, ``C-``
+        merged) of the regrouped propositions: :func:`tasks.srl.metric.evaluate_props`, the
+        function ``python -m tasks.srl.evaluate`` runs on the files of
+        :meth:`write_predictions`."""
+        gold, predicted = self._columns(predictions, examples)
+        report = evaluate_props(props_sentences(gold), props_sentences(predicted))
+        return {
+            "f1": report.f1 / 100,
+            "precision": report.precision / 100,
+            "recall": report.recall / 100,
+            "perfect_propositions": report.to_dict()["perfect_propositions"] / 100,  # type: ignore[operator]
+        }
+
+    def write_predictions(
+        self,
+        predictions: Mapping[tuple[int, int], Sequence[str]],
+        examples: Sequence[SrlExample],
+        path: Path,
+    ) -> Path:
+        """``<path>.props`` (predicted) and ``<path>.gold.props`` (gold of the same
+        propositions), srl-eval.pl's props format; returns the predicted file.
+
+        ``python -m tasks.srl.evaluate <path>.gold.props <path>.props`` gives :meth:`score`;
+        for a whole split, ``--conll-gold <split folder>`` does too.
+        """
+        gold, predicted = self._columns(predictions, examples)
+        out = path.with_suffix(".props")
+        write_props(out, predicted)
+        write_props(path.with_suffix(".gold.props"), gold)
+        return out
+
+
+def first_epoch_reaching(
+    log: Iterable[Mapping[str, Any]], reference: float, key: str = "dev_f1"
+) -> int | None:
+    """Sample efficiency (paper §5.4, Figure 1): the first evaluation epoch whose ``key`` is at
+    least ``reference`` (e.g. the baseline run's best dev F1), or None if none is.
+
+    Args:
+        log: a run's evaluation log (one mapping per evaluation, with ``epoch`` and ``key``).
+        reference: the value to reach, in the log's units.
+        key: the logged metric.
+    """
+    for record in log:
+        value = record.get(key)
+        if value is not None and value >= reference:
+            return int(record["epoch"])
+    return None
+
+
+def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:
+    """Read the splits (DEMO set when ``data_dir`` is None), build vocabularies and vectors.
+
+    ``test`` is read when it exists (the demo set and CoNLL-2012 have one).
+    """
+    config = apply_overrides(preset(preset_name), overrides)
+    require_srl_word_vectors(config.word_vectors)  # before minutes of reading data
+    folder = Path(data_dir) if data_dir else ensure_demo()
+    sentences = {split: load_split_sentences(folder, split) for split in ("train", "dev", "test")}
+    instances, stats = instances_by_split(sentences, config.max_length)
+    splits = {
+        split: [SrlExample(instance, split) for instance in split_instances]
+        for split, split_instances in instances.items()
+    }
+    recipe = SrlRecipe(config, splits, sentences, stats=stats)
+    lower = config.lowercase_words
+    recipe.words = index(
+        tok.lower() if lower else tok for ex in splits["train"] + splits["dev"] for tok in ex.tokens
+    )
+    tags = {tag for ex in splits["train"] for tag in ex.instance.tags}
+    recipe.labels = ["O", *sorted(tags - {"O"})]
+    recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), lower)
+    return recipe
+
+
+F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
+
+TASK = TaskSpec(
+    name="srl",
+    version=VERSION,
+    metric=F1,
+    presets=PRESETS,
+    default_sites=frozenset({"input"}),  # source: paper Table 3 (input only 84.7, best) and §5.2
+    # source: paper Table 2 (λ = 0.001 best, 84.8) and allennlp srl_elmo.jsonnet (l2 1e-3 on the
+    # scalar-mix weights), no layer norm
+    default_mix=MixSpec("all", 0.001, False),
+    table_rows=(TableRow("SRL", F1, "srl"),),
+    setup=setup,  # type: ignore[arg-type]
+    demo=ensure_demo,
+    paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
+    data_help="the conll-2012/v4/data folder with train/, development/ and test/ holding "
+    "*_gold_conll files (OntoNotes 5.0, LDC2013T19); without those folders the Hugging Face "
+    f"dataset conll2012_ontonotesv5 (english_v4) is tried",
+)

@@ -1,0 +1,198 @@
+"""SST-5 as a :class:`tasks.core.TaskSpec`: data → batches → BCN → root accuracy.
+
+Without ``data_dir`` the recipe uses the bundled **DEMO** set (public-domain corpus sentences
+whose every subtree is labelled by the VADER sentiment lexicon, ``tasks/sst5/demo.py``; not
+SST): numbers on it only show that the pipeline learns and how representations compare on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from bilm.scalar_mix import MixSpec
+from tasks.common.inject import Injector
+from tasks.common.io import ReadStats
+from tasks.common.overrides import apply_overrides
+from tasks.common.vocab import TokenIds, index, require_word_vectors, word_vectors
+from tasks.core import (
+    Forward,
+    MetricSpec,
+    Represent,
+    TableRow,
+    TaskSpec,
+    TrainConfig,
+    batch_plan,
+)
+from tasks.sst5.config import PRESETS, Sst5Config, preset
+from tasks.sst5.data import Layout, TextExample, load_data
+from tasks.sst5.demo import ensure_demo
+from tasks.sst5.evaluate import write_label_lines
+from tasks.sst5.metric import label_accuracy, sst_accuracy
+from tasks.sst5.model import BiattentiveClassificationNetwork, SstBatch
+
+logger = logging.getLogger(__name__)
+
+VERSION = 1  # bump when reader, metric, model or a preset changes a number
+# v1: BCN (paper: two ReLU output layers; maxout option), phrases >= 4 tokens, DEMO set v1
+
+
+@dataclass
+class Sst5Recipe:
+    """Data, vocabulary and helpers for one configuration (a :class:`tasks.core.TaskRecipe`).
+
+    Attributes:
+        config: the configuration.
+        splits: ``train`` (sentences and, for tree files, phrases), ``dev``, ``test`` (sentences).
+        labels: label names in index order.
+        layout: ``"trees"``, ``"jsonl"`` or ``"hub"`` (how the data was read; sets the scorer).
+        files: split → the file read.
+        read_stats: split → examples produced and skipped by reason.
+        words: word → id.
+        vectors: the fixed word vectors.
+    """
+
+    config: Sst5Config
+    splits: dict[str, list[TextExample]]
+    labels: tuple[str, ...]
+    layout: Layout
+    files: dict[str, str] = field(default_factory=dict)
+    read_stats: dict[str, ReadStats] = field(default_factory=dict)
+    words: dict[str, int] = field(default_factory=dict)
+    vectors: torch.Tensor | None = None
+
+    @property
+    def train_config(self) -> TrainConfig:
+        return self.config.train
+
+    @property
+    def training_data(self) -> dict[str, object]:
+        """What the model trains on: the rule, sentence and phrase counts, skips (logged)."""
+        train = self.splits["train"]
+        roots = sum(ex.root for ex in train)
+        phrases = self.config.train_subtrees and self.layout == "trees"
+        return {
+            "rule": self.config.training_data if phrases else "sentences (no trees)",
+            "sentences": roots,
+            "phrases": len(train) - roots,
+            "skipped": dict(self.read_stats["train"].skipped) if "train" in self.read_stats else {},
+        }
+
+    def sequences(self, examples: Sequence[TextExample]) -> list[list[str]]:
+        """The tokens of each text (a phrase is read on its own, as allennlp's subtrees)."""
+        return [list(ex.tokens) for ex in examples]
+
+    def size(self, example: TextExample) -> int:
+        return len(example.tokens)
+
+    @property
+    def ids(self) -> TokenIds:
+        return TokenIds(self.words, {}, self.config.lowercase_words, 1)
+
+    def collate(self, examples: Sequence[TextExample], represent: Represent) -> SstBatch:
+        """Padded word ids, mask, labels and representation layers."""
+        tokens = [list(ex.tokens) for ex in examples]
+        words, _, mask = self.ids.pad(tokens)
+        labels = torch.tensor([ex.label for ex in examples], dtype=torch.long)
+        return SstBatch(words, mask, labels, represent(tokens))
+
+    def build_model(self, injector: Injector) -> nn.Module:
+        assert self.vectors is not None
+        return BiattentiveClassificationNetwork(
+            self.config, self.vectors, len(self.labels), injector
+        )
+
+    def predict(
+        self, forward: Forward, examples: Sequence[TextExample], represent: Represent
+    ) -> list[int]:
+        """Predicted label indices, in the order of ``examples``."""
+        out = [0] * len(examples)
+        plan = batch_plan([self.size(ex) for ex in examples], self.train_config, None)
+        for indices in plan:  # the evaluation batching of tasks.core.iter_batches
+            batch = self.collate([examples[i] for i in indices], represent)
+            for i, label in zip(indices, forward(batch).predictions.tolist(), strict=True):
+                out[i] = label
+        return out
+
+    def score(self, predictions: Sequence[int], examples: Sequence[TextExample]) -> dict[str, float]:
+        """Accuracy in natural units (0–1): for SST trees the root accuracies of
+        ``python -m tasks.sst5.evaluate TREES.txt PRED.txt`` (:func:`sst_accuracy`: ``accuracy``
+        = fine-grained, ``binary_accuracy``); otherwise the label accuracy of
+        ``python -m tasks.sst5.evaluate GOLD.jsonl PRED.txt``."""
+        if self.layout == "trees":
+            result = sst_accuracy([ex.label for ex in examples], list(predictions))
+            assert result.fine_grained_accuracy is not None
+            return {
+                "accuracy": result.fine_grained_accuracy,
+                "binary_accuracy": result.binary_accuracy,
+            }
+        gold = [self.labels[ex.label] for ex in examples]
+        return {"accuracy": label_accuracy(gold, [self.labels[p] for p in predictions])}
+
+    def write_predictions(
+        self, predictions: Sequence[int], examples: Sequence[TextExample], path: Path
+    ) -> Path:
+        """One label name per line, in example order (0–4 for SST trees)."""
+        out = path.with_suffix(".txt")
+        write_label_lines(out, (self.labels[p] for p in predictions))
+        return out
+
+
+def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> Sst5Recipe:
+    """Read data (the DEMO set when neither ``data_dir`` nor explicit files are given), build
+    the vocabulary and word vectors."""
+    config = apply_overrides(preset(preset_name), overrides)
+    require_word_vectors(config.word_vectors)  # before reading data
+    files = {
+        split: path
+        for split, path in (
+            ("train", config.train_file),
+            ("dev", config.dev_file),
+            ("test", config.test_file),
+        )
+        if path is not None
+    }
+    folder = data_dir if data_dir is not None or files else str(ensure_demo())
+    data = load_data(
+        folder,
+        files=files or None,
+        phrases=config.train_subtrees,
+        min_tokens=config.min_phrase_tokens,
+        max_tokens=config.max_tokens,
+    )
+    recipe = Sst5Recipe(config, data.splits, data.labels, data.layout, data.files, data.stats)
+    recipe.words = index(
+        tok.lower() if config.lowercase_words else tok
+        for examples in data.splits.values()
+        for ex in examples
+        for tok in ex.tokens
+    )
+    recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
+    logger.info("SST-5 training data (%s): %s", data.layout, recipe.training_data)
+    return recipe
+
+
+ACCURACY = MetricSpec("accuracy", label="accuracy", higher_is_better=True, scale=100.0, decimals=1)
+
+TASK = TaskSpec(
+    name="sst5",
+    version=VERSION,
+    metric=ACCURACY,
+    presets=PRESETS,
+    # source: paper A.8 [R] and the allennlp v0.5.0 BCN + ELMo config [V] (use_input_elmo and
+    # use_integrator_output_elmo); TASKS_SPEC §1.7
+    default_sites=frozenset({"input", "output"}),
+    default_mix=MixSpec("all", 0.001, False),  # source: paper A.8 [R] (λ = 0.001)
+    table_rows=(TableRow("SST-5", ACCURACY, "sst5"),),
+    setup=setup,  # type: ignore[arg-type]
+    demo=ensure_demo,
+    paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
+    data_help="a folder with the SST tree files train.txt, dev.txt, test.txt "
+    '(trainDevTestTrees_PTB), or train.jsonl, dev.jsonl (or valid.jsonl), test.jsonl with {"text", '
+    '"label"} per line; explicit files with --set train_file=... dev_file=... test_file=...',
+)
