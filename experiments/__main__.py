@@ -36,7 +36,6 @@ DEFAULT_WORK = Path("runs/work")
 DEFAULT_OUT = Path("runs")
 DEFAULT_CACHE = Path.home() / ".cache" / "elmo-bench" / "features"
 FORMATS = {"markdown": "md", "latex": "tex", "csv": "csv"}
-TABLE_SEEDS = (0, 1, 2)  # tables average at least three seeds by default
 
 
 def _list(text: str) -> tuple[str, ...]:
@@ -57,9 +56,9 @@ def _sites(text: str) -> tuple[tuple[str, ...], ...]:
 
 
 def _common(
-    parser: argparse.ArgumentParser, train: bool = True, seeds: tuple[int, ...] = (0,)
+    parser: argparse.ArgumentParser, train: bool = True, seeds: tuple[int, ...] | None = (0,)
 ) -> None:
-    shown = ",".join(map(str, seeds))
+    shown = ",".join(map(str, seeds)) if seeds is not None else "each task's own, e.g. 0,1,2"
     parser.add_argument(
         "--seeds", type=_seeds, default=seeds, help=f"comma-separated (default {shown})"
     )
@@ -320,7 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", default=None, choices=("all", "last"))
     run.add_argument("--lam", type=float, default=None)
     run.add_argument("--layer-norm", action="store_true")
-    run.add_argument("--dropout", type=float, default=named.ELMO_DROPOUT)
+    run.add_argument(
+        "--dropout", type=float, help="on the mixed vectors (default: the task's, paper §3.3)"
+    )
     run.add_argument("--state", default="reset", choices=("reset", "carry", "warm"))
     run.add_argument("--limit", type=int, help="first N examples of each split (smoke runs)")
     run.add_argument("--max-epochs", type=int, help="epoch budget (default: the preset's)")
@@ -337,11 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sweep)
     rep = sub.add_parser("reproduce", help="run and render a named table")
     rep.add_argument("name", choices=sorted(named.reproductions()))
-    _common(rep, seeds=TABLE_SEEDS)
+    _common(rep, seeds=None)
     ren = sub.add_parser("render", help="render a named table from stored runs only")
     ren.add_argument("name", choices=sorted(named.reproductions()))
     ren.add_argument("--format", default="markdown", choices=tuple(FORMATS))
-    _common(ren, train=False, seeds=TABLE_SEEDS)
+    _common(ren, train=False, seeds=None)
     return parser
 
 
@@ -360,11 +361,12 @@ def _command(args: argparse.Namespace) -> int:
         os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
     if args.command in ("run", "sweep"):
         return _train_command(args)
+    seeds = args.seeds if args.seeds is not None else named.default_seeds(args.name)
     tables = named.tables(
         args.name,
         args.config,
         args.data,
-        args.seeds,
+        seeds,
         _run_config(args),
         _task_overrides(args),
         args.eval_split,
@@ -395,8 +397,9 @@ def _train_command(args: argparse.Namespace) -> int:
             point: dict[str, object] = {
                 "representation": args.repr,
                 "representation_config": _run_config(args, args.repr),
-                "dropout": args.dropout,
             }
+            if args.dropout is not None:
+                point["dropout"] = args.dropout
             if args.sites:
                 point["sites"] = _list(args.sites)
             if args.mode:

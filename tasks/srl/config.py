@@ -92,6 +92,12 @@ def preset(name: str) -> SrlConfig:
             hidden=64,
             layers=4,
             max_length=60,
-            train=replace(PAPER_TRAINING, epochs=15, patience=3, batch_size=32),
+            train=replace(
+                PAPER_TRAINING,
+                epochs=8,
+                patience=2,
+                batch_size=32,
+                optimizer=Optimizer("adam", lr=5e-3),
+            ),
         )
     raise ValueError(f"unknown SRL preset {name!r}; choose paper or mini")

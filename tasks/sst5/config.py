@@ -92,8 +92,6 @@ class Sst5Config:
             raise ValueError("output_dims and output_dropout must have the same length")
         if self.min_phrase_tokens < 1 or self.max_tokens < 1 or self.maxout_pool < 1:
             raise ValueError("min_phrase_tokens, max_tokens and maxout_pool must be >= 1")
-        if (self.train_file is None) != (self.dev_file is None):
-            raise ValueError("train_file and dev_file must be given together")
 
     @property
     def training_data(self) -> str:

@@ -10,7 +10,8 @@ Material: sentences of 6–30 tokens of ``train.txt`` of the project's public-do
 State of the Union addresses; see its README), tokenised as in the corpus, parentheses written
 ``-LRB-`` / ``-RRB-`` as in SST. Dev and test sentences come from other stretches of the corpus
 than train sentences (blocks of 500 lines: block ``k`` is dev when ``k mod 6 = 4``, test when
-``k mod 6 = 5``, train otherwise), so their text is unseen.
+``k mod 6 = 5``, train otherwise; a sentence the corpus repeats is kept only in the first of
+train, dev, test), so their text is unseen.
 
 Trees: a simple deterministic binarisation of each sentence (no parser): a final ``.``, ``!``,
 ``?`` or ``;`` is split off at the root, as in SST; every other span is split at the clause
@@ -120,7 +121,9 @@ def to_ptb(tokens: Sequence[str], label_of: Callable[[Sequence[str]], int]) -> s
 
 
 def read_candidates(corpus: str | Path) -> dict[str, list[list[str]]]:
-    """Corpus sentences of ``MIN_TOKENS``–``MAX_TOKENS`` tokens, by split (block rule above)."""
+    """Distinct corpus sentences of ``MIN_TOKENS``–``MAX_TOKENS`` tokens, by split (block rule
+    above); a sentence repeated in the corpus (frequent in the Bible) goes to the first split
+    it appears in, train before dev before test."""
     path = Path(corpus)
     path = path / "train.txt" if path.is_dir() else path
     out: dict[str, list[list[str]]] = {split: [] for split in SPLITS}
@@ -132,6 +135,14 @@ def read_candidates(corpus: str | Path) -> dict[str, list[list[str]]]:
             block = (number // BLOCK) % 6
             split = "dev" if block == 4 else "test" if block == 5 else "train"
             out[split].append(tokens)
+    seen: set[tuple[str, ...]] = set()
+    for split in SPLITS:  # train first: a dev/test sentence never repeats a train sentence
+        unique = []
+        for tokens in out[split]:
+            if tuple(tokens) not in seen:
+                seen.add(tuple(tokens))
+                unique.append(tokens)
+        out[split] = unique
     return out
 
 

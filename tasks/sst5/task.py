@@ -148,6 +148,8 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> S
     the vocabulary and word vectors."""
     config = apply_overrides(preset(preset_name), overrides)
     require_word_vectors(config.word_vectors)  # before reading data
+    if (config.train_file is None) != (config.dev_file is None):
+        raise ValueError("train_file and dev_file must be given together")
     files = {
         split: path
         for split, path in (

@@ -1,0 +1,264 @@
+"""NER through the task protocol: presets, column data, scheme detection, bad input, the official
+scorer on the written file, seqeval agreement, the DEMO set and a learning test."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from experiments.runner import RunOptions, train
+from experiments.spec import RunSpec
+from tasks.common.io import DataError, ReadStats
+from tasks.common.spans import spans_to_tags, tags_to_spans
+from tasks.ner import data as ner_data
+from tasks.ner import demo
+from tasks.ner.config import preset
+from tasks.ner.data import TaggedSentence, detect_scheme, read_columns
+from tasks.ner.evaluate import evaluate_file
+from tasks.ner.task import TASK, VERSION, seqeval_per_type, setup
+from tests.tasks.helpers import write_lines
+
+TINY = ("word_vectors=random:4", "hidden=[4,3]", "char_filters=4")
+
+
+def _column_data(folder: Path, sentences: list[list[tuple[str, ...]]], name: str) -> Path:
+    lines: list[str] = []
+    for sentence in sentences:
+        lines += [" ".join(fields) for fields in sentence] + [""]
+    return write_lines(folder / name, lines)
+
+
+CHUNKS = [
+    [
+        ("He", "PRP", "B-NP"),
+        ("reckons", "VBZ", "B-VP"),
+        ("the", "DT", "B-NP"),
+        ("deficit", "NN", "I-NP"),
+    ],
+    [("Rockwell", "NNP", "B-NP"), ("said", "VBD", "B-VP"), ("it", "PRP", "B-NP")],
+    [("The", "DT", "B-NP"), ("pound", "NN", "I-NP"), ("fell", "VBD", "B-VP"), (".", ".", "O")],
+]
+
+
+def test_presets_and_task_spec() -> None:
+    paper, mini = preset("paper"), preset("mini")
+    assert paper.word_vectors == "glove" and paper.lowercase_words and paper.train_word_vectors
+    assert (paper.char_dim, paper.char_filters, paper.char_width) == (16, 128, 3)
+    assert paper.hidden == (200, 100) and paper.dropout == 0.5
+    assert paper.train.optimizer.lr == 1e-3 and paper.train.clip_norm == 5.0
+    assert paper.label_encoding == "BIOUL" and not paper.include_start_end
+    assert mini.hidden[0] == 2 * mini.hidden[1] and mini.train.patience is not None
+    assert TASK.version == VERSION and TASK.presets == ("mini", "paper")
+    assert TASK.default_sites == frozenset({"input"}) and TASK.default_mix.lam == 0.1
+    with pytest.raises(ValueError, match="unknown NER preset"):
+        preset("huge")
+    with pytest.raises(FileNotFoundError, match="--glove"):
+        setup("paper", ("word_vectors=glove-840b",), None)
+
+
+def test_chunking_columns_with_a_held_out_dev_split(tmp_path: Path) -> None:
+    _column_data(tmp_path, CHUNKS * 4, "train.txt")
+    _column_data(tmp_path, CHUNKS, "test.txt")
+    with pytest.raises(FileNotFoundError, match="dev_from_train"):
+        setup("mini", TINY, str(tmp_path))
+    recipe = setup("mini", (*TINY, "dev_from_train=3"), str(tmp_path))
+    assert (recipe.scheme, recipe.encoding) == ("IOB2", "BIOUL")
+    assert [len(recipe.splits[s]) for s in ("train", "dev", "test")] == [9, 3, 3]
+    assert recipe.splits["dev"][2].tags == ("B-NP", "L-NP", "U-VP", "O")  # converted to BIOUL
+    assert "L-NP" in recipe.labels and "U-VP" in recipe.labels
+    pos = setup("mini", (*TINY, "dev_from_train=3", "tag_column=1"), str(tmp_path))
+    assert pos.scheme is None and pos.encoding is None and "VBZ" in pos.labels
+    gold = [list(ex.tags) for ex in pos.splits["test"]]
+    guess = [["NN"] * len(t) for t in gold]
+    scores = pos.score(guess, pos.splits["test"])
+    assert scores["f1"] == pytest.approx(scores["accuracy"]) == pytest.approx(2 / 11)
+    path = pos.write_predictions(guess, pos.splits["test"], tmp_path / "pos")
+    assert evaluate_file(path, raw=True).f1 == pytest.approx(100 * scores["f1"])
+
+
+def test_detect_scheme() -> None:
+    assert detect_scheme([["I-PER", "O", "I-LOC", "B-LOC"]]) == "IOB1"
+    assert detect_scheme([["B-PER", "I-PER", "O", "B-LOC"]]) == "IOB2"
+    assert detect_scheme([["B-PER", "L-PER", "U-LOC"]]) == "BIOUL"
+    assert detect_scheme([["NN", "VBZ", "-LRB-", "O"]]) is None
+    assert detect_scheme([["O", "O"]]) == None  # noqa: E711 - no chunk tag at all: plain
+
+
+def test_bad_input_is_located(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "a.txt", ["EU NNP I-ORG", "rejects VBZ O", "", "Peter NNP"])
+    with pytest.raises(DataError) as info:
+        list(read_columns(path, 2))
+    assert info.value.line == 4 and "no tag column 2" in info.value.reason
+    with pytest.raises(DataError, match="no tag column 0"):
+        list(read_columns(path, 0))
+    long = write_lines(tmp_path / "b.txt", ["a O", "b O", "c O", "", "d O", "", "e O"])
+    with pytest.raises(DataError) as info:
+        list(read_columns(long, max_tokens=2))
+    assert info.value.line == 1 and "longer than max_sentence_tokens=2" in info.value.reason
+    stats = ReadStats()
+    kept = list(read_columns(long, max_tokens=2, skip_long=True, stats=stats))
+    assert [s.tokens for s in kept] == [("d",), ("e",)]
+    assert stats.skipped == {"longer than max_tokens": 1} and stats.examples == 2
+    bad = [TaggedSentence(("a", "b"), ("I-PER", "X-PER"), 7, "f.txt")]
+    with pytest.raises(DataError) as info:
+        ner_data.check_tags(bad, "IOB1")
+    assert (info.value.path, info.value.line) == ("f.txt", 8) and "outside the IOB1" in str(
+        info.value
+    )
+
+
+def test_a_tag_outside_the_scheme_in_dev_is_an_error(tmp_path: Path) -> None:
+    _column_data(tmp_path, CHUNKS, "train.txt")
+    _column_data(tmp_path, [[("a", "DT", "B-NP"), ("b", "NN", "E-NP")]], "dev.txt")
+    with pytest.raises(DataError, match=r"dev.txt:2: tag 'E-NP' is outside the IOB2"):
+        setup("mini", TINY, str(tmp_path))
+
+
+def test_hugging_face_offline_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Offline:
+        @staticmethod
+        def load_dataset(name: str) -> None:
+            raise ConnectionError("no network")
+
+    monkeypatch.setattr(ner_data, "require_datasets", lambda: Offline)
+    with pytest.raises(FileNotFoundError, match="eng.train, eng.testa and eng.testb"):
+        setup("mini", TINY, "hf:conll2003")
+
+
+@pytest.fixture(scope="module")
+def recipe():  # type: ignore[no-untyped-def]
+    return setup("mini", TINY, None)
+
+
+def _random_tagging(gold: list[str], rng: random.Random, scheme: str) -> list[str]:
+    """Gold spans with some dropped, moved or retyped, encoded in ``scheme`` (valid)."""
+    spans = []
+    for span in tags_to_spans(gold, "BIOUL"):
+        roll = rng.random()
+        if roll < 0.2:
+            continue
+        if roll < 0.4:
+            span = type(span)(span.start, span.end, rng.choice(["PER", "LOC", "MISC", "ORG"]))
+        spans.append(span)
+    return spans_to_tags(len(gold), spans, scheme)  # type: ignore[arg-type]
+
+
+def test_training_scores_with_the_official_evaluator(recipe, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    dev = recipe.splits["dev"]
+    rng = random.Random(0)
+    predictions = [_random_tagging(list(ex.tags), rng, "BIOUL") for ex in dev]
+    ours = recipe.score(predictions, dev)
+    path = recipe.write_predictions(predictions, dev, tmp_path / "predictions-dev")
+    official = evaluate_file(path)
+    assert 0.3 < ours["f1"] < 0.95
+    assert ours["f1"] * 100 == pytest.approx(official.f1, abs=1e-9)
+    assert ours["precision"] * 100 == pytest.approx(official.precision, abs=1e-9)
+    assert ours["accuracy"] * 100 == pytest.approx(official.accuracy, abs=1e-9)
+    for name, score in official.per_type.items():
+        assert ours[f"f1_{name}"] == pytest.approx(score.f1, abs=1e-9)  # seqeval == conlleval
+
+
+@pytest.mark.parametrize("scheme", ["IOB1", "IOB2"])
+def test_seqeval_default_mode_agrees_with_the_evaluator(
+    recipe, scheme: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from seqeval.metrics import f1_score
+
+    from tasks.ner.evaluate import write_tagged
+
+    rng = random.Random(1)
+    dev = recipe.splits["dev"][:200]
+    gold = [spans_to_tags(len(ex.tags), tags_to_spans(ex.tags, "BIOUL"), scheme) for ex in dev]  # type: ignore[arg-type]
+    guess = [_random_tagging(list(ex.tags), rng, scheme) for ex in dev]
+    path = tmp_path / "out.txt"
+    write_tagged(path, [ex.tokens for ex in dev], gold, guess)
+    official = evaluate_file(path)
+    assert f1_score(gold, guess) * 100 == pytest.approx(official.f1, abs=1e-9)
+    per_type = seqeval_per_type(gold, guess)
+    assert set(per_type) == {f"f1_{t}" for t in official.per_type}
+    for name, score in official.per_type.items():
+        assert per_type[f"f1_{name}"] == pytest.approx(score.f1, abs=1e-9)
+
+
+def test_demo_set_loads_from_the_committed_files(tmp_path: Path) -> None:
+    folder = demo.ensure_demo(cache=tmp_path)
+    assert "NOT CoNLL-2003" in (folder / demo.NOTICE_FILE).read_text()
+    assert demo.ensure_demo(cache=tmp_path) == folder  # unpacked once
+    counts = {}
+    for split, name in demo.FILES.items():
+        sentences = list(read_columns(folder / name))
+        assert len(sentences) == demo.DEFAULT_SIZES[split]
+        assert detect_scheme(s.tags for s in sentences) == "IOB1"
+        counts[split] = {sp.label for s in sentences for sp in tags_to_spans(s.tags, "IOB1")}
+    assert counts["train"] == {"PER", "LOC", "ORG", "MISC"}
+
+
+def test_demo_generator_is_deterministic_and_types_by_corpus_cues(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(demo, "HOLD_OUT_BELOW", 10**9)  # every name may be held out
+    people, places = ["Emma", "Harriet", "Moses", "Elinor"], ["Jerusalem", "Babylon", "Egypt"]
+    rng = random.Random(0)
+    corpus = []
+    for _ in range(4000):
+        a, b = rng.sample(people, 2)
+        corpus.append(
+            f"And {a} said unto {b} that the house in {rng.choice(places)} was good .".split()
+        )
+    sizes = {"train": 50, "dev": 20, "test": 20}
+    first = demo.generate(corpus, 0, sizes)
+    assert first == demo.generate(corpus, 0, sizes)
+    tagged = {
+        " ".join(tokens[s.start : s.end + 1]): s.label
+        for split in sizes
+        for tokens, tags in first[split]
+        for s in tags_to_spans(tags, "IOB1")
+    }
+    assert {tagged[p] for p in people} == {"PER"} and {tagged[p] for p in places} == {"LOC"}
+    assert "And" not in tagged  # sentence-initial, lowercase elsewhere: not name-like
+    assert [len(first[s]) for s in sizes] == [50, 20, 20]
+    held_out = {n for n in tagged if demo._held_out(n, 1)}
+    assert held_out  # the hash holds some of these names out...
+    train_names = {
+        " ".join(tokens[s.start : s.end + 1])
+        for tokens, tags in first["train"]
+        for s in tags_to_spans(tags, "IOB1")
+    }
+    assert not held_out & train_names  # ...and training never sees them
+
+
+def test_learns_on_a_few_hundred_demo_sentences() -> None:
+    """500 demo sentences, 5 short epochs (< 60 s on one thread): the training loss falls and
+    dev F1 beats tagging every capitalised non-initial word as a person."""
+    spec = RunSpec(
+        task="ner",
+        task_version=VERSION,
+        representation="none",
+        sites=(),
+        dropout=0.0,
+        limit=500,
+        seed=0,
+        overrides=("hidden=[32,16]", "char_filters=16", "train.epochs=5"),
+    )
+    registry = pytest.MonkeyPatch()
+    from tasks import registry as tasks_registry
+
+    registry.setitem(tasks_registry.TASKS, "ner", TASK)
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            outcome = train(spec, RunOptions(work_root=Path(work), progress=False))
+    finally:
+        registry.undo()
+    recipe = setup("mini", ("word_vectors=random:4",), None)
+    dev = recipe.splits["dev"][:500]
+    guess = []
+    for ex in dev:
+        tags = ["U-PER" if i and tok[:1].isupper() else "O" for i, tok in enumerate(ex.tokens)]
+        guess.append(tags)
+    heuristic = recipe.score(guess, dev)["f1"]
+    losses = [r["train_loss"] for r in outcome.log]
+    assert losses[-1] < 0.7 * losses[0]
+    assert outcome.metrics["dev_f1"] > heuristic + 0.1, (outcome.metrics, heuristic)
