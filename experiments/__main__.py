@@ -362,6 +362,7 @@ def _command(args: argparse.Namespace) -> int:
     if args.command in ("run", "sweep"):
         return _train_command(args)
     seeds = args.seeds if args.seeds is not None else named.default_seeds(args.name)
+    cove = _run_config(args, "cove") if getattr(args, "cove", None) else None
     tables = named.tables(
         args.name,
         args.config,
@@ -370,7 +371,10 @@ def _command(args: argparse.Namespace) -> int:
         _run_config(args),
         _task_overrides(args),
         args.eval_split,
+        cove,
     )
+    if args.name.endswith("_cove") and cove is None:
+        print(named.COVE_MISSING, file=sys.stderr)
     stem = f"{args.name}-{args.config}-{_label(args.data)}"
     if args.command == "reproduce":
         _run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)

@@ -14,11 +14,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.render import Row, RunsColumn, TableSpec, table1, table2, table3
+from experiments.render import (
+    Row,
+    RunsColumn,
+    TableSpec,
+    cove_table,
+    load_paper,
+    table1,
+    table2,
+    table3,
+)
 from experiments.spec import RunSpec, baseline_of
 from tasks.registry import TASKS, get_task
 
 TABLES = ("table1", "table2", "table3")
+COVE_MISSING = (
+    "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
+    "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
+    "input vectors)."
+)
 
 
 def reproductions() -> dict[str, str]:
@@ -32,6 +46,7 @@ def reproductions() -> dict[str, str]:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
         named[f"{name}_elmo"] = f"{name}: baseline vs ELMo + baseline (Table 1 row)"
         named[f"{name}_ablations"] = f"{name}: its rows of Table 2 and Table 3"
+        named[f"{name}_cove"] = f"{name}: baseline, + CoVe (last layer; λ = 1), + ELMo"
     return named
 
 
@@ -89,11 +104,13 @@ def tables(
     rep_config: Mapping[str, Any],
     overrides: Sequence[str] = (),
     eval_split: str = "dev",
+    cove_config: Mapping[str, Any] | None = None,
 ) -> list[TableSpec]:
     """The tables a named reproduction renders.
 
-    ``eval_split`` is the split whose numbers fill Table 1 (``test`` scores the test split too);
-    Tables 2 and 3 are dev tables, as in the paper.
+    ``eval_split`` is the split whose numbers fill Table 1 and the CoVe tables (``test``
+    scores the test split too); Tables 2 and 3 are dev tables, as in the paper.
+    ``cove_config`` (CoVe weights and their GloVe) adds the CoVe columns of ``<task>_cove``.
     """
     known = reproductions()
     if name not in known:
@@ -101,7 +118,7 @@ def tables(
     seeds = tuple(seeds)
     task_names = list(TASKS) if name in TABLES else [name.rsplit("_", 1)[0]]
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
-    split = eval_split if kind in ("table1", "elmo", "baseline") else "dev"
+    split = eval_split if kind in ("table1", "elmo", "baseline", "cove") else "dev"
     splits = ("dev", "test") if split == "test" else ("dev",)
     all_rows: list[Row] = []
     for task_name in task_names:
@@ -121,6 +138,13 @@ def tables(
     if kind in ("table1", "elmo"):
         t = table1(all_rows, seeds)
         return [dressed(t, f"Table 1: baseline vs ELMo + baseline {where}", t1_split)]
+    if kind == "cove":
+        t = cove_table(all_rows, seeds, cove_config)
+        paper_split = load_paper().get("cove", {}).get(task_names[0], {}).get("split")
+        t = dressed(t, f"{t.title} {where}", paper_split)
+        if cove_config is None:
+            t = dataclasses.replace(t, caption=(*t.caption, COVE_MISSING))
+        return [t]
     if kind == "baseline":
         t = table1(all_rows, seeds)
         only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")

@@ -303,6 +303,32 @@ def table3(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
     )
 
 
+def cove_table(
+    rows: Sequence[Row],
+    seeds: tuple[int, ...] = (0,),
+    cove_config: Mapping[str, Any] | None = None,
+) -> TableSpec:
+    """CoVe beside ELMo: the baseline, the baseline + CoVe with its last layer (McCann et al.'s
+    setting) and with both layers mixed at λ = 1 (paper §5.1), and the row's ELMo configuration.
+    CoVe runs at the row's sites with ELMo's dropout; ``cove_config`` None (no CoVe weights)
+    leaves the CoVe columns out."""
+    columns: list[Column] = [RunsColumn("Baseline", baseline_fields(), "baseline")]
+    if cove_config is not None:
+        cove = {"representation": "cove", "representation_config": dict(cove_config)}
+        columns += [
+            RunsColumn("CoVe, last layer", {**cove, "mode": "last"}, "cove_last"),
+            RunsColumn("CoVe, λ=1", {**cove, "mode": "all", "lam": 1.0}, "cove_lambda_1"),
+        ]
+    columns += [RunsColumn("ELMo", {}, "elmo"), IncreaseColumn("Increase", "ELMo", "Baseline")]
+    return TableSpec(
+        name="cove",
+        title="CoVe beside ELMo",
+        rows=tuple(rows),
+        columns=tuple(columns),
+        seeds=seeds,
+    )
+
+
 def _epochs_line(table: TableSpec, records: Sequence[RunRecord]) -> str:
     """Caption line: epochs run and selected epochs of the table's runs found in ``records``."""
     wanted = {

@@ -288,7 +288,9 @@ def _plain_label(path: Path, number: int, record: dict[str, object]) -> str | No
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise DataError(path, number, f"field 'label' must be a string or an integer, got {value!r}")
+        raise DataError(
+            path, number, f"field 'label' must be a string or an integer, got {value!r}"
+        )
     label = str(value)
     return None if label in NO_LABEL_VALUES else label
 
@@ -362,7 +364,7 @@ def load_hf(split: str, *, cache_dir: str | Path | None = None) -> tuple[list[Sn
             f"reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply the files with "
             "--data DIR: a folder holding snli_1.0_train.jsonl, snli_1.0_dev.jsonl and "
             "snli_1.0_test.jsonl (from https://nlp.stanford.edu/projects/snli/snli_1.0.zip), or "
-            "train.jsonl / dev.jsonl / test.jsonl with {\"premise\", \"hypothesis\", \"label\"} "
+            'train.jsonl / dev.jsonl / test.jsonl with {"premise", "hypothesis", "label"} '
             "per line; or fill a local Hugging Face cache while online and rerun with "
             "HF_DATASETS_OFFLINE=1."
         ) from exc

@@ -167,7 +167,7 @@ class Lexicon:
         low: Counter[str] = Counter()
         self.names: dict[str, list[str]] = {}
         self.phrases: dict[str, list[Tokens]] = {}
-        for line, toks in sentences:
+        for _line, toks in sentences:
             for i, tok in enumerate(toks):
                 total[tok] += 1
                 if i > 0 and tok[:1].isupper() and tok.isalpha():
@@ -225,7 +225,9 @@ def _pick(rng: random.Random, positions: Sequence[int]) -> int | None:
     return rng.choice(list(positions)) if positions else None
 
 
-def delete_modifier(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def delete_modifier(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """``det MOD noun`` → ``det noun``."""
     where = [
         i
@@ -240,7 +242,9 @@ def delete_modifier(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) ->
     return tuple(out), f"delete modifier {toks[i]!r}"
 
 
-def delete_phrase(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def delete_phrase(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """``... prep det content+ <punct>`` → ``... <punct>`` (the phrase at a punctuation mark)."""
     where = []
     for i in range(3, len(toks) - 3):
@@ -256,7 +260,9 @@ def delete_phrase(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> t
     return toks[:i] + toks[j:], f"delete phrase {' '.join(toks[i:j])!r}"
 
 
-def delete_clause(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def delete_clause(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """``A , B .`` → ``A .`` when A has ≥ 6 tokens and does not start with a subordinator."""
     if toks[0].lower() in SUBORDINATORS or toks[-1] not in (".", "!", "?"):
         return None
@@ -306,7 +312,9 @@ def negate(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[To
     return toks[: i + 1] + ("not",) + toks[i + 1 :], f"insert 'not' after {toks[i]!r}"
 
 
-def replace_name(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def replace_name(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """A name → another name of the same source; or a number → another number."""
     names = [i for i in range(1, len(toks)) if toks[i] in lex.name_set]
     numbers = [i for i in range(len(toks)) if _is_number(toks[i])]
@@ -323,15 +331,19 @@ def replace_name(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tu
         return None
     tok = toks[i]
     if tok.isdigit():
-        other = str(int(tok) + rng.choice((-3, -2, -1, 1, 2, 5, 10))) if int(tok) > 10 else str(
-            rng.choice([n for n in range(2, 13) if n != int(tok)])
+        other = (
+            str(int(tok) + rng.choice((-3, -2, -1, 1, 2, 5, 10)))
+            if int(tok) > 10
+            else str(rng.choice([n for n in range(2, 13) if n != int(tok)]))
         )
     else:
         other = rng.choice([w for w in NUMBER_WORDS if w != tok])
     return toks[:i] + (other,) + toks[i + 1 :], f"number {tok!r} → {other!r}"
 
 
-def insert_modifier(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def insert_modifier(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """``det noun`` → ``det MOD noun`` with a modifier drawn by corpus frequency."""
     where = [
         i
@@ -350,7 +362,9 @@ def insert_modifier(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) ->
     return None
 
 
-def add_phrase(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def add_phrase(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """Add a prepositional phrase of another sentence of the same source before the final
     punctuation mark."""
     pool = lex.phrases.get(src, [])
@@ -363,7 +377,9 @@ def add_phrase(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tupl
     return None
 
 
-def front_phrase(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def front_phrase(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """Move a sentence-initial phrase to the end, or a final phrase to the front (the same
     words in another order): ``In the morning , he went .`` ↔ ``He went in the morning .``."""
     if toks[-1] not in (".", "!", "?"):
@@ -406,7 +422,9 @@ def negated_antonym(
     return out, f"negated antonym {toks[i]!r} → 'not {ANTONYMS[toks[i]]}'"
 
 
-def swap_roles(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[Tokens, str] | None:
+def swap_roles(
+    toks: Tokens, rng: random.Random, lex: Lexicon, src: str
+) -> tuple[Tokens, str] | None:
     """Exchange two different names, or two different nouns after determiners (the same words,
     other roles): ``Emma saw Harriet`` → ``Harriet saw Emma``."""
     names = [i for i in range(len(toks)) if toks[i] in lex.name_set]
@@ -510,7 +528,9 @@ def generate(
     out: dict[str, list[dict[str, object]]] = {}
     for split, size in zip(SPLITS, sizes, strict=True):
         rng = random.Random(f"snli-demo-v{GENERATOR_VERSION}:{seed}:{split}")
-        pool = [(line, toks) for line, toks in sentences if split_of(line) == split and _usable(toks)]
+        pool = [
+            (line, toks) for line, toks in sentences if split_of(line) == split and _usable(toks)
+        ]
         rng.shuffle(pool)
         records: list[dict[str, object]] = []
         for line, premise in pool:

@@ -28,9 +28,7 @@ from tasks.snli.metric import AccuracyResult, accuracy
 MAX_LISTED = 20  # missing ids listed in the JSON output
 
 
-def read_predictions(
-    path: str | Path, labels: Collection[str] | None = LABELS
-) -> dict[str, str]:
+def read_predictions(path: str | Path, labels: Collection[str] | None = LABELS) -> dict[str, str]:
     """Read ``PRED.jsonl`` into ``{pairID: label}``; ``labels`` None accepts any label.
 
     Raises:
@@ -113,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tasks.snli.evaluate", description="SNLI accuracy (percent) as JSON."
     )
     parser.add_argument(
-        "data", help='official SNLI 1.0 jsonl file, or plain {"premise", "hypothesis", "label"} jsonl'
+        "data",
+        help='official SNLI 1.0 jsonl file, or plain {"premise", "hypothesis", "label"} jsonl',
     )
     parser.add_argument("predictions", help='jsonl with {"pairID": ..., "label": ...} per line')
     args = parser.parse_args(argv)

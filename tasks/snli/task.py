@@ -178,7 +178,9 @@ class SnliRecipe:
         """``{"pairID", "label"}`` JSON lines in the order of ``examples``: the file
         ``python -m tasks.snli.evaluate DATA PRED`` scores."""
         out = path.with_suffix(".jsonl")
-        items = [(ex.pair_id, predictions[ex.pair_id]) for ex in examples if ex.pair_id in predictions]
+        items = [
+            (ex.pair_id, predictions[ex.pair_id]) for ex in examples if ex.pair_id in predictions
+        ]
         write_predictions(out, items, self.labels)
         return out
 
@@ -224,7 +226,9 @@ def load_splits(
         splits: dict[str, list[SnliExample]] = {}
         for split in ("train", "dev", "test"):
             splits[split], unlabeled = load_hf(split)
-            logger.info("%s %s: %d pairs without a gold label skipped", HF_DATASET, split, unlabeled)
+            logger.info(
+                "%s %s: %d pairs without a gold label skipped", HF_DATASET, split, unlabeled
+            )
         return splits, LABELS, {s: f"hf:{HF_DATASET}" for s in splits}
     train_reader = pair_reader(files["train"])
     train = list(train_reader)

@@ -292,7 +292,11 @@ def _descendants(phrases: tuple[Phrase, ...], position: int) -> tuple[Phrase, ..
 # ------------------------------------------------------------------ data for the BCN recipe
 Layout = Literal["trees", "jsonl", "hub"]
 TREE_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
-JSONL_FILES = {"train": ("train.jsonl",), "dev": ("dev.jsonl", "valid.jsonl"), "test": ("test.jsonl",)}
+JSONL_FILES = {
+    "train": ("train.jsonl",),
+    "dev": ("dev.jsonl", "valid.jsonl"),
+    "test": ("test.jsonl",),
+}
 HF_DATASET = "SetFit/sst5"
 HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 TREE_LABELS = tuple(str(label) for label in range(NUM_LABELS))
@@ -519,7 +523,9 @@ def load_data(
         stats: dict[str, ReadStats] = {}
         for split, path in paths.items():
             splits[split], stats[split] = read_tree_texts(
-                path, phrases=phrases and split == "train", min_tokens=min_tokens,
+                path,
+                phrases=phrases and split == "train",
+                min_tokens=min_tokens,
                 max_tokens=max_tokens,
             )
         return SstData(splits, TREE_LABELS, "trees", names, stats)

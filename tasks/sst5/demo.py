@@ -257,7 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     for split, size in DEFAULT_SIZES.items():
-        parser.add_argument(f"--{split}", type=int, default=size, help=f"{split} sentences ({size})")
+        parser.add_argument(
+            f"--{split}", type=int, default=size, help=f"{split} sentences ({size})"
+        )
     args = parser.parse_args(argv)
     sizes = {split: getattr(args, split) for split in SPLITS}
     try:

@@ -119,7 +119,9 @@ class Sst5Recipe:
                 out[i] = label
         return out
 
-    def score(self, predictions: Sequence[int], examples: Sequence[TextExample]) -> dict[str, float]:
+    def score(
+        self, predictions: Sequence[int], examples: Sequence[TextExample]
+    ) -> dict[str, float]:
         """Accuracy in natural units (0–1): for SST trees the root accuracies of
         ``python -m tasks.sst5.evaluate TREES.txt PRED.txt`` (:func:`sst_accuracy`: ``accuracy``
         = fine-grained, ``binary_accuracy``); otherwise the label accuracy of

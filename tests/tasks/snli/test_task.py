@@ -153,10 +153,14 @@ def test_plain_reader_errors(tmp_path: Path) -> None:
         with pytest.raises(DataError) as info:
             list(PlainPairReader(path))
         assert info.value.line == 2 and reason in info.value.reason
-    path = write_lines(tmp_path / "dup.jsonl", [plain("a", "b", "x", id=1), plain("a", "b", 0, id=1)])
+    path = write_lines(
+        tmp_path / "dup.jsonl", [plain("a", "b", "x", id=1), plain("a", "b", 0, id=1)]
+    )
     with pytest.raises(DataError, match="duplicate"):
         list(PlainPairReader(path))
-    reader = PlainPairReader(write_lines(tmp_path / "ok.jsonl", [plain("a", "b", -1), plain("a", "b", 2)]))
+    reader = PlainPairReader(
+        write_lines(tmp_path / "ok.jsonl", [plain("a", "b", -1), plain("a", "b", 2)])
+    )
     assert [ex.label for ex in reader] == ["2"] and reader.stats.skipped["no label"] == 1
 
 
@@ -232,9 +236,11 @@ def test_plain_files_score_with_their_own_labels(tmp_path: Path) -> None:
     r = setup("mini", TINY, str(folder))
     dev = r.splits["dev"]
     path = r.write_predictions({dev[0].pair_id: "yes", dev[1].pair_id: "yes"}, dev, tmp_path / "p")
-    assert evaluate_files(folder / "dev.jsonl", path).accuracy == r.score(
-        {dev[0].pair_id: "yes", dev[1].pair_id: "yes"}, dev
-    )["accuracy"] == pytest.approx(0.5)
+    assert (
+        evaluate_files(folder / "dev.jsonl", path).accuracy
+        == r.score({dev[0].pair_id: "yes", dev[1].pair_id: "yes"}, dev)["accuracy"]
+        == pytest.approx(0.5)
+    )
 
 
 # ------------------------------------------------------------------------- learning
@@ -246,8 +252,9 @@ def _injector():  # type: ignore[no-untyped-def]
 
 
 def test_learns_on_a_few_hundred_demo_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """900 demo pairs, 6 short epochs at a constant learning rate (about 30 s on 1 thread): the
-    training loss falls and dev accuracy beats the majority class (about a third)."""
+    """900 demo pairs, 5 short epochs at a constant learning rate (about 30 s on 1 thread): the
+    training loss falls and dev accuracy beats the majority class (about a third) clearly
+    (seed 0: 0.66)."""
     monkeypatch.setitem(registry.TASKS, TASK.name, TASK)
     spec = RunSpec(
         task="snli",
@@ -259,10 +266,13 @@ def test_learns_on_a_few_hundred_demo_pairs(monkeypatch: pytest.MonkeyPatch) -> 
         seed=0,
         overrides=(
             "hidden=32",
-            "train.epochs=6",
+            "dropout=0.1",
+            "attention_dropout=0.1",
+            "output_dropout=0.1",
+            "train.epochs=5",
             "train.patience=none",
             "train.schedule.kind=constant",
-            "train.optimizer.lr=0.003",
+            "train.optimizer.lr=0.004",
         ),
     )
     with tempfile.TemporaryDirectory() as work:
@@ -271,4 +281,4 @@ def test_learns_on_a_few_hundred_demo_pairs(monkeypatch: pytest.MonkeyPatch) -> 
     majority = max(Counter(ex.label for ex in dev).values()) / len(dev)
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < 0.9 * losses[0]
-    assert outcome.metrics["dev_accuracy"] > majority + 0.1, (outcome.metrics, majority, losses)
+    assert outcome.metrics["dev_accuracy"] > majority + 0.15, (outcome.metrics, majority, losses)

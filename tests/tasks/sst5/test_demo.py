@@ -49,7 +49,16 @@ def test_dev_and_test_text_is_unseen(tmp_path: Path) -> None:
 
 def test_bucket_thresholds() -> None:
     assert [bucket(x) for x in (-1, -0.5, -0.49, -0.05, 0.0, 0.05, 0.051, 0.49, 0.5, 1)] == [
-        0, 0, 1, 2, 2, 2, 3, 3, 4, 4,
+        0,
+        0,
+        1,
+        2,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
     ]
 
 

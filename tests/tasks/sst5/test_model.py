@@ -110,8 +110,10 @@ def _row(batch: SstBatch, i: int, width: int) -> SstBatch:
     return SstBatch(cut(batch.words[i : i + 1], 1), cut(batch.mask[i : i + 1], 1), labels, layers)
 
 
-@pytest.mark.parametrize("sites", [frozenset(), frozenset({"input"}), frozenset({"output"}),
-                                   frozenset({"input", "output"})])
+@pytest.mark.parametrize(
+    "sites",
+    [frozenset(), frozenset({"input"}), frozenset({"output"}), frozenset({"input", "output"})],
+)
 @pytest.mark.parametrize("output", ["relu", "maxout"])
 def test_shapes_loss_and_gradients(sites: frozenset[str], output: str) -> None:
     rep = FakeRepresentation()
@@ -191,9 +193,7 @@ def test_pooling_matches_a_loop() -> None:
     for b, n in enumerate(LENGTHS):
         real = h[b, :n]
         weights = torch.softmax(scores[b, :n], 0)
-        expected = torch.cat(
-            [real.max(0).values, real.min(0).values, real.mean(0), weights @ real]
-        )
+        expected = torch.cat([real.max(0).values, real.min(0).values, real.mean(0), weights @ real])
         torch.testing.assert_close(got[b], expected)
 
 
@@ -206,7 +206,13 @@ def test_maxout_takes_the_max_of_its_pieces() -> None:
     assert [type(m).__name__ for m in net] == ["Maxout", "Dropout", "Maxout", "Dropout", "Maxout"]
     relu = output_network(CONFIG, 10, LABELS)
     assert [type(m).__name__ for m in relu] == [
-        "Linear", "ReLU", "Dropout", "Linear", "ReLU", "Dropout", "Linear",
+        "Linear",
+        "ReLU",
+        "Dropout",
+        "Linear",
+        "ReLU",
+        "Dropout",
+        "Linear",
     ]
     assert relu(torch.randn(2, 10)).shape == (2, LABELS)
 
