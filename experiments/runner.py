@@ -47,7 +47,15 @@ from experiments.spec import RunSpec
 from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
 from tasks.common.feature_cache import FeatureCache
 from tasks.common.inject import Injector, mix_penalty
-from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig, batch_plan, loss_of
+from tasks.core import (
+    Represent,
+    TaskRecipe,
+    TaskSpec,
+    TrainConfig,
+    UnitStatistics,
+    batch_plan,
+    loss_of,
+)
 from tasks.registry import get_task
 from tasks.representations import REPRESENTATIONS, Layers, Representation, build_representation
 
@@ -588,6 +596,14 @@ def _evaluate_and_select(
         state.best, state.best_epoch, state.best_step = value, record["epoch"], state.step
         state.best_metrics = dict(dev)
         state.bad_evals = state.plateau_evals = 0
+    else:
+        state.bad_evals += 1
+        state.plateau_evals += 1
+        schedule = run.train_config.schedule
+        if schedule.kind == "plateau" and state.plateau_evals > schedule.patience:
+            state.lr = max(schedule.min_lr, state.lr * schedule.factor)
+            _set_lr(run.optimizer, state.lr)
+            state.plateau_evals = 0
     if run.eval_lines:
         print(
             f"  {run.spec.run_id} {run.spec.task} {run.spec.representation} seed={run.spec.seed}"
@@ -597,14 +613,6 @@ def _evaluate_and_select(
             file=sys.stderr,
             flush=True,
         )
-    else:
-        state.bad_evals += 1
-        state.plateau_evals += 1
-        schedule = run.train_config.schedule
-        if schedule.kind == "plateau" and state.plateau_evals > schedule.patience:
-            state.lr = max(schedule.min_lr, state.lr * schedule.factor)
-            _set_lr(run.optimizer, state.lr)
-            state.plateau_evals = 0
     return current if improved else None
 
 
@@ -691,6 +699,14 @@ def train(
     return outcome
 
 
+def _write_units(units: UnitStatistics, path: Path) -> Path:
+    """Per-unit metric statistics (paired significance tests) as JSON, written atomically."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"ids": list(units.ids), "rows": [list(r) for r in units.rows]}))
+    tmp.replace(path)
+    return path
+
+
 def _finish(
     run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | None, started: float
 ) -> TrainOutcome:
@@ -704,6 +720,11 @@ def _finish(
         metrics.update({f"{split}_{k}": v for k, v in scores.items()})
         path = run.work / f"predictions-{split}"
         written[split] = run.recipe.write_predictions(predictions, run.splits[split], path)
+        units = getattr(run.recipe, "unit_statistics", None)
+        if units is not None:
+            written[f"units-{split}"] = _write_units(
+                units(predictions, run.splits[split]), run.work / f"units-{split}.json"
+            )
     dev_now = {k[4:]: v for k, v in metrics.items() if k.startswith("dev_")}
     if state.best_metrics and dev_now != state.best_metrics:
         logger.warning(

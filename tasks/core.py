@@ -179,6 +179,30 @@ class TrainConfig:
             raise ValueError(f"ema must be in [0, 1), got {self.ema}")
 
 
+@dataclass(frozen=True)
+class UnitStatistics:
+    """A metric's sufficient statistics per resampling unit, for paired bootstrap tests.
+
+    The metric of any multiset of units is :attr:`TaskSpec.metric_from_totals` applied to the
+    column sums of their rows (e.g. accuracy: rows ``(correct,)`` over ``n`` units → sum / n;
+    span F1: rows ``(correct, predicted, gold)``; SQuAD: ``(f1, exact_match)`` per question).
+    Units are what the bootstrap resamples: examples, or sentences / documents for span metrics.
+
+    Attributes:
+        ids: one id per unit, equal across runs on the same data (pairs the two systems).
+        rows: one row of statistics per unit.
+    """
+
+    ids: tuple[str, ...]
+    rows: tuple[tuple[float, ...], ...]
+
+    def __post_init__(self) -> None:
+        if len(self.ids) != len(self.rows):
+            raise ValueError(f"{len(self.ids)} unit ids for {len(self.rows)} rows")
+        if len(set(self.ids)) != len(self.ids):
+            raise ValueError("unit ids must be unique")
+
+
 class TaskRecipe(Protocol):
     """Data and model for one configuration of a task (built by :attr:`TaskSpec.setup`).
 
@@ -219,6 +243,9 @@ class TaskRecipe(Protocol):
         """Write predictions in the official format; returns the file written."""
         ...
 
+    # Optional (significance tests; the runner stores them when present):
+    # def unit_statistics(self, predictions: Any, examples: Sequence[Any]) -> UnitStatistics
+
 
 @dataclass(frozen=True)
 class TaskSpec:
@@ -241,6 +268,9 @@ class TaskSpec:
             task (paper §3.3 and allennlp: 0.5 unless the task's config says otherwise).
         seeds: how many seeds the task's own reproductions average by default (the paper
             reports a mean over 5 seeds for NER and SST-5; 3 elsewhere).
+        metric_from_totals: the selection metric (natural units) from the column sums of
+            :class:`UnitStatistics` rows; ``None`` when the recipe gives no unit statistics
+            (its comparisons then carry no significance test).
     """
 
     name: str
@@ -256,6 +286,7 @@ class TaskSpec:
     data_help: str = ""
     elmo_dropout: float = 0.5
     seeds: int = 3
+    metric_from_totals: Callable[[Sequence[float]], float] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.elmo_dropout < 1.0:

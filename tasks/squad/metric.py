@@ -152,6 +152,24 @@ def evaluate(
     return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
+def question_scores(prediction: str | None, example: SquadExample) -> tuple[float, float]:
+    """``(f1, exact_match)`` of one question: the best over its gold answers; ``(0, 0)`` for a
+    missing prediction (as the official script).
+
+    Raises:
+        ValueError: the example has no gold answers.
+    """
+    ground_truths = [answer.text for answer in example.answers]
+    if not ground_truths:
+        raise ValueError(f"example {example.qid!r} has no gold answers to score against")
+    if prediction is None:
+        return 0.0, 0.0
+    return (
+        float(metric_max_over_ground_truths(f1_score, prediction, ground_truths)),
+        float(metric_max_over_ground_truths(exact_match_score, prediction, ground_truths)),
+    )
+
+
 class SquadMetric:
     """Accumulates SQuAD EM and F1 over batches during training or evaluation.
 
@@ -181,18 +199,13 @@ class SquadMetric:
             ValueError: an example without answers.
         """
         for example in examples:
-            ground_truths = [answer.text for answer in example.answers]
-            if not ground_truths:
-                raise ValueError(f"example {example.qid!r} has no gold answers to score against")
             self.total += 1
             prediction = predictions.get(example.qid)
             if prediction is None:
                 self.missing += 1
-                continue
-            self.exact_match += metric_max_over_ground_truths(
-                exact_match_score, prediction, ground_truths
-            )
-            self.f1 += metric_max_over_ground_truths(f1_score, prediction, ground_truths)
+            f1, exact = question_scores(prediction, example)
+            self.f1 += f1
+            self.exact_match += exact
 
     def compute(self) -> dict[str, float]:
         """``{"exact_match", "f1"}`` as fractions in [0, 1] (0.0 before any update)."""

@@ -31,13 +31,14 @@ from tasks.core import (
     TableRow,
     TaskSpec,
     TrainConfig,
+    UnitStatistics,
     iter_batches,
 )
 from tasks.squad.config import PRESETS, SquadConfig, preset
 from tasks.squad.data import SquadExample, load_squad
 from tasks.squad.demo import ensure_demo
 from tasks.squad.evaluate import write_predictions
-from tasks.squad.metric import SquadMetric
+from tasks.squad.metric import SquadMetric, question_scores
 from tasks.squad.model import BiDAFSelfAttention, SquadBatch
 
 VERSION = 4  # bump when reader, metric, model or a preset changes a number
@@ -141,6 +142,13 @@ class SquadRecipe:
         metric.update(predictions, examples)
         return metric.compute()
 
+    def unit_statistics(
+        self, predictions: Mapping[str, str], examples: Sequence[SquadExample]
+    ) -> UnitStatistics:
+        """Per question ``(f1, exact_match, 1)``: the bootstrap resamples questions."""
+        rows = tuple((*question_scores(predictions.get(ex.qid), ex), 1.0) for ex in examples)
+        return UnitStatistics(tuple(ex.qid for ex in examples), rows)
+
     def write_predictions(
         self, predictions: Mapping[str, str], examples: Sequence[SquadExample], path: Path
     ) -> Path:
@@ -187,6 +195,11 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> S
     return recipe
 
 
+def f1_from_totals(totals: Sequence[float]) -> float:
+    """Mean F1 from the column sums of :meth:`SquadRecipe.unit_statistics` rows."""
+    return totals[0] / totals[2] if totals[2] else 0.0
+
+
 F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
 EM = MetricSpec("exact_match", label="EM", higher_is_better=True, scale=100.0, decimals=1)
 
@@ -200,6 +213,7 @@ TASK = TaskSpec(
     table_rows=(TableRow("SQuAD", F1, "squad"), TableRow("SQuAD", EM, "squad_exact_match")),
     setup=setup,  # type: ignore[arg-type]
     demo=ensure_demo,
+    metric_from_totals=f1_from_totals,
     paper_split="test",  # the paper's SQuAD number is the hidden test set (leaderboard)
     data_help="a folder with train-v1.1.json and dev-v1.1.json; SQuAD's test set is hidden "
     "(scored by the leaderboard), so only dev can be scored here",

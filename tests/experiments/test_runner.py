@@ -382,3 +382,30 @@ def test_eval_lines_report_each_evaluation(
     lines = [line for line in capsys.readouterr().err.splitlines() if spec.run_id in line]
     assert [line.split(" epoch ")[1].split(":")[0] for line in lines] == ["1/2", "2/2"]
     assert all("best" in line for line in lines)
+
+
+@pytest.mark.parametrize("eval_lines", [False, True])
+def test_improving_evaluations_never_count_against_patience(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, eval_lines: bool
+) -> None:
+    """Patience 1 with a dev score that rises at every evaluation runs every epoch; one that
+    falls stops after one bad evaluation. (A misplaced ``else`` once counted improvements as
+    bad evaluations whenever per-evaluation lines were off.)"""
+    real_score = runner._score
+    for values, epochs_run in (([0.1, 0.2, 0.3, 0.4], 4), ([0.4, 0.3, 0.2, 0.1], 2)):
+        scores = iter(values)
+
+        def rising(run: object, split: str, scores: object = scores) -> tuple[dict, object]:
+            metrics, predictions = real_score(run, split)  # type: ignore[arg-type]
+            if split == "dev":  # the final scoring after the last evaluation keeps the real one
+                try:
+                    metrics = {**metrics, "accuracy": next(scores)}  # type: ignore[call-overload]
+                except StopIteration:
+                    pass
+            return metrics, predictions
+
+        monkeypatch.setattr(runner, "_score", rising)
+        spec = toy_spec(overrides=("train.epochs=4", "train.patience=1"), seed=len(values))
+        work = tmp_path / f"{values[0]}-{eval_lines}"
+        outcome = train(spec, opts(work, eval_lines=eval_lines))
+        assert outcome.epochs_run == epochs_run, values
