@@ -128,25 +128,38 @@ def sweep(session: nox.Session) -> None:
     session.run("python", "-m", "experiments", "sweep", *session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
-def squad_baseline(session: nox.Session) -> None:
-    """SQuAD baseline (BiDAF + self-attention, no ELMo). With no arguments: the bundled DEMO
-    set and the mini config; `-- --data DIR` (train-v1.1.json, dev-v1.1.json) for real SQuAD,
-    `--config paper` for the full model, `--seeds 0,1,2` for several seeds."""
-    _reproduce(session, "squad_baseline")
+# One set of reproduction targets per task: (task, what its data folder holds, its targets).
+# `<task>_elmo` prints the task's Table 1 row beside the paper's numbers for the same split.
+TASK_TARGETS = {
+    "squad": ("SQuAD (BiDAF + self-attention)", "train-v1.1.json, dev-v1.1.json", ("ablations",)),
+    "snli": ("SNLI (ESIM)", "snli_1.0_{train,dev,test}.jsonl", ("ablations", "cove")),
+    "srl": ("SRL (He et al. deep biLSTM)", "CoNLL-2012 train/ development/ test/", ("ablations",)),
+    "ner": ("NER (biLSTM-CRF)", "eng.train, eng.testa, eng.testb", ()),
+    "sst5": ("SST-5 (BCN)", "SST train.txt, dev.txt, test.txt trees", ("cove",)),
+}
+WHAT = {
+    "baseline": "the baseline without ELMo",
+    "elmo": "baseline vs ELMo + baseline: its Table 1 row beside the paper's numbers",
+    "ablations": "its rows of Table 2 (LastOnly, λ=1, λ=0.001) and Table 3 (input, both, output)",
+    "cove": "baseline, + CoVe (last layer; all layers λ=1) and + ELMo on the same seeds (paper "
+    "§5.1; SST-5: BCN + CoVe vs BCN + ELMo); without `--cove W.pth --glove G.txt` the CoVe "
+    "columns are left out and the message says which files to pass",
+}
 
 
-@nox.session(python=PYTHON, default=False)
-def squad_elmo(session: nox.Session) -> None:
-    """SQuAD baseline vs ELMo + baseline (Table 1 row) with the paper's numbers beside ours.
-    Default: the shipped small biLM on the bundled DEMO set, mini config; arguments as
-    squad_baseline, plus `--elmo OPTIONS.json WEIGHTS.hdf5 | CHECKPOINT | published:NAME` for
-    another biLM and `--glove glove.840B.300d.txt` (required by `--config paper`)."""
-    _reproduce(session, "squad_elmo")
+def _target(task: str, kind: str, title: str, data: str) -> None:
+    def session(session: nox.Session) -> None:
+        _reproduce(session, f"{task}_{kind}")
+
+    session.__doc__ = (
+        f"{title}: {WHAT[kind]}. Default: the bundled DEMO set, mini preset, the shipped small "
+        f"biLM, the task's seeds; `-- --data DIR` ({data}) for the real data, `--config paper`, "
+        "`--seeds 0,1,2`, `--elmo OPTIONS.json WEIGHTS.hdf5 | CHECKPOINT | published:NAME`, "
+        "`--glove PATH`, `--device cuda`; finished runs are reused."
+    )
+    nox.session(python=PYTHON, default=False, name=f"{task}_{kind}")(session)
 
 
-@nox.session(python=PYTHON, default=False)
-def squad_ablations(session: nox.Session) -> None:
-    """SQuAD rows of Table 2 (LastOnly, λ=1, λ=0.001) and Table 3 (input, both, output);
-    finished runs are reused. Arguments as squad_elmo."""
-    _reproduce(session, "squad_ablations")
+for _task, (_title, _data, _extra) in TASK_TARGETS.items():
+    for _kind in ("baseline", "elmo", *_extra):
+        _target(_task, _kind, _title, _data)

@@ -102,9 +102,9 @@ def _common(
     )
     parser.add_argument(
         "--eval-split",
-        default="dev",
         choices=("dev", "test"),
-        help="split of Table 1's numbers; test is scored only when asked (default dev)",
+        help="split of Table 1's numbers (run and sweep: dev unless asked; reproduce and "
+        "render: the task's own, test where its data has a labelled test split)",
     )
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE, help="results store")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="tables/ and plots/ here")
@@ -439,7 +439,7 @@ def _train_command(args: argparse.Namespace) -> int:
             metrics = store.get(spec.run_id).metrics
             print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
         return 0
-    table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split)
+    table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split or "dev")
     stem = group
     written = _write_tables([table], store.records(args.task), args.out, stem, "markdown")
     if args.wandb:

@@ -103,13 +103,14 @@ def tables(
     seeds: Sequence[int],
     rep_config: Mapping[str, Any],
     overrides: Sequence[str] = (),
-    eval_split: str = "dev",
+    eval_split: str | None = None,
     cove_config: Mapping[str, Any] | None = None,
 ) -> list[TableSpec]:
     """The tables a named reproduction renders.
 
     ``eval_split`` is the split whose numbers fill Table 1 and the CoVe tables (``test``
-    scores the test split too); Tables 2 and 3 are dev tables, as in the paper.
+    scores the test split too; ``None``: a single task's :attr:`~tasks.core.TaskSpec.table_split`,
+    ``dev`` for tables of several tasks); Tables 2 and 3 are dev tables, as in the paper.
     ``cove_config`` (CoVe weights and their GloVe) adds the CoVe columns of ``<task>_cove``.
     """
     known = reproductions()
@@ -118,6 +119,8 @@ def tables(
     seeds = tuple(seeds)
     task_names = list(TASKS) if name in TABLES else [name.rsplit("_", 1)[0]]
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
+    if eval_split is None:
+        eval_split = get_task(task_names[0]).table_split if len(task_names) == 1 else "dev"
     split = eval_split if kind in ("table1", "elmo", "baseline", "cove") else "dev"
     splits = ("dev", "test") if split == "test" else ("dev",)
     all_rows: list[Row] = []

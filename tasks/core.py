@@ -268,6 +268,9 @@ class TaskSpec:
             task (paper §3.3 and allennlp: 0.5 unless the task's config says otherwise).
         seeds: how many seeds the task's own reproductions average by default (the paper
             reports a mean over 5 seeds for NER and SST-5; 3 elsewhere).
+        table_split: the split of the Table 1 numbers of the task's own reproductions unless
+            ``--eval-split`` says otherwise: ``test`` where the data has a labelled test
+            split (the paper's Table 1 is test), ``dev`` where it has none (SQuAD).
         metric_from_totals: the selection metric (natural units) from the column sums of
             :class:`UnitStatistics` rows; ``None`` when the recipe gives no unit statistics
             (its comparisons then carry no significance test).
@@ -286,6 +289,7 @@ class TaskSpec:
     data_help: str = ""
     elmo_dropout: float = 0.5
     seeds: int = 3
+    table_split: Split = "dev"
     metric_from_totals: Callable[[Sequence[float]], float] | None = None
 
     def __post_init__(self) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from tasks.core import TaskSpec
+from tasks.ner.task import TASK as NER
 from tasks.squad.task import TASK as SQUAD
+from tasks.srl.task import TASK as SRL
 
-TASKS: dict[str, TaskSpec] = {task.name: task for task in (SQUAD,)}
+TASKS: dict[str, TaskSpec] = {task.name: task for task in (SQUAD, SRL, NER)}
 
 
 def get_task(name: str) -> TaskSpec:

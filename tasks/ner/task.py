@@ -271,6 +271,7 @@ TASK = TaskSpec(
     setup=setup,  # type: ignore[arg-type]
     demo=ensure_demo,
     paper_split="test",  # CoNLL-2003 eng.testb, mean of 5 seeds
+    table_split="test",  # the data has a labelled test split
     elmo_dropout=0.0,  # source: allennlp ner_elmo.jsonnet (Elmo dropout 0.0), TASKS_SPEC §3.5
     seeds=5,  # source: paper Table 1 (NER: mean ± std over 5 seeds)
     data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), or "

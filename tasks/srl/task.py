@@ -270,6 +270,7 @@ TASK = TaskSpec(
     setup=setup,  # type: ignore[arg-type]
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
+    table_split="test",  # the data has a labelled test split
     elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
     data_help="the conll-2012/v4/data folder with train/, development/ and test/ holding "
     "*_gold_conll files (OntoNotes 5.0, LDC2013T19); without those folders the Hugging Face "
