@@ -240,7 +240,8 @@ def render(
     if fmt == "csv":
         return _csv(table, grid)
     if table.caption:
-        table = dataclasses.replace(table, caption=(*table.caption, _epochs_line(table, records)))
+        lines = [_epochs_line(table, records), *_sample_efficiency_lines(table, records)]
+        table = dataclasses.replace(table, caption=(*table.caption, *lines))
     header = ["Task"]
     for column in table.columns:
         header += [column.label, f"{column.label} (paper)"]
@@ -344,6 +345,51 @@ def _epochs_line(table: TableSpec, records: Sequence[RunRecord]) -> str:
     if not found:
         return "Epochs: no run found yet."
     return f"Epochs: {_span(ran)} run per training run; selected (best dev) epoch {_span(best)}."
+
+
+def first_epoch_reaching(
+    log: Iterable[Mapping[str, Any]], key: str, reference: float, higher_is_better: bool = True
+) -> int | None:
+    """The first logged epoch whose ``key`` reaches ``reference`` (paper §5.4: the epoch at
+    which ELMo reaches the baseline's best dev score), or None if no evaluation does."""
+    sign = 1.0 if higher_is_better else -1.0
+    for record in log:
+        value = record.get(key)
+        if isinstance(value, int | float) and sign * value >= sign * reference:
+            return int(record["epoch"])
+    return None
+
+
+def _sample_efficiency_lines(table: TableSpec, records: Sequence[RunRecord]) -> list[str]:
+    """Per row of a table with "Baseline" and "ELMo" columns: the epoch at which each ELMo run
+    first reached its seed's baseline's best dev score, beside the epoch that baseline needed
+    (paper §5.4: SRL ELMo reaches the baseline's best after 10 epochs, the baseline after 486)."""
+    columns = {c.label: c for c in table.columns if isinstance(c, RunsColumn)}
+    if "Baseline" not in columns or "ELMo" not in columns:
+        return []
+    by_id = {r.run_id: r for r in records}
+    lines = []
+    for row in table.rows:
+        if row is not table.rows[0] and row.base.task == table.rows[0].base.task:
+            continue  # one line per task
+        key = f"dev_{row.metric.key.split('_', 1)[1]}"
+        pairs = []
+        baselines = table.expected(row, columns["Baseline"])
+        for base, elmo in zip(baselines, table.expected(row, columns["ELMo"]), strict=True):
+            b, e = by_id.get(base.run_id), by_id.get(elmo.run_id)
+            if b is None or e is None or key not in b.metrics:
+                continue
+            reached = first_epoch_reaching(e.log, key, b.metrics[key], row.metric.higher_is_better)
+            elmo_at = "never" if reached is None else str(reached)
+            pairs.append(f"{elmo_at} vs {int(b.metrics['best_epoch'])}")
+        if pairs:
+            name = row.label.split(" (")[0]
+            lines.append(
+                f"Sample efficiency ({name}): ELMo first reached the baseline's best dev "
+                f"{row.metric.label or key} at epoch {', '.join(pairs)} "
+                "(ELMo vs baseline, per seed)."
+            )
+    return lines
 
 
 def _span(values: Sequence[int]) -> str:

@@ -8,10 +8,9 @@ show that the pipeline learns and how representations compare on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -210,24 +209,6 @@ class SrlRecipe:
         write_props(out, predicted)
         write_props(path.with_suffix(".gold.props"), gold)
         return out
-
-
-def first_epoch_reaching(
-    log: Iterable[Mapping[str, Any]], reference: float, key: str = "dev_f1"
-) -> int | None:
-    """Sample efficiency (paper §5.4, Figure 1): the first evaluation epoch whose ``key`` is at
-    least ``reference`` (e.g. the baseline run's best dev F1), or None if none is.
-
-    Args:
-        log: a run's evaluation log (one mapping per evaluation, with ``epoch`` and ``key``).
-        reference: the value to reach, in the log's units.
-        key: the logged metric.
-    """
-    for record in log:
-        value = record.get(key)
-        if value is not None and value >= reference:
-            return int(record["epoch"])
-    return None
 
 
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:

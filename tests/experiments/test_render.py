@@ -208,3 +208,14 @@ def test_honest_tables_split_caption_and_not_converged() -> None:
     assert "paper column is left empty" in text
     converged = [dataclasses.replace(r, metrics={**r.metrics, "best_epoch": 2}) for r in records]
     assert "†" not in render(table, converged, paper)
+
+
+def test_first_epoch_reaching() -> None:
+    from experiments.render import first_epoch_reaching
+
+    log = [{"epoch": 1, "dev_f1": 0.2}, {"epoch": 2, "dev_f1": 0.5}, {"epoch": 3, "dev_f1": 0.6}]
+    assert first_epoch_reaching(log, "dev_f1", 0.5) == 2
+    assert first_epoch_reaching(log, "dev_f1", 0.55) == 3
+    assert first_epoch_reaching(log, "dev_f1", 0.7) is None
+    assert first_epoch_reaching([], "dev_f1", 0.1) is None
+    assert first_epoch_reaching(log, "dev_f1", 0.3, higher_is_better=False) == 1

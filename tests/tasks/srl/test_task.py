@@ -13,7 +13,7 @@ from experiments.spec import RunSpec
 from tasks import registry
 from tasks.srl.config import GLOVE_6B_100D, preset
 from tasks.srl.evaluate import main as evaluate_main
-from tasks.srl.task import TASK, VERSION, SrlRecipe, first_epoch_reaching, setup
+from tasks.srl.task import TASK, VERSION, SrlRecipe, setup
 from tests.tasks.helpers import run_cli
 
 TINY = ("word_vectors=random:4", "hidden=4", "layers=2", "predicate_dim=2")
@@ -118,14 +118,6 @@ def test_gold_scores_one_and_subsets_score_their_own_propositions(recipe: SrlRec
     assert recipe.score({ex.key: gold[ex.key] for ex in subset}, subset)["f1"] == 1.0
     with pytest.raises(ValueError, match="one split"):
         recipe.score(gold, [dev[0], recipe.splits["test"][0]])
-
-
-def test_first_epoch_reaching() -> None:
-    log = [{"epoch": 1, "dev_f1": 0.2}, {"epoch": 2, "dev_f1": 0.5}, {"epoch": 3, "dev_f1": 0.6}]
-    assert first_epoch_reaching(log, 0.5) == 2
-    assert first_epoch_reaching(log, 0.55) == 3
-    assert first_epoch_reaching(log, 0.7) is None
-    assert first_epoch_reaching([], 0.1) is None
 
 
 def test_learns_on_a_few_hundred_demo_examples(
