@@ -254,13 +254,31 @@ def _grid_table(
 
 
 def _write_tables(
-    tables: Sequence[TableSpec], records: Sequence[RunRecord], out: Path, stem: str, fmt: str
+    tables: Sequence[TableSpec],
+    store: ResultsStore,
+    out: Path,
+    stem: str,
+    fmt: str,
+    task: str | None = None,
 ) -> list[Path]:
     written = []
     (out / "tables").mkdir(parents=True, exist_ok=True)
     paper = load_paper()
+    records = store.records(task)
+
+    def attachment(run_id: str, name: str) -> str | None:
+        folder = store.path_of(run_id)
+        path = folder / name if folder is not None else None
+        return path.read_text(encoding="utf-8") if path is not None and path.is_file() else None
+
     for table in tables:
-        text = render(table, records, paper, fmt=fmt)  # type: ignore[arg-type]
+        text = render(
+            table,
+            records,
+            paper,
+            fmt=fmt,  # type: ignore[arg-type]
+            attachments=attachment,
+        )
         path = out / "tables" / f"{stem}-{table.name}.{FORMATS[fmt]}"
         path.write_text(text, encoding="utf-8")
         written.append(path)
@@ -378,8 +396,8 @@ def _command(args: argparse.Namespace) -> int:
     stem = f"{args.name}-{args.config}-{_label(args.data)}"
     if args.command == "reproduce":
         _run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
-    records = ResultsStore(args.store).records()
-    written = _write_tables(tables, records, args.out, stem, getattr(args, "format", "markdown"))
+    fmt = getattr(args, "format", "markdown")
+    written = _write_tables(tables, ResultsStore(args.store), args.out, stem, fmt)
     if args.wandb:
         from experiments.wandb_sink import log_artifacts
 
@@ -441,7 +459,7 @@ def _train_command(args: argparse.Namespace) -> int:
         return 0
     table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split or "dev")
     stem = group
-    written = _write_tables([table], store.records(args.task), args.out, stem, "markdown")
+    written = _write_tables([table], store, args.out, stem, "markdown", task=args.task)
     if args.wandb:
         from experiments.wandb_sink import log_artifacts
 

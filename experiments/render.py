@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from experiments.significance import Comparison, compare_runs
 from experiments.spec import RunSpec, baseline_fields, derive
 from experiments.store import RunRecord
 from tasks.core import MetricSpec
@@ -175,6 +176,8 @@ class Cell:
         paper_std: the paper's standard deviation, if printed.
         paper_relative: the paper's relative increase in percent (increase cells only).
         not_converged: on most of the runs found, the selected epoch was the last one run.
+        test: paired bootstrap of an increase (natural units), when both columns' runs stored
+            per-unit statistics.
     """
 
     mean: float | None
@@ -187,6 +190,7 @@ class Cell:
     paper_std: float | None = None
     paper_relative: float | None = None
     not_converged: bool = False
+    test: Comparison | None = None
 
 
 def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
@@ -195,10 +199,18 @@ def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
         return tomllib.load(handle)
 
 
+#: ``(run_id, file name) -> text`` of a stored attachment, or None when absent.
+Attachments = Callable[[str, str], "str | None"]
+
+
 def compute_cells(
-    table: TableSpec, records: Iterable[RunRecord], paper: Mapping[str, Any]
+    table: TableSpec,
+    records: Iterable[RunRecord],
+    paper: Mapping[str, Any],
+    attachments: Attachments | None = None,
 ) -> list[list[Cell]]:
-    """Cells of ``table`` (rows × columns) from ``records`` and the paper data.
+    """Cells of ``table`` (rows × columns) from ``records`` and the paper data; with
+    ``attachments``, increase cells carry a paired bootstrap test.
 
     Raises:
         ValueError: a found run lacks the row's metric.
@@ -214,7 +226,11 @@ def compute_cells(
                 cells[column.label] = _runs_cell(table, row, column, by_id, paper_row)
         for column in table.columns:
             if isinstance(column, IncreaseColumn):
-                cells[column.label] = _increase_cell(row, column, cells, paper_row)
+                cell = _increase_cell(row, column, cells, paper_row)
+                if attachments is not None and cell.mean is not None:
+                    test = _paired_test(table, row, column, by_id, attachments)
+                    cell = dataclasses.replace(cell, test=test)
+                cells[column.label] = cell
         grid.append([cells[column.label] for column in table.columns])
     return grid
 
@@ -224,6 +240,7 @@ def render(
     records: Iterable[RunRecord],
     paper: Mapping[str, Any],
     fmt: Format = "markdown",
+    attachments: Attachments | None = None,
 ) -> str:
     """The table as Markdown, LaTeX or CSV text (deterministic; ends with a newline).
 
@@ -232,11 +249,13 @@ def render(
         records: stored runs (any superset of the table's; others are ignored).
         paper: the paper's numbers, as :func:`load_paper` returns them.
         fmt: ``"markdown"``, ``"latex"`` or ``"csv"``.
+        attachments: reads a stored run's files (the per-unit statistics of significance
+            tests); ``None``: no tests.
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     records = list(records)
-    grid = compute_cells(table, records, paper)
+    grid = compute_cells(table, records, paper, attachments)
     if fmt == "csv":
         return _csv(table, grid)
     if table.caption:
@@ -456,6 +475,37 @@ def _increase_cell(
     )
 
 
+def _paired_test(
+    table: TableSpec,
+    row: Row,
+    column: IncreaseColumn,
+    by_id: Mapping[str, RunRecord],
+    attachments: Attachments,
+) -> Comparison | None:
+    """Paired bootstrap of minuend − subtrahend over the seeds where both runs exist and
+    stored their unit statistics (:mod:`experiments.significance`)."""
+    from tasks.registry import TASKS
+
+    task = TASKS.get(row.base.task)
+    if task is None or task.metric_from_totals is None:
+        return None
+    runs = {c.label: c for c in table.columns if isinstance(c, RunsColumn)}
+    split = row.metric.key.split("_", 1)[0]
+    name = f"units-{split}.json"
+    a, b = [], []
+    for top, bottom in zip(
+        table.expected(row, runs[column.minuend]),
+        table.expected(row, runs[column.subtrahend]),
+        strict=True,
+    ):
+        if top.run_id in by_id and bottom.run_id in by_id:
+            texts = attachments(top.run_id, name), attachments(bottom.run_id, name)
+            if texts[0] is not None and texts[1] is not None:
+                a.append({name: texts[0]})
+                b.append({name: texts[1]})
+    return compare_runs(a, b, split, task.metric_from_totals)
+
+
 def _number(value: object) -> float | None:
     if value is None:
         return None
@@ -503,7 +553,15 @@ def _ours_text(cell: Cell, metric: MetricSpec) -> str:
 def _increase_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
         return MISSING
-    return _fixed(cell.mean, metric.decimals) + _spread(cell.relative, 1, _fixed, True)
+    text = _fixed(cell.mean, metric.decimals) + _spread(cell.relative, 1, _fixed, True)
+    if cell.test is not None:
+        t, scale, d = cell.test, metric.scale, metric.decimals
+        mark = SIGNIFICANT if t.significant else ""
+        text += (
+            f" (p={t.p_value:.3f}{mark}, CI [{_fixed(t.low * scale, d)}, "
+            f"{_fixed(t.high * scale, d)}])"
+        )
+    return text
 
 
 def _paper_text(cell: Cell, metric: MetricSpec, increase: bool = False) -> str:
@@ -524,11 +582,19 @@ NOTE = (
 
 
 NOT_CONVERGED = "†"
+SIGNIFICANT = "✱"  # increase cells with a paired bootstrap p < 0.05 (not `*`: Markdown emphasis)
 
 
 def _notes(table: TableSpec, body: list[list[str]]) -> list[str]:
     """The table's footnotes: how to read it, unconverged cells, an incomparable paper column."""
     notes = [NOTE]
+    if any("p=" in cell for cells in body for cell in cells[1:]):
+        notes.append(
+            "p, CI: paired bootstrap over the evaluation units (questions, pairs, sentences or "
+            "documents as the task defines them; 1,000 samples), seeds pooled (the same units "
+            "resampled for every seed, the metric averaged over seeds); 95 % percentile "
+            f"interval of the difference; {SIGNIFICANT} p < 0.05."
+        )
     if any(NOT_CONVERGED in cell for cells in body for cell in cells[1:]):
         notes.append(
             f"{NOT_CONVERGED} not converged: on most seeds the selected (best dev) epoch was the "

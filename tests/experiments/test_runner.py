@@ -288,6 +288,8 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
     assert main(["reproduce", "toy_elmo", "--seeds", "0", "--set", "train.epochs=1", *common]) == 0
     table = capsys.readouterr().out
     assert "Toy (Acc.) — DEMO data" in table and "(dev; preset mini)" in table
+    assert "(p=" in table and "paired bootstrap" in table  # units-dev.json of both runs
+    assert "Sample efficiency (Toy): ELMo first reached" in table
     assert (
         main(
             [

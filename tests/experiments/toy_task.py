@@ -30,6 +30,7 @@ from tasks.core import (
     TableRow,
     TaskSpec,
     TrainConfig,
+    UnitStatistics,
     iter_batches,
 )
 from tasks.representations import Layers
@@ -144,6 +145,13 @@ class ToyRecipe:
         right = sum(predictions[i] == e.label for i, e in enumerate(examples))
         return {"accuracy": right / max(1, len(examples))}
 
+    def unit_statistics(
+        self, predictions: Mapping[int, int], examples: Sequence[ToyExample]
+    ) -> UnitStatistics:
+        """Per example ``(correct, 1)``."""
+        rows = tuple((float(predictions[i] == e.label), 1.0) for i, e in enumerate(examples))
+        return UnitStatistics(tuple(str(i) for i in range(len(examples))), rows)
+
     def write_predictions(
         self, predictions: Mapping[int, int], examples: Sequence[ToyExample], path: Path
     ) -> Path:
@@ -184,6 +192,7 @@ def make_task(demo_folder: Path) -> TaskSpec:
         demo=demo,
         paper_split="test",
         data_help="train.jsonl, dev.jsonl, test.jsonl",
+        metric_from_totals=lambda totals: totals[0] / totals[1],
     )
 
 
