@@ -8,6 +8,11 @@ PTB tokens), ``sentence{1,2}_parse``, ``annotator_labels`` and ``captionID``.
 Pairs whose ``gold_label`` is ``"-"`` (no annotator majority) are dropped, as in every published
 setup, and counted under ``ReadStats.skipped["no gold label"]``: 550,152 / 10,000 / 10,000 raw pairs
 give 549,367 / 9,842 / 9,824 examples.
+
+Also here: :class:`PlainPairReader` for ``{"premise", "hypothesis", "label"}`` JSON lines with any
+label set (MultiNLI-style user data), tokenised by :func:`tokenize`; :func:`pair_reader` picks the
+reader from the first record; :func:`split_file` finds a split in a ``--data`` folder;
+:func:`load_hf` reads ``stanfordnlp/snli`` through Hugging Face ``datasets``.
 """
 
 from __future__ import annotations

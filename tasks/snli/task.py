@@ -55,6 +55,7 @@ from tasks.snli.data import (
     load_hf,
     pair_reader,
     split_file,
+    tokenize,
 )
 from tasks.snli.demo import ensure_demo
 from tasks.snli.evaluate import write_predictions
@@ -63,9 +64,10 @@ from tasks.snli.model import ESIM, SnliBatch
 
 logger = logging.getLogger(__name__)
 
-VERSION = 1  # bump when reader, metric, model or a preset changes a number
+VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: ESIM (Chen et al. 2017) with ELMo at the encoder's input and output; official, plain and
 #     Hugging Face data; the DEMO pair set generated from the public-domain corpus
+# v2: mini preset: at most 8 epochs, early stopping after 2 evaluations without improvement
 
 SKIP_EMPTY = "empty premise or hypothesis"
 SKIP_LONG = "a side longer than max_tokens"
@@ -74,8 +76,6 @@ SKIP_LONG = "a side longer than max_tokens"
 def pair_tokens(example: SnliExample) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The PTB tokens of the binary parses when present, else :func:`tasks.snli.data.tokenize`
     of the sentences (plain and Hugging Face examples carry tokens already)."""
-    from tasks.snli.data import tokenize
-
     premise = example.premise_tokens
     hypothesis = example.hypothesis_tokens
     return (

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -35,6 +36,9 @@ from tasks.sst5.demo import ensure_demo
 from tasks.sst5.evaluate import write_label_lines
 from tasks.sst5.metric import label_accuracy, sst_accuracy
 from tasks.sst5.model import BiattentiveClassificationNetwork, SstBatch
+
+if TYPE_CHECKING:
+    from tasks.core import UnitStatistics
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +140,18 @@ class Sst5Recipe:
         gold = [self.labels[ex.label] for ex in examples]
         return {"accuracy": label_accuracy(gold, [self.labels[p] for p in predictions])}
 
+    def unit_statistics(
+        self, predictions: Sequence[int], examples: Sequence[TextExample]
+    ) -> UnitStatistics:
+        """Per sentence ``(correct, 1)``, id = its line: accuracy = column sums ``c / n``
+        (paired bootstrap tests)."""
+        from tasks.core import UnitStatistics  # the optional protocol method's type
+
+        rows = tuple(
+            (float(p == ex.label), 1.0) for p, ex in zip(predictions, examples, strict=True)
+        )
+        return UnitStatistics(tuple(str(ex.line) for ex in examples), rows)
+
     def write_predictions(
         self, predictions: Sequence[int], examples: Sequence[TextExample], path: Path
     ) -> Path:
@@ -196,6 +212,7 @@ TASK = TaskSpec(
     setup=setup,  # type: ignore[arg-type]
     demo=ensure_demo,
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
+    elmo_dropout=0.5,  # source: allennlp BCN + ELMo config v0.5.0 (Elmo dropout 0.5)
     data_help="a folder with the SST tree files train.txt, dev.txt, test.txt "
     '(trainDevTestTrees_PTB), or train.jsonl, dev.jsonl (or valid.jsonl), test.jsonl with {"text", '
     '"label"} per line; explicit files with --set train_file=... dev_file=... test_file=...',

@@ -200,3 +200,33 @@ def test_tanh_or_relu_hidden_layer() -> None:
     assert relu.activation is torch.nn.functional.relu and _model().activation is torch.tanh
     with pytest.raises(ValueError, match="mlp_activation"):
         dataclasses.replace(CONFIG, mlp_activation="sigmoid")  # type: ignore[arg-type]
+
+
+def test_runs_with_a_cove_shaped_representation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--repr cove``: the MT-LSTM's two 600-d layers at both sites (random weights of the
+    original key layout and a 3-word 300-d GloVe file stand in for the real files)."""
+    from tasks.representations import COVE_HIDDEN, build_cove, cove_expected_shapes
+    from tasks.snli.data import SnliExample
+    from tasks.snli.task import SnliRecipe
+
+    g = torch.Generator().manual_seed(0)
+    state = {k: 0.1 * torch.randn(s, generator=g) for k, s in cove_expected_shapes().items()}
+    torch.save(state, tmp_path / "cove.pth")
+    words = ("A", "dog", "runs")
+    (tmp_path / "glove.txt").write_text(
+        "".join(w + " " + " ".join(["0.1"] * 300) + "\n" for w in words), encoding="utf-8"
+    )
+    cove = build_cove(weights=tmp_path / "cove.pth", glove_path=tmp_path / "glove.txt")
+    assert (cove.num_layers, cove.output_dim) == (2, 2 * COVE_HIDDEN)
+    injector = Injector(cove, frozenset({"input", "output"}), dropout=0.0)
+    pairs = [
+        SnliExample("p1", "A dog runs.", "A dog.", "entailment", ("A", "dog", "runs"), ("A",)),
+        SnliExample("p2", "Dogs.", "A cat runs.", "neutral", ("Dogs",), ("A", "cat", "runs")),
+    ]
+    recipe = SnliRecipe(CONFIG, {"train": pairs}, words={"a": 2, "dog": 3, "runs": 4})
+    recipe.vectors = torch.randn(5, WORD_DIM, generator=g)
+    model = recipe.build_model(injector)
+    assert model.encoder.lstm.input_size == WORD_DIM + 600
+    batch = recipe.collate(pairs, lambda seqs: cove(cove.featurize(seqs)))
+    out = model(batch)
+    assert out.logits.shape == (2, 3) and out.loss is not None and torch.isfinite(out.loss)

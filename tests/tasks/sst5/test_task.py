@@ -246,3 +246,13 @@ def test_learns_on_the_demo_set(monkeypatch) -> None:  # type: ignore[no-untyped
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < 0.8 * losses[0]
     assert outcome.metrics["dev_accuracy"] > trivial + 0.06, (outcome.metrics, trivial)
+
+
+def test_unit_statistics_give_the_accuracy(recipe) -> None:  # type: ignore[no-untyped-def]
+    dev = recipe.splits["dev"]
+    predictions = [len(ex.tokens) % 5 for ex in dev]
+    stats = recipe.unit_statistics(predictions, dev)
+    correct, n = (sum(column) for column in zip(*stats.rows, strict=True))
+    assert n == len(dev) and correct / n == pytest.approx(
+        recipe.score(predictions, dev)["accuracy"]
+    )
