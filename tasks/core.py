@@ -203,6 +203,11 @@ class UnitStatistics:
             raise ValueError("unit ids must be unique")
 
 
+def accuracy_from_totals(totals: Sequence[float]) -> float:
+    """Accuracy from the column sums of ``(correct, 1)`` unit rows (0 for no units)."""
+    return totals[0] / totals[1] if totals[1] else 0.0
+
+
 class TaskRecipe(Protocol):
     """Data and model for one configuration of a task (built by :attr:`TaskSpec.setup`).
 

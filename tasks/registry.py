@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from tasks.core import TaskSpec
 from tasks.ner.task import TASK as NER
+from tasks.snli.task import TASK as SNLI
 from tasks.squad.task import TASK as SQUAD
 from tasks.srl.task import TASK as SRL
+from tasks.sst5.task import TASK as SST5
 
-TASKS: dict[str, TaskSpec] = {task.name: task for task in (SQUAD, SRL, NER)}
+# Table 1's order (paper §4)
+TASKS: dict[str, TaskSpec] = {task.name: task for task in (SQUAD, SNLI, SRL, NER, SST5)}
 
 
 def get_task(name: str) -> TaskSpec:

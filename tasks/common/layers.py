@@ -24,8 +24,19 @@ class VariationalDropout(nn.Module):
         return x * keep / (1.0 - self.p)  # (batch, time, dim)
 
 
+def run_packed(rnn: nn.RNNBase, x: Tensor, mask: Tensor) -> Tensor:
+    """A batch-first bidirectional RNN over right-padded sequences, packed so that padding
+    never leaks into real positions: ``x`` (batch, time, in), ``mask`` (batch, time) →
+    (batch, time, 2·hidden), 0 at padded positions."""
+    lengths = mask.sum(1).clamp_min(1).cpu()
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, _ = rnn(packed)
+    out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    return out * mask[:, :, None]  # (batch, time, 2·hidden)
+
+
 class BiGRU(nn.Module):
-    """A bidirectional GRU over right-padded sequences (packed, so padding never leaks)."""
+    """A one-layer bidirectional GRU over right-padded sequences (:func:`run_packed`)."""
 
     def __init__(self, input_dim: int, hidden_dim: int) -> None:
         super().__init__()
@@ -34,13 +45,20 @@ class BiGRU(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden); 0 at pads."""
-        lengths = mask.sum(1).clamp_min(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(
-            x, lengths, batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.gru(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return out * mask[:, :, None]  # (batch, time, 2·hidden)
+        return run_packed(self.gru, x, mask)
+
+
+class BiLSTM(nn.Module):
+    """A one-layer bidirectional LSTM over right-padded sequences (:func:`run_packed`)."""
+
+    def __init__(self, input_dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)
+        self.output_dim = 2 * hidden_dim
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden); 0 at pads."""
+        return run_packed(self.lstm, x, mask)
 
 
 class TrilinearAttention(nn.Module):

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from tasks.common.crf import ConditionalRandomField
 from tasks.common.inject import Injected, Injector
-from tasks.common.layers import CharCNNEncoder, VariationalDropout
+from tasks.common.layers import BiLSTM, CharCNNEncoder, VariationalDropout
 from tasks.ner.config import NerConfig
 from tasks.representations import Layers
 
@@ -45,25 +45,6 @@ class TaggerOutput:
     loss: Tensor | None
     emissions: Tensor  # (batch, time, labels)
     paths: list[list[int]] | None
-
-
-class BiLSTM(nn.Module):
-    """A bidirectional LSTM over right-padded sequences (packed, so padding never leaks)."""
-
-    def __init__(self, input_dim: int, hidden_dim: int) -> None:
-        super().__init__()
-        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)
-        self.output_dim = 2 * hidden_dim
-
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden); 0 at pads."""
-        lengths = mask.sum(1).clamp_min(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(
-            x, lengths, batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.lstm(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return out * mask[:, :, None]  # (batch, time, 2·hidden)
 
 
 class CrfTagger(nn.Module):

@@ -44,6 +44,8 @@ from tasks.core import (
     TableRow,
     TaskSpec,
     TrainConfig,
+    UnitStatistics,
+    accuracy_from_totals,
     iter_batches,
 )
 from tasks.snli.config import PRESETS, SnliConfig, preset
@@ -171,6 +173,13 @@ class SnliRecipe:
         gold = {ex.pair_id: ex.label for ex in examples}
         scored = {k: v for k, v in predictions.items() if k in gold}
         return {"accuracy": accuracy(gold, scored).accuracy}
+
+    def unit_statistics(
+        self, predictions: Mapping[str, str], examples: Sequence[SnliExample]
+    ) -> UnitStatistics:
+        """Per labelled pair ``(correct, 1)`` (a missing prediction is wrong), id = pairID."""
+        rows = tuple((float(predictions.get(ex.pair_id) == ex.label), 1.0) for ex in examples)
+        return UnitStatistics(tuple(ex.pair_id for ex in examples), rows)
 
     def write_predictions(
         self, predictions: Mapping[str, str], examples: Sequence[SnliExample], path: Path
@@ -321,6 +330,8 @@ TASK = TaskSpec(
     setup=setup,  # type: ignore[arg-type]
     demo=ensure_demo,
     paper_split="test",  # Table 1: SNLI test accuracy (9,824 labelled pairs)
+    table_split="test",  # the data has a labelled test split
+    metric_from_totals=accuracy_from_totals,
     data_help="a folder with snli_1.0_{train,dev,test}.jsonl (official SNLI 1.0) or "
     '{train,dev,test}.jsonl (official records, or {"premise", "hypothesis", "label"} per line '
     "with any label set); without them stanfordnlp/snli is read through Hugging Face datasets",

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tasks.common.inject import Injected, Injector
-from tasks.common.layers import masked_softmax
+from tasks.common.layers import BiLSTM, masked_softmax
 from tasks.representations import Layers
 from tasks.sst5.config import Sst5Config
 
@@ -55,26 +55,6 @@ class SstOutput:
     loss: Tensor | None
     logits: Tensor
     predictions: Tensor
-
-
-class BiLSTM(nn.Module):
-    """A one-layer bidirectional LSTM over right-padded sequences (packed: padding never
-    leaks into real positions); 0 at padded positions."""
-
-    def __init__(self, input_dim: int, hidden_dim: int) -> None:
-        super().__init__()
-        self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)
-        self.output_dim = 2 * hidden_dim
-
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, 2·hidden)."""
-        lengths = mask.sum(1).clamp_min(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(
-            x, lengths, batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.lstm(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return out * mask[:, :, None]  # (batch, time, 2·hidden)
 
 
 class Maxout(nn.Module):

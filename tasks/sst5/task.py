@@ -11,7 +11,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -28,6 +27,8 @@ from tasks.core import (
     TableRow,
     TaskSpec,
     TrainConfig,
+    UnitStatistics,
+    accuracy_from_totals,
     batch_plan,
 )
 from tasks.sst5.config import PRESETS, Sst5Config, preset
@@ -36,9 +37,6 @@ from tasks.sst5.demo import ensure_demo
 from tasks.sst5.evaluate import write_label_lines
 from tasks.sst5.metric import label_accuracy, sst_accuracy
 from tasks.sst5.model import BiattentiveClassificationNetwork, SstBatch
-
-if TYPE_CHECKING:
-    from tasks.core import UnitStatistics
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +143,6 @@ class Sst5Recipe:
     ) -> UnitStatistics:
         """Per sentence ``(correct, 1)``, id = its line: accuracy = column sums ``c / n``
         (paired bootstrap tests)."""
-        from tasks.core import UnitStatistics  # the optional protocol method's type
-
         rows = tuple(
             (float(p == ex.label), 1.0) for p, ex in zip(predictions, examples, strict=True)
         )
@@ -212,6 +208,9 @@ TASK = TaskSpec(
     setup=setup,  # type: ignore[arg-type]
     demo=ensure_demo,
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
+    table_split="test",  # the data has a labelled test split
+    seeds=5,  # source: paper Table 1 (mean ± std over 5 seeds)
+    metric_from_totals=accuracy_from_totals,
     elmo_dropout=0.5,  # source: allennlp BCN + ELMo config v0.5.0 (Elmo dropout 0.5)
     data_help="a folder with the SST tree files train.txt, dev.txt, test.txt "
     '(trainDevTestTrees_PTB), or train.jsonl, dev.jsonl (or valid.jsonl), test.jsonl with {"text", '
