@@ -82,6 +82,12 @@ def _common(
         "--cove", metavar="WEIGHTS.pth", help="CoVe MT-LSTM weights (wmtlstm-*.pth)"
     )
     parser.add_argument(
+        "--turian",
+        metavar="PATH",
+        help="Turian et al. (2010) 50-d embeddings (the coreference paper preset needs them); "
+        "sets the task's turian_vectors",
+    )
+    parser.add_argument(
         "--finetune-bilm",
         nargs="?",
         const=1.0,
@@ -171,8 +177,11 @@ def _run_config(args: argparse.Namespace, representation: str = "elmo") -> dict[
 
 
 def _task_overrides(args: argparse.Namespace) -> list[str]:
-    """``--set`` plus ``--glove`` as the task's ``word_vectors`` (the configs' common field)."""
-    return [*args.overrides, *([f"word_vectors={args.glove}"] if args.glove else [])]
+    """``--set`` plus ``--glove`` as the task's ``word_vectors`` (the configs' common field)
+    and ``--turian`` as its ``turian_vectors``."""
+    extra = [f"word_vectors={args.glove}"] if args.glove else []
+    extra += [f"turian_vectors={args.turian}"] if getattr(args, "turian", None) else []
+    return [*args.overrides, *extra]
 
 
 def _wandb(args: argparse.Namespace, group: str) -> WandbOptions | None:

@@ -9,18 +9,46 @@ kept for the speaker and genre features of Lee et al. (2017).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import logging
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.common.conll2012 import Document, Mention, read_documents
-from tasks.common.io import ReadStats, require_datasets
+from tasks.common.io import DataError, ReadStats, require_datasets
 
 if TYPE_CHECKING:
     import datasets
 
-__all__ = ["CorefDocument", "coref_documents", "read_coref", "to_hf_dataset"]
+__all__ = [
+    "EXPECTED_DOCUMENTS",
+    "HF_CONFIG",
+    "HF_DATASET",
+    "CorefDocument",
+    "CorefNotAvailable",
+    "coref_documents",
+    "hf_rows_to_conll",
+    "load_split",
+    "read_coref",
+    "split_files",
+    "to_hf_dataset",
+]
+
+logger = logging.getLogger(__name__)
+
+HF_DATASET = "conll2012_ontonotesv5"
+HF_CONFIG = "english_v4"
+#: e2e-coref ``setup_training.sh`` names; a folder may instead hold ``train/``, ``development/``
+#: (or ``dev/``) and ``test/`` trees of ``*_gold_conll`` files (the CoNLL-2012 v4 layout).
+SPLIT_FOLDERS = {"train": ("train",), "dev": ("development", "dev"), "test": ("test",)}
+#: English CoNLL-2012 document parts per split (TASKS_SPEC §3.4 [R], the standard split): a
+#: different count is logged as a warning, as it changes the numbers (wrong folder, v12 test …).
+EXPECTED_DOCUMENTS = {"train": 2802, "dev": 343, "test": 348}
+
+
+class CorefNotAvailable(RuntimeError):
+    """No local ``*_gold_conll`` files for a split and the Hugging Face Hub is unreachable."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +62,8 @@ class CorefDocument:
         sentences: words per sentence.
         speakers: speaker per token, per sentence (``-`` where none).
         clusters: mentions ``(start, end)`` (document-level, inclusive) per cluster.
+        path: the file it was read from (the key whose lines a response file copies).
+        line: 1-based line of its ``#begin document`` header.
     """
 
     document_id: str
@@ -42,6 +72,37 @@ class CorefDocument:
     sentences: tuple[tuple[str, ...], ...]
     speakers: tuple[tuple[str, ...], ...]
     clusters: tuple[tuple[Mention, ...], ...]
+    path: str = ""
+    line: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(document_id, part)``: how the scorer pairs key and response documents."""
+        return (self.document_id, self.part)
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens in the part."""
+        return sum(len(words) for words in self.sentences)
+
+    def sentence_starts(self) -> list[int]:
+        """Document-level index of each sentence's first token."""
+        starts, total = [], 0
+        for words in self.sentences:
+            starts.append(total)
+            total += len(words)
+        return starts
+
+    def crossing_mentions(self) -> list[Mention]:
+        """Gold mentions that span a sentence boundary: no candidate span can match them
+        (Lee et al. 2017 enumerate spans inside sentences), so they count as missed."""
+        sentence_of = [i for i, words in enumerate(self.sentences) for _ in words]
+        return [
+            (s, e)
+            for cluster in self.clusters
+            for s, e in cluster
+            if sentence_of[s] != sentence_of[e]
+        ]
 
     @property
     def doc_key(self) -> str:
@@ -63,6 +124,8 @@ def coref_documents(
             sentences=tuple(sentence.words for sentence in document.sentences),
             speakers=tuple(sentence.speakers for sentence in document.sentences),
             clusters=document.clusters,
+            path=document.path,
+            line=document.line,
         )
 
 
@@ -109,3 +172,142 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
         }
     )
     return datasets.Dataset.from_list(rows, features=features)
+
+
+def split_files(folder: str | Path, split: str) -> list[Path]:
+    """The ``*_gold_conll`` files of ``split`` under ``folder`` (sorted; ``[]`` when none).
+
+    Looked up in this order: files named ``<split>.*gold_conll`` directly in the folder (e2e-coref's
+    ``train.english.v4_gold_conll``; the DEMO set's ``train.demo_gold_conll``), then every
+    ``*_gold_conll`` below ``train/``, ``development/`` or ``dev/``, ``test/`` (only those under an
+    ``english`` folder when there is one). ``*_auto_conll`` files are never read.
+    """
+    root = Path(folder)
+    direct = sorted(p for p in root.glob(f"{split}.*gold_conll") if p.is_file())
+    if direct:
+        return direct
+    for name in SPLIT_FOLDERS[split]:
+        tree = root / name
+        if tree.is_dir():
+            files = sorted(p for p in tree.rglob("*_gold_conll") if p.is_file())
+            english = [p for p in files if "english" in p.relative_to(tree).parts]
+            return english or files
+    return []
+
+
+def load_split(
+    split: str,
+    data_dir: str | Path,
+    stats: ReadStats | None = None,
+    max_tokens: int | None = None,
+    cache_dir: str | Path | None = None,
+) -> list[CorefDocument]:
+    """The documents of one split, from local ``*_gold_conll`` files or the Hugging Face Hub.
+
+    Args:
+        split: ``train``, ``dev`` or ``test``.
+        data_dir: the folder (see :func:`split_files`).
+        stats: counts documents and, under ``"mention crossing a sentence"``, gold mentions no
+            candidate span can match (kept in the key, so they count as missed).
+        max_tokens: a document with more tokens raises :class:`DataError` (its header line).
+        cache_dir: where Hub rows are converted to a CoNLL-2012 key file.
+
+    Raises:
+        DataError: malformed files, or a document longer than ``max_tokens``.
+        CorefNotAvailable: no local files and the Hub cannot be reached (offline).
+    """
+    stats = stats if stats is not None else ReadStats()
+    files = split_files(data_dir, split)
+    if not files:
+        files = [_hub_split(split, data_dir, cache_dir)]
+    documents: list[CorefDocument] = []
+    for file in files:
+        for document in read_coref(file, stats):
+            if max_tokens is not None and document.num_tokens > max_tokens:
+                raise DataError(
+                    document.path,
+                    document.line,
+                    f"document {document.document_id} part {document.part} has "
+                    f"{document.num_tokens} tokens, more than the configured limit "
+                    f"max_document_tokens={max_tokens}",
+                )
+            for _ in document.crossing_mentions():
+                stats.skip("mention crossing a sentence")
+            documents.append(document)
+    expected = EXPECTED_DOCUMENTS.get(split)
+    if expected is not None and len(documents) != expected and "demo" not in str(files[0]):
+        logger.warning(
+            "%s: %d %s documents, the standard English CoNLL-2012 split has %d",
+            data_dir,
+            len(documents),
+            split,
+            expected,
+        )
+    return documents
+
+
+def _hub_split(split: str, data_dir: str | Path, cache_dir: str | Path | None) -> Path:
+    """Convert the Hub's ``conll2012_ontonotesv5`` (``english_v4``) split to a key file."""
+    ds = require_datasets()
+    hf_split = {"dev": "validation"}.get(split, split)
+    try:
+        rows = ds.load_dataset(HF_DATASET, HF_CONFIG, split=hf_split)
+    except (OSError, ConnectionError, TimeoutError, ValueError) as exc:
+        raise CorefNotAvailable(
+            f"CoNLL-2012 coreference {split!r} split is not available: no {split}.*gold_conll "
+            f"file and no {'/'.join(SPLIT_FOLDERS[split])}/ folder of *_gold_conll files in "
+            f"{data_dir}, and the Hugging Face Hub could not be reached for {HF_DATASET!r} "
+            f"({HF_CONFIG}) ({type(exc).__name__}: {exc}). Supply the files with --data DIR, e.g. "
+            "train.english.v4_gold_conll, dev.english.v4_gold_conll and "
+            "test.english.v4_gold_conll as built by e2e-coref's setup_training.sh from "
+            "OntoNotes 5.0 (LDC2013T19) and the CoNLL-2012 v4 scripts."
+        ) from exc
+    if cache_dir is None:
+        from bilm.pretrained import cache_root
+
+        cache_dir = cache_root() / "coref-hub"
+    out = Path(cache_dir) / f"{split}.hf_english_v4_gold_conll"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    hf_rows_to_conll(rows, out)
+    return out
+
+
+def hf_rows_to_conll(rows: Iterable[dict[str, Any]], out: str | Path) -> Path:
+    """Write Hub rows (``document_id``; ``sentences`` with ``part_id``, ``words``, ``speaker``,
+    ``coref_spans`` = sentence-level ``[cluster, start, end]``) as a CoNLL-2012 key file with
+    12 columns (``-`` for the annotation layers coreference does not use)."""
+    from tasks.coref.evaluate import encode_clusters
+
+    lines: list[str] = []
+    for row in rows:
+        parts: dict[int, list[dict[str, Any]]] = {}
+        for sentence in row["sentences"]:
+            parts.setdefault(int(sentence["part_id"]), []).append(sentence)
+        for part, sentences in sorted(parts.items()):
+            clusters: dict[int, list[Mention]] = {}
+            offset = 0
+            for sentence in sentences:
+                for cluster, start, end in sentence["coref_spans"]:
+                    clusters.setdefault(int(cluster), []).append((offset + start, offset + end))
+                offset += len(sentence["words"])
+            column = encode_clusters(offset, list(clusters.values()))
+            lines.append(f"#begin document ({row['document_id']}); part {part:03d}")
+            token = 0
+            for sentence in sentences:
+                speaker = sentence.get("speaker") or "-"
+                for i, word in enumerate(sentence["words"]):
+                    fields = [row["document_id"], str(part), str(i), word, *["-"] * 5]
+                    lines.append(" ".join([*fields, speaker.replace(" ", "_"), "*", column[token]]))
+                    token += 1
+                lines.append("")
+            lines.append("#end document")
+    Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Path(out)
+
+
+def documents_by_file(documents: Sequence[CorefDocument]) -> dict[str, list[CorefDocument]]:
+    """Documents grouped by the file they came from (file order kept)."""
+    grouped: dict[str, list[CorefDocument]] = {}
+    for document in documents:
+        grouped.setdefault(document.path, []).append(document)
+    return grouped

@@ -36,7 +36,13 @@ from tasks.common.conll2012 import (
 from tasks.common.io import DataError, iter_lines, run_json_cli
 from tasks.coref.metric import MAX_REPEATED_MENTIONS, CorefScore, score_corpus
 
-__all__ = ["encode_clusters", "evaluate_files", "main", "write_response"]
+__all__ = [
+    "encode_clusters",
+    "evaluate_files",
+    "main",
+    "write_document_response",
+    "write_response",
+]
 
 Clusters = Sequence[Sequence[Mention]]
 _LAST_FIELD = re.compile(r"\S+\s*$")
@@ -143,6 +149,64 @@ def _rewrite(
             text = text[: match.start()] + column[token]
             token += 1
         yield text
+
+
+def write_document_response(
+    documents: Sequence[tuple[str, tuple[str, int], int]],
+    predictions: Mapping[tuple[str, int], Clusters],
+    out_path: str | Path,
+    key_out: str | Path | None = None,
+) -> None:
+    """Write the response for some documents of key files: exactly their lines (headers, token
+    lines, blank lines, ``#end document``) with the last column replaced by the predictions.
+
+    Args:
+        documents: ``(key file, (document id, part), number of tokens)`` of each document, in
+            the order to write (documents of one file in file order).
+        predictions: clusters per ``(document id, part)``; a document without an entry gets
+            no mentions.
+        out_path: the response file.
+        key_out: when given, the same documents' key lines unchanged (so that
+            ``python -m tasks.coref.evaluate key_out out_path`` scores exactly these documents).
+
+    Raises:
+        ValueError: a document is absent from its file, or a prediction cannot be encoded.
+    """
+    wanted: dict[str, dict[tuple[str, int], int]] = {}
+    for path, doc_key, num_tokens in documents:
+        wanted.setdefault(path, {})[doc_key] = num_tokens
+    response: list[str] = []
+    key: list[str] = []
+    for path, keys in wanted.items():
+        found: set[tuple[str, int]] = set()
+        column: list[str] | None = None
+        token = 0
+        for _, text in iter_lines(path):
+            stripped = text.strip()
+            header = parse_begin_document(stripped)
+            if header is not None:
+                column = None
+                if header in keys:
+                    found.add(header)
+                    column = encode_clusters(keys[header], predictions.get(header, ()))
+                    token = 0
+            if column is None:
+                continue
+            key.append(text)
+            if stripped and not stripped.startswith("#"):
+                match = _LAST_FIELD.search(text)
+                assert match is not None
+                text = text[: match.start()] + column[token]
+                token += 1
+            response.append(text)
+            if re.match(r"^#\s*end document", stripped):
+                column = None
+        missing = sorted(set(keys) - found)
+        if missing:
+            raise ValueError(f"{path}: no document {missing[0]}")
+    Path(out_path).write_text("".join(line + "\n" for line in response), encoding="utf-8")
+    if key_out is not None:
+        Path(key_out).write_text("".join(line + "\n" for line in key), encoding="utf-8")
 
 
 def evaluate_files(
