@@ -44,13 +44,14 @@ import argparse
 import gzip
 import hashlib
 import io
-import os
 import random
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from tasks.common.demo import content_hash as demo_hash
+from tasks.common.demo import unpack_demo
 from tasks.common.spans import Span, spans_to_tags
 
 GENERATOR_VERSION = 1
@@ -257,35 +258,18 @@ def write(
 
 def content_hash(data_dir: str | Path = DATA_DIR) -> str:
     """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    digest = hashlib.sha256()
-    for name in FILES.values():
-        digest.update((Path(data_dir) / f"{name}.gz").read_bytes())
-    return digest.hexdigest()[:12]
+    return demo_hash(data_dir, _committed().values())
+
+
+def _committed() -> dict[str, str]:
+    """Unpacked file → committed file."""
+    return {**{name: f"{name}.gz" for name in FILES.values()}, NOTICE_FILE: NOTICE_FILE}
 
 
 def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use; returns the folder with ``eng.*`` files.
-
-    The folder is ``<cache>/ner-demo-<content hash>`` (``cache`` defaults to the project cache,
-    :func:`bilm.pretrained.cache_root`), so a changed demo set never reuses stale files.
-    """
-    if cache is None:
-        from bilm.pretrained import cache_root
-
-        cache = cache_root()
-    out = Path(cache) / f"ner-demo-{content_hash(data_dir)}"
-    names = [*FILES.values(), NOTICE_FILE]
-    if all((out / name).exists() for name in names):
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        source = Path(data_dir) / (name if name == NOTICE_FILE else f"{name}.gz")
-        data = source.read_bytes()
-        data = data if name == NOTICE_FILE else gzip.decompress(data)
-        tmp = out / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, out / name)  # atomic: concurrent first uses never see half a file
-    return out
+    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
+    ``<cache>/ner-demo-<content hash>``); returns the folder with the ``eng.*`` files."""
+    return unpack_demo("ner", data_dir, _committed(), None, cache)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,16 +44,17 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import io
 import json
-import os
 import random
 import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from tasks.common.demo import content_hash as demo_hash
+from tasks.common.demo import unpack_demo
 
 GENERATOR_VERSION = 1
 DEFAULT_TRAIN, DEFAULT_DEV, DEFAULT_TEST = 1200, 300, 300  # premises (3 pairs each)
@@ -592,33 +593,18 @@ def write(
 
 def content_hash(data_dir: str | Path = DATA_DIR) -> str:
     """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    digest = hashlib.sha256()
-    for name in FILES:
-        digest.update((Path(data_dir) / f"{name}.gz").read_bytes())
-    return digest.hexdigest()[:12]
+    return demo_hash(data_dir, _committed().values())
+
+
+def _committed() -> dict[str, str]:
+    """Unpacked file → committed file."""
+    return {name: f"{name}.gz" for name in FILES}
 
 
 def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use; returns the folder with the jsonl files.
-
-    The folder is ``<cache>/snli-demo-<content hash>`` (``cache`` defaults to
-    ``$ELMO_BENCH_CACHE``, else ``~/.cache/elmo-bench``), so a changed demo set never reuses
-    stale files.
-    """
-    if cache is None:
-        from bilm.pretrained import cache_root
-
-        cache = cache_root()
-    out = Path(cache) / f"snli-demo-{content_hash(data_dir)}"
-    if all((out / name).exists() for name in FILES):
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        data = gzip.decompress((Path(data_dir) / f"{name}.gz").read_bytes())
-        tmp = out / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, out / name)  # atomic: concurrent first uses do not see half a file
-    return out
+    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
+    ``<cache>/snli-demo-<content hash>``); returns the folder with the jsonl files."""
+    return unpack_demo("snli", data_dir, _committed(), None, cache)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import io
 import json
-import os
 import random
 import re
 import sys
@@ -58,6 +56,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from tasks.common.demo import content_hash as demo_hash
+from tasks.common.demo import unpack_demo
 
 GENERATOR_VERSION = 4
 DEFAULT_TRAIN = 1000
@@ -539,34 +540,18 @@ def write(
 
 def content_hash(data_dir: str | Path = DATA_DIR) -> str:
     """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    digest = hashlib.sha256()
-    for name in FILES:
-        digest.update((Path(data_dir) / f"{name}.gz").read_bytes())
-    return digest.hexdigest()[:12]
+    return demo_hash(data_dir, _committed().values())
+
+
+def _committed() -> dict[str, str]:
+    """Unpacked file → committed file."""
+    return {name: f"{name}.gz" for name in FILES}
 
 
 def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use; returns the folder with the JSON files.
-
-    The folder is ``<cache>/squad-demo-<content hash>`` (``cache`` defaults to
-    ``$ELMO_BENCH_CACHE``, else ``~/.cache/elmo-bench``, as the other caches of the project), so
-    a changed demo set never reuses stale files.
-    """
-    if cache is None:
-        from bilm.pretrained import cache_root
-
-        cache = cache_root()
-    root = Path(cache)
-    out = root / f"squad-demo-{content_hash(data_dir)}"
-    if all((out / name).exists() for name in FILES):
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        data = gzip.decompress((Path(data_dir) / f"{name}.gz").read_bytes())
-        tmp = out / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, out / name)  # atomic: concurrent first uses do not see half a file
-    return out
+    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
+    ``<cache>/squad-demo-<content hash>``); returns the folder with the JSON files."""
+    return unpack_demo("squad", data_dir, _committed(), None, cache)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

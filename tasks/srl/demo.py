@@ -49,13 +49,14 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import io
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tasks.common.demo import content_hash as demo_hash
+from tasks.common.demo import unpack_demo
 
 GENERATOR_VERSION = 1
 DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -528,31 +529,19 @@ def write(
 
 def content_hash(data_dir: str | Path = DATA_DIR) -> str:
     """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    digest = hashlib.sha256()
-    for split in SPLITS:
-        digest.update((Path(data_dir) / f"{split}.v4_gold_conll.gz").read_bytes())
-    return digest.hexdigest()[:12]
+    return demo_hash(data_dir, _committed().values())
+
+
+def _committed() -> dict[str, str]:
+    """Unpacked file → committed file."""
+    return {f"{split}/{FILE_NAME}": f"{split}.v4_gold_conll.gz" for split in SPLITS}
 
 
 def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use; returns the folder holding ``train/``,
-    ``development/`` and ``test/`` (``<cache>/srl-demo-<content hash>``; ``cache`` defaults to
-    the project's cache root, ``$ELMO_BENCH_CACHE`` or ``~/.cache/elmo-bench``)."""
-    if cache is None:
-        from bilm.pretrained import cache_root
-
-        cache = cache_root()
-    out = Path(cache) / f"srl-demo-{content_hash(data_dir)}"
-    if all((out / split / FILE_NAME).exists() for split in SPLITS):
-        return out
-    for split in SPLITS:
-        folder = out / split
-        folder.mkdir(parents=True, exist_ok=True)
-        data = gzip.decompress((Path(data_dir) / f"{split}.v4_gold_conll.gz").read_bytes())
-        tmp = folder / f".{FILE_NAME}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, folder / FILE_NAME)  # atomic: concurrent first uses see whole files
-    return out
+    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
+    ``<cache>/srl-demo-<content hash>``); returns the folder holding ``train/``,
+    ``development/`` and ``test/``."""
+    return unpack_demo("srl", data_dir, _committed(), None, cache)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

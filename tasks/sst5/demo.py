@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import io
-import os
 import random
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from tasks.common.demo import content_hash as demo_hash
+from tasks.common.demo import unpack_demo
 
 GENERATOR_VERSION = 1
 DEFAULT_SIZES = {"train": 2000, "dev": 500, "test": 500}  # sentences (roots), 1/5 per class
@@ -216,34 +217,18 @@ def write(
 
 def content_hash(data_dir: str | Path = DATA_DIR) -> str:
     """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    digest = hashlib.sha256()
-    for name in FILES:
-        digest.update((Path(data_dir) / f"{name}.gz").read_bytes())
-    return digest.hexdigest()[:12]
+    return demo_hash(data_dir, _committed().values())
+
+
+def _committed() -> dict[str, str]:
+    """Unpacked file → committed file."""
+    return {name: f"{name}.gz" for name in FILES}
 
 
 def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed DEMO set on first use; returns the folder with the tree files.
-
-    The folder is ``<cache>/sst5-demo-<content hash>`` (``cache`` defaults to
-    ``$ELMO_BENCH_CACHE``, else ``~/.cache/elmo-bench``), so a changed set never reuses stale
-    files. Needs only the committed files (no corpus, no ``vaderSentiment``).
-    """
-    if cache is None:
-        from bilm.pretrained import cache_root
-
-        cache = cache_root()
-    out = Path(cache) / f"sst5-demo-{content_hash(data_dir)}"
-    if all((out / name).exists() for name in (*FILES, NOTICE_FILE)):
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        data = gzip.decompress((Path(data_dir) / f"{name}.gz").read_bytes())
-        tmp = out / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, out / name)  # atomic: concurrent first uses do not see half a file
-    (out / NOTICE_FILE).write_text(NOTICE, encoding="utf-8")
-    return out
+    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
+    ``<cache>/sst5-demo-<content hash>``); returns the folder with the tree files."""
+    return unpack_demo("sst5", data_dir, _committed(), {NOTICE_FILE: NOTICE}, cache)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
