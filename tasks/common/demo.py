@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +21,15 @@ def content_hash(data_dir: str | Path, sources: Iterable[str]) -> str:
     for name in sources:
         digest.update((Path(data_dir) / name).read_bytes())
     return digest.hexdigest()[:12]
+
+
+def gzip_text(text: str) -> bytes:
+    """Deterministic gzip of UTF-8 ``text`` (no file name, mtime 0): a rebuilt demo set is
+    byte-identical to the committed one."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
+        gz.write(text.encode("utf-8"))
+    return buffer.getvalue()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -43,8 +43,6 @@ document id: ``<genre>/demo/<source>/<first line>``, e.g. ``nw/demo/austen/00012
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -52,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import unpack_demo
+from tasks.common.demo import gzip_text, unpack_demo
 
 GENERATOR_VERSION = 1
 SPLITS = ("train", "dev", "test")
@@ -373,14 +371,6 @@ def to_conll(documents: Sequence[DemoDocument]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gzip_bytes(text: str) -> bytes:
-    """Deterministic gzip (no file name, mtime 0)."""
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
-        gz.write(text.encode("utf-8"))
-    return buffer.getvalue()
-
-
 def write(
     corpus: str | Path, out_dir: str | Path, counts: dict[str, int] | None = None
 ) -> list[Path]:
@@ -390,7 +380,7 @@ def write(
     paths = []
     for split, documents in generate(corpus, counts).items():
         path = out / f"{split}.demo_gold_conll.gz"
-        path.write_bytes(gzip_bytes(to_conll(documents)))
+        path.write_bytes(gzip_text(to_conll(documents)))
         paths.append(path)
     (out / "NOTICE.txt").write_text(NOTICE + "\n", encoding="utf-8")
     return paths

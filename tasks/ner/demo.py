@@ -41,9 +41,7 @@ named by their content hash and returns it.
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
-import io
 import random
 import sys
 from collections import Counter, defaultdict
@@ -51,7 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import unpack_demo
+from tasks.common.demo import gzip_text, unpack_demo
 from tasks.common.spans import Span, spans_to_tags
 
 GENERATOR_VERSION = 1
@@ -232,10 +230,7 @@ def conll_bytes(sentences: Sequence[tuple[list[str], list[str]]], per_document: 
             lines += ["-DOCSTART- -X- -X- O", ""]
         lines += [f"{tok} -X- O {tag}" for tok, tag in zip(tokens, tags, strict=True)]
         lines.append("")
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
-        gz.write(("\n".join(lines) + "\n").encode("utf-8"))
-    return buffer.getvalue()
+    return gzip_text("\n".join(lines) + "\n")
 
 
 def write(

@@ -43,8 +43,6 @@ unpacks the committed files into a cache folder named by their content hash and 
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import json
 import random
 import re
@@ -54,7 +52,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import unpack_demo
+from tasks.common.demo import gzip_text, unpack_demo
 
 GENERATOR_VERSION = 1
 DEFAULT_TRAIN, DEFAULT_DEV, DEFAULT_TEST = 1200, 300, 300  # premises (3 pairs each)
@@ -568,11 +566,7 @@ def generate(
 
 def gzip_bytes(records: Sequence[dict[str, object]]) -> bytes:
     """Deterministic gzip of JSON lines (no file name, mtime 0)."""
-    raw = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
-        gz.write(raw)
-    return buffer.getvalue()
+    return gzip_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
 def write(

@@ -46,8 +46,6 @@ their content hash and returns it; that is what the SQuAD recipe reads when no d
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import json
 import random
 import re
@@ -58,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import unpack_demo
+from tasks.common.demo import gzip_text, unpack_demo
 
 GENERATOR_VERSION = 4
 DEFAULT_TRAIN = 1000
@@ -515,11 +513,7 @@ def generate(
 
 def gzip_bytes(document: object) -> bytes:
     """Deterministic gzip of a JSON document (no file name, mtime 0)."""
-    raw = (json.dumps(document, ensure_ascii=False) + "\n").encode("utf-8")
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
-        gz.write(raw)
-    return buffer.getvalue()
+    return gzip_text(json.dumps(document, ensure_ascii=False) + "\n")
 
 
 def write(

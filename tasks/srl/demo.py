@@ -48,15 +48,13 @@ test}/demo.v4_gold_conll`` and returns that folder, which the SRL recipe reads a
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import unpack_demo
+from tasks.common.demo import gzip_text, unpack_demo
 
 GENERATOR_VERSION = 1
 DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -505,14 +503,6 @@ def generate(
     return out
 
 
-def gzip_bytes(text: str) -> bytes:
-    """Deterministic gzip of ``text`` (no file name, mtime 0)."""
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
-        gz.write(text.encode("utf-8"))
-    return buffer.getvalue()
-
-
 def write(
     corpus: str | Path, out_dir: str | Path, sizes: dict[str, int] | None = None
 ) -> list[Path]:
@@ -522,7 +512,7 @@ def write(
     paths = []
     for split, text in generate(corpus, sizes).items():
         path = out / f"{split}.v4_gold_conll.gz"
-        path.write_bytes(gzip_bytes(text))
+        path.write_bytes(gzip_text(text))
         paths.append(path)
     return paths
 

@@ -39,15 +39,13 @@ when no data is given. ``vaderSentiment`` is imported only when the set is rebui
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import random
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import unpack_demo
+from tasks.common.demo import gzip_text, unpack_demo
 
 GENERATOR_VERSION = 1
 DEFAULT_SIZES = {"train": 2000, "dev": 500, "test": 500}  # sentences (roots), 1/5 per class
@@ -192,14 +190,6 @@ def generate(
     return out
 
 
-def gzip_bytes(text: str) -> bytes:
-    """Deterministic gzip (no file name, mtime 0)."""
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buffer, mtime=0) as gz:
-        gz.write(text.encode("utf-8"))
-    return buffer.getvalue()
-
-
 def write(
     corpus: str | Path, out_dir: str | Path, seed: int = 0, sizes: dict[str, int] | None = None
 ) -> list[Path]:
@@ -209,7 +199,7 @@ def write(
     paths = []
     for split, lines in generate(corpus, seed, sizes).items():
         path = out / f"{split}.txt.gz"
-        path.write_bytes(gzip_bytes("".join(line + "\n" for line in lines)))
+        path.write_bytes(gzip_text("".join(line + "\n" for line in lines)))
         paths.append(path)
     (out / NOTICE_FILE).write_text(NOTICE, encoding="utf-8")
     return [*paths, out / NOTICE_FILE]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tasks.common.demo import gzip_text
 from tasks.common.io import ReadStats
 from tasks.srl import demo
 from tasks.srl.data import load_split_sentences, srl_instances
@@ -117,4 +118,4 @@ def test_committed_files_are_the_generators_output() -> None:
     texts = demo.generate(corpus)
     for split, text in texts.items():
         committed = (demo.DATA_DIR / f"{split}.v4_gold_conll.gz").read_bytes()
-        assert demo.gzip_bytes(text) == committed, split
+        assert gzip_text(text) == committed, split
