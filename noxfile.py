@@ -88,8 +88,19 @@ def bench_pretrain(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_pretrain.py", *session.posargs)
 
 
+def _in_place(session: nox.Session) -> None:
+    """Reproduction targets run in the environment that calls nox (the README's set-up
+    installs the project there): no second multi-minute install per target. Outside such an
+    environment the project is installed into it first."""
+    try:
+        session.run("python", "-c", "import experiments, tasks, bilm", silent=True)
+    except nox.command.CommandFailed:
+        session.log("the project is not importable here: installing it (pip install -e .[dev])")
+        session.run("python", "-m", "pip", "install", "-e", ".[dev]")
+
+
 def _reproduce(session: nox.Session, name: str) -> None:
-    _install(session)
+    _in_place(session)
     # The store defaults to the clone's git-ignored runs/store (a fresh machine trains every
     # run) and tables/plots go to runs/tables, runs/plots: a nox target never rewrites tracked
     # files. The committed results/ come only from `python -m experiments render NAME
@@ -158,7 +169,7 @@ def _target(task: str, kind: str, title: str, data: str) -> None:
         "`--seeds 0,1,2`, `--elmo OPTIONS.json WEIGHTS.hdf5 | CHECKPOINT | published:NAME`, "
         "`--glove PATH`, `--device cuda`; finished runs are reused."
     )
-    nox.session(python=PYTHON, default=False, name=f"{task}_{kind}")(session)
+    nox.session(venv_backend="none", default=False, name=f"{task}_{kind}")(session)
 
 
 for _task, (_title, _data, _extra) in TASK_TARGETS.items():
