@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bilm.pretrained import cache_root
 from experiments import named
 from experiments.executors import SweepError, run_sweep
 from experiments.render import Row, RunsColumn, TableSpec, load_paper, render
@@ -34,7 +35,6 @@ from experiments.wandb_sink import WandbOptions
 DEFAULT_STORE = Path("runs/store")
 DEFAULT_WORK = Path("runs/work")
 DEFAULT_OUT = Path("runs")
-DEFAULT_CACHE = Path.home() / ".cache" / "elmo-bench" / "features"
 FORMATS = {"markdown": "md", "latex": "tex", "csv": "csv"}
 
 
@@ -132,7 +132,11 @@ def _common(
     parser.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray resources per run")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray resources per run")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="checkpoints of runs")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="feature cache")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="feature cache (default: features/ under $ELMO_BENCH_CACHE, else ~/.cache/elmo-bench)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -202,7 +206,7 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
     in_workers = args.executor == "ray" or args.max_parallel > 1
     options = RunOptions(
         work_root=args.work,
-        cache_dir=args.cache,
+        cache_dir=args.cache if args.cache is not None else cache_root() / "features",
         device=args.device,
         precision=args.precision,
         # worker processes report one line per evaluation: their bars would interleave
