@@ -489,8 +489,10 @@ def _paired_test(
     task = TASKS.get(row.base.task)
     if task is None or task.metric_from_totals is None:
         return None
+    split, key = row.metric.key.split("_", 1)
+    if key != task.metric.key:
+        return None  # unit statistics describe the selection metric only
     runs = {c.label: c for c in table.columns if isinstance(c, RunsColumn)}
-    split = row.metric.key.split("_", 1)[0]
     name = f"units-{split}.json"
     a, b = [], []
     for top, bottom in zip(
