@@ -19,13 +19,22 @@ from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
 from tasks.common.overrides import apply_overrides
+from tasks.common.prf import PRF
 from tasks.common.vocab import TokenIds, char_vocabulary, index, require_word_vectors, word_vectors
-from tasks.core import Forward, MetricSpec, Represent, TableRow, TaskSpec, TrainConfig
+from tasks.core import (
+    Forward,
+    MetricSpec,
+    Represent,
+    TableRow,
+    TaskSpec,
+    TrainConfig,
+    UnitStatistics,
+)
 from tasks.coref.config import PRESETS, TURIAN_50D, TURIAN_URL, CorefConfig, preset
 from tasks.coref.data import CorefDocument, load_split, split_files
 from tasks.coref.demo import ensure_demo
 from tasks.coref.evaluate import write_document_response
-from tasks.coref.metric import score_corpus
+from tasks.coref.metric import score_corpus, score_document
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
 
 VERSION = 1  # bump when reader, metric, model or a preset changes a number
@@ -140,6 +149,26 @@ class CorefRecipe:
         out["mention_f1"] = score.mentions.f1
         return out
 
+    def unit_statistics(
+        self, predictions: Mapping[tuple[str, int], Clusters], examples: Sequence[CorefDocument]
+    ) -> UnitStatistics:
+        """Per document the MUC, B³ and CEAF-e numerators and denominators (recall num / den,
+        precision num / den: 12 columns): each metric sums over documents (as
+        :func:`score_corpus`), so the bootstrap resamples documents."""
+        rows = []
+        for doc in examples:
+            score = score_document(doc.clusters, predictions.get(doc.key, ()))
+            rows.append(
+                tuple(
+                    float(x)
+                    for prf in (score.muc, score.b_cubed, score.ceafe)
+                    for x in (prf.recall_num, prf.recall_den, prf.precision_num, prf.precision_den)
+                )
+            )
+        return UnitStatistics(
+            tuple(f"{key}_{part}" for key, part in (d.key for d in examples)), tuple(rows)
+        )
+
     def write_predictions(
         self,
         predictions: Mapping[tuple[str, int], Clusters],
@@ -185,6 +214,11 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> C
     return recipe
 
 
+def conll_f1_from_totals(totals: Sequence[float]) -> float:
+    """The CoNLL average F1 from summed :meth:`CorefRecipe.unit_statistics` rows."""
+    return sum(PRF(*totals[i : i + 4]).f1 for i in (0, 4, 8)) / 3
+
+
 CONLL_F1 = MetricSpec("conll_f1", label="Avg. F1", higher_is_better=True, scale=100.0, decimals=1)
 MUC_F1 = MetricSpec("muc_f1", label="MUC F1", scale=100.0, decimals=1)
 BCUB_F1 = MetricSpec("bcub_f1", label="B³ F1", scale=100.0, decimals=1)
@@ -207,6 +241,7 @@ TASK = TaskSpec(
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (348 documents)
     table_split="test",  # the data has a labelled test split
+    metric_from_totals=conll_f1_from_totals,
     data_help="a folder with train/dev/test.english.v4_gold_conll (e2e-coref names) or "
     "train/, development/, test/ trees of *_gold_conll files (CoNLL-2012 v4, English)",
     elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" [R]

@@ -240,3 +240,18 @@ def test_learns_on_the_demo_set(monkeypatch: pytest.MonkeyPatch) -> None:
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < losses[0]
     assert outcome.metrics["dev_conll_f1"] > 0.15, outcome.metrics
+
+
+def test_unit_statistics_sum_to_the_corpus_score() -> None:
+    """Per-document numerators/denominators (paired bootstrap units) give back score()."""
+    from tasks.coref.task import conll_f1_from_totals
+
+    recipe = setup("mini", ("word_vectors=random:4", "turian_vectors="), None)
+    docs = recipe.splits["dev"][:6]
+    # a response that keeps each gold cluster's first two mentions only
+    predictions = {d.key: tuple(tuple(c)[:2] for c in d.clusters) for d in docs}
+    units = recipe.unit_statistics(predictions, docs)
+    totals = [sum(col) for col in zip(*units.rows, strict=True)]
+    assert len(units.ids) == len(docs) and len(totals) == 12
+    expected = recipe.score(predictions, docs)["conll_f1"]
+    assert abs(conll_f1_from_totals(totals) - expected) < 1e-12
