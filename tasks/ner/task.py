@@ -27,7 +27,16 @@ from tasks.common.io import ReadStats, require_package
 from tasks.common.overrides import apply_overrides
 from tasks.common.spans import Scheme, convert
 from tasks.common.vocab import TokenIds, char_vocabulary, index, require_word_vectors, word_vectors
-from tasks.core import Forward, MetricSpec, Represent, TableRow, TaskSpec, TrainConfig, iter_batches
+from tasks.core import (
+    Forward,
+    MetricSpec,
+    Represent,
+    TableRow,
+    TaskSpec,
+    TrainConfig,
+    UnitStatistics,
+    iter_batches,
+)
 from tasks.ner.config import PRESETS, NerConfig, preset
 from tasks.ner.data import (
     TaggedSentence,
@@ -144,6 +153,18 @@ class NerRecipe:
             scores.update(seqeval_per_type(gold, predicted))
         return scores
 
+    def unit_statistics(
+        self, predictions: Sequence[Sequence[str]], examples: Sequence[TaggedSentence]
+    ) -> UnitStatistics:
+        """Per sentence conlleval's ``(correct, predicted, gold)`` chunks (tokens with ``-r``
+        for plain tags): chunk counts add over sentences, so the bootstrap resamples sentences."""
+        gold, predicted = self._scored_tags(predictions, examples)
+        rows = []
+        for g, p in zip(gold, predicted, strict=True):
+            overall = conlleval([g], [p], raw=self.scheme is None).overall
+            rows.append((float(overall.correct), float(overall.predicted), float(overall.gold)))
+        return UnitStatistics(tuple(str(i) for i in range(len(rows))), tuple(rows))
+
     def write_predictions(
         self,
         predictions: Sequence[Sequence[str]],
@@ -258,6 +279,12 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> N
     return recipe
 
 
+def span_f1_from_totals(totals: Sequence[float]) -> float:
+    """conlleval's overall F1 from summed ``(correct, predicted, gold)`` rows."""
+    correct, predicted, gold = totals
+    return 2 * correct / (predicted + gold) if predicted + gold else 0.0
+
+
 F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=2)
 
 TASK = TaskSpec(
@@ -272,6 +299,7 @@ TASK = TaskSpec(
     demo=ensure_demo,
     paper_split="test",  # CoNLL-2003 eng.testb, mean of 5 seeds
     table_split="test",  # the data has a labelled test split
+    metric_from_totals=span_f1_from_totals,
     elmo_dropout=0.0,  # source: allennlp ner_elmo.jsonnet (Elmo dropout 0.0), TASKS_SPEC §3.5
     seeds=5,  # source: paper Table 1 (NER: mean ± std over 5 seeds)
     data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), or "

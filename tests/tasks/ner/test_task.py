@@ -268,3 +268,19 @@ def test_learns_on_a_few_hundred_demo_sentences() -> None:
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < 0.7 * losses[0]
     assert outcome.metrics["dev_f1"] > heuristic + 0.1, (outcome.metrics, heuristic)
+
+
+def test_unit_statistics_sum_to_the_conlleval_f1() -> None:
+    """Per-sentence chunk counts (paired bootstrap units) add up to score()'s F1."""
+    from tasks.ner.task import span_f1_from_totals
+
+    recipe = setup("mini", TINY, None)
+    dev = recipe.splits["dev"][:60]
+    predictions = [
+        ["O"] * len(ex.tags) if i % 3 == 0 else list(ex.tags) for i, ex in enumerate(dev)
+    ]
+    units = recipe.unit_statistics(predictions, dev)
+    totals = [sum(col) for col in zip(*units.rows, strict=True)]
+    f1 = recipe.score(predictions, dev)["f1"]
+    assert 0.3 < f1 < 0.95
+    assert abs(span_f1_from_totals(totals) - f1) < 1e-12
