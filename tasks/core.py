@@ -208,6 +208,13 @@ def accuracy_from_totals(totals: Sequence[float]) -> float:
     return totals[0] / totals[1] if totals[1] else 0.0
 
 
+def span_f1_from_totals(totals: Sequence[float]) -> float:
+    """Micro F1 from the column sums of ``(correct, predicted, gold)`` unit rows (conlleval,
+    srl-eval): ``2c / (p + g)``, 0 when there is nothing to count."""
+    correct, predicted, gold = totals
+    return 2 * correct / (predicted + gold) if predicted + gold else 0.0
+
+
 class TaskRecipe(Protocol):
     """Data and model for one configuration of a task (built by :attr:`TaskSpec.setup`).
 

@@ -36,6 +36,7 @@ from tasks.core import (
     TrainConfig,
     UnitStatistics,
     iter_batches,
+    span_f1_from_totals,
 )
 from tasks.ner.config import PRESETS, NerConfig, preset
 from tasks.ner.data import (
@@ -277,12 +278,6 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> N
     recipe.chars = char_vocabulary(tok for ex in splits["train"] for tok in ex.tokens)
     recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
     return recipe
-
-
-def span_f1_from_totals(totals: Sequence[float]) -> float:
-    """conlleval's overall F1 from summed ``(correct, predicted, gold)`` rows."""
-    correct, predicted, gold = totals
-    return 2 * correct / (predicted + gold) if predicted + gold else 0.0
 
 
 F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=2)

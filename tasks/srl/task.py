@@ -28,7 +28,9 @@ from tasks.core import (
     TableRow,
     TaskSpec,
     TrainConfig,
+    UnitStatistics,
     iter_batches,
+    span_f1_from_totals,
 )
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig, preset
 from tasks.srl.data import SrlInstance, instances_by_split, load_split_sentences
@@ -192,6 +194,18 @@ class SrlRecipe:
             "perfect_propositions": report.to_dict()["perfect_propositions"] / 100,  # type: ignore[operator]
         }
 
+    def unit_statistics(
+        self, predictions: Mapping[tuple[int, int], Sequence[str]], examples: Sequence[SrlExample]
+    ) -> UnitStatistics:
+        """Per sentence srl-eval's ``(correct, predicted, gold)`` arguments: the counts add over
+        sentences, so the bootstrap resamples sentences (all their propositions together)."""
+        gold, predicted = self._columns(predictions, examples)
+        rows = []
+        for g, p in zip(props_sentences(gold), props_sentences(predicted), strict=True):
+            overall = evaluate_props([g], [p]).overall
+            rows.append((float(overall.correct), float(overall.predicted), float(overall.gold)))
+        return UnitStatistics(tuple(str(i) for i in range(len(rows))), tuple(rows))
+
     def write_predictions(
         self,
         predictions: Mapping[tuple[int, int], Sequence[str]],
@@ -252,6 +266,7 @@ TASK = TaskSpec(
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
     table_split="test",  # the data has a labelled test split
+    metric_from_totals=span_f1_from_totals,
     elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
     data_help="the conll-2012/v4/data folder with train/, development/ and test/ holding "
     "*_gold_conll files (OntoNotes 5.0, LDC2013T19); without those folders the Hugging Face "

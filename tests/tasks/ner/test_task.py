@@ -272,7 +272,7 @@ def test_learns_on_a_few_hundred_demo_sentences() -> None:
 
 def test_unit_statistics_sum_to_the_conlleval_f1() -> None:
     """Per-sentence chunk counts (paired bootstrap units) add up to score()'s F1."""
-    from tasks.ner.task import span_f1_from_totals
+    from tasks.core import span_f1_from_totals
 
     recipe = setup("mini", TINY, None)
     dev = recipe.splits["dev"][:60]

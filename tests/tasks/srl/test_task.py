@@ -152,3 +152,16 @@ def test_learns_on_a_few_hundred_demo_examples(
     losses = [r["train_loss"] for r in outcome.log]
     assert losses[-1] < 0.7 * losses[0]
     assert outcome.metrics["dev_f1"] > 1.5 * trivial, (outcome.metrics, trivial)
+
+
+def test_unit_statistics_sum_to_the_srl_eval_f1(recipe: SrlRecipe) -> None:
+    """Per-sentence argument counts (paired bootstrap units) add up to score()'s F1."""
+    from tasks.core import span_f1_from_totals
+
+    dev = recipe.splits["dev"]
+    predictions = _adjacent_guess(dev)
+    units = recipe.unit_statistics(predictions, dev)
+    totals = [sum(col) for col in zip(*units.rows, strict=True)]
+    f1 = recipe.score(predictions, dev)["f1"]
+    assert 0.0 < f1 < 1.0
+    assert abs(span_f1_from_totals(totals) - f1) < 1e-12
