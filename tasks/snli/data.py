@@ -84,12 +84,7 @@ class SnliReader:
         self.stats = ReadStats()
         self.unlabeled_ids = []
         seen: set[str] = set()
-        records = 0
-        for number, line in iter_lines(self.path):
-            if not line.strip():
-                continue
-            records += 1
-            record = parse_json_line(self.path, number, line)
+        for number, record in _json_records(self.path):
             fields = {
                 key: require_string(self.path, number, record, key)
                 for key in ("gold_label", "sentence1", "sentence2", "pairID")
@@ -121,8 +116,21 @@ class SnliReader:
                 tokens[1],
                 number,
             )
-        if records == 0:
-            raise DataError(self.path, None, "no JSON lines (only blank lines)")
+
+
+def _json_records(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    """``(line number, JSON object)`` of every non-blank line of ``path``.
+
+    Raises (while iterating):
+        DataError: a line that is not a JSON object, or a file with no non-blank line.
+    """
+    records = 0
+    for number, line in iter_lines(path):
+        if line.strip():
+            records += 1
+            yield number, parse_json_line(path, number, line)
+    if records == 0:
+        raise DataError(path, None, "no JSON lines (only blank lines)")
 
 
 def to_hf_dataset(path: str | Path) -> datasets.Dataset:
@@ -243,12 +251,7 @@ class PlainPairReader:
         self.stats = ReadStats()
         self.unlabeled_ids = []
         seen: set[str] = set()
-        records = 0
-        for number, line in iter_lines(self.path):
-            if not line.strip():
-                continue
-            records += 1
-            record = parse_json_line(self.path, number, line)
+        for number, record in _json_records(self.path):
             premise = require_string(self.path, number, record, "premise")
             hypothesis = require_string(self.path, number, record, "hypothesis")
             pair_id = _plain_id(self.path, number, record)
@@ -271,8 +274,6 @@ class PlainPairReader:
             yield SnliExample(
                 pair_id, premise, hypothesis, label, tokenize(premise), tokenize(hypothesis), number
             )
-        if records == 0:
-            raise DataError(self.path, None, "no JSON lines (only blank lines)")
 
 
 def _plain_id(path: Path, number: int, record: dict[str, object]) -> str:
@@ -314,21 +315,17 @@ def pair_reader(path: str | Path, labels: Sequence[str] | None = None) -> PairRe
             neither ``gold_label`` nor ``premise``.
     """
     path = Path(path)
-    for number, line in iter_lines(path):
-        if not line.strip():
-            continue
-        record = parse_json_line(path, number, line)
-        if "gold_label" in record:
-            return SnliReader(path)
-        if "premise" in record:
-            return PlainPairReader(path, labels)
-        raise DataError(
-            path,
-            number,
-            'neither an official SNLI record ("gold_label", "sentence1", "sentence2", "pairID") '
-            'nor a plain one ("premise", "hypothesis", "label")',
-        )
-    raise DataError(path, None, "no JSON lines (only blank lines)")
+    number, record = next(_json_records(path))  # raises on a file without JSON lines
+    if "gold_label" in record:
+        return SnliReader(path)
+    if "premise" in record:
+        return PlainPairReader(path, labels)
+    raise DataError(
+        path,
+        number,
+        'neither an official SNLI record ("gold_label", "sentence1", "sentence2", "pairID") '
+        'nor a plain one ("premise", "hypothesis", "label")',
+    )
 
 
 def split_file(data_dir: str | Path, split: str) -> Path | None:
