@@ -5,6 +5,8 @@
         --sites input,input+output,output --seeds 0,1,2 [--executor ray --max-parallel 4]
     python -m experiments reproduce squad_elmo [--seeds 0,1,2] [--data DIR] [--config paper]
     python -m experiments render squad_elmo --store results/runs --out results
+    python -m experiments reproduce table1 --tasks squad,ner --seeds 0,1,2
+    python -m experiments compare --repr my_package:MyRep --tasks squad,sst5 [--against elmo]
 
 Every command takes ``--device auto|cpu|cuda|cuda:N``, ``--precision fp32|bf16|fp16``,
 ``--wandb PROJECT`` (offline unless ``WANDB_MODE`` says otherwise) and ``--set KEY=VALUE`` on
@@ -17,6 +19,7 @@ by an explicit ``render --store results/runs --out results``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -315,9 +318,10 @@ def _plots(
     if not runs:
         return written
     out.mkdir(parents=True, exist_ok=True)
-    elmo = [r for r in runs if r.spec.representation != "none"]
-    if elmo:
-        written.append(plot_layer_weights(elmo, out / f"{stem}-layer-weights.png"))
+    for name in sorted({r.spec.representation for r in runs} - {"none"}):
+        mine = [r for r in runs if r.spec.representation == name]  # one layer count each
+        tag = "" if name == "elmo" else "-" + "".join(c if c.isalnum() else "_" for c in name)
+        written.append(plot_layer_weights(mine, out / f"{stem}{tag}-layer-weights.png"))
     for task in sorted({r.spec.task for r in runs}):
         metric = get_task(task).metric
         mine = [r for r in runs if r.spec.task == task]
@@ -330,6 +334,15 @@ def _plots(
 
 def _label(data: str) -> str:
     return "demo" if data == "demo" else Path(data).name
+
+
+def _tasks_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tasks",
+        type=_list,
+        help="rows of a whole table, e.g. squad,ner (default: table1 every task; table2, "
+        "table3 and cove the tasks of the paper's table)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -369,11 +382,47 @@ def build_parser() -> argparse.ArgumentParser:
     _common(sweep)
     rep = sub.add_parser("reproduce", help="run and render a named table")
     rep.add_argument("name", choices=sorted(named.reproductions()))
+    _tasks_option(rep)
     _common(rep, seeds=None)
     ren = sub.add_parser("render", help="render a named table from stored runs only")
     ren.add_argument("name", choices=sorted(named.reproductions()))
     ren.add_argument("--format", default="markdown", choices=tuple(FORMATS))
+    _tasks_option(ren)
     _common(ren, train=False, seeds=None)
+    cmp = sub.add_parser(
+        "compare", help="a new representation beside ELMo on the tasks, with significance"
+    )
+    cmp.add_argument(
+        "--repr",
+        required=True,
+        help="the new representation: a registered name (bilm-random, glove, ...) or "
+        "package.module:Factory importable from PYTHONPATH (docs/representations.md)",
+    )
+    cmp.add_argument(
+        "--repr-set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the new representation's options; values are JSON when they parse (dim=64)",
+    )
+    cmp.add_argument(
+        "--against", default="elmo", help="the reference: elmo (default), none, or a name"
+    )
+    _tasks_option(cmp)
+    _common(cmp, seeds=None)
+    eff = sub.add_parser(
+        "sample-efficiency",
+        help="paper Figure 1: baseline vs ELMo on 0.1 %%–100 %% of the training set",
+    )
+    eff.add_argument(
+        "--fractions",
+        type=_floats,
+        help="shares of the training set (default: the figure's 0.001,0.01,0.1,1)",
+    )
+    eff.add_argument(
+        "--tasks", type=_list, help="tasks (default: the figure's, SNLI and SRL; any task works)"
+    )
+    _common(eff, seeds=None)
     return parser
 
 
@@ -392,19 +441,27 @@ def _command(args: argparse.Namespace) -> int:
         os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
     if args.command in ("run", "sweep"):
         return _train_command(args)
-    seeds = args.seeds if args.seeds is not None else named.default_seeds(args.name)
+    if args.command == "compare":
+        return _compare_command(args)
+    if args.command == "sample-efficiency":
+        return _sample_efficiency_command(args)
     cove = _run_config(args, "cove") if getattr(args, "cove", None) else None
-    tables = named.tables(
-        args.name,
-        args.config,
-        args.data,
-        seeds,
-        _run_config(args),
-        _task_overrides(args),
-        args.eval_split,
-        cove,
-    )
-    if args.name.endswith("_cove") and cove is None:
+    try:
+        tables = named.tables(
+            args.name,
+            args.config,
+            args.data,
+            args.seeds,  # None: each row its task's seeds
+            _run_config(args),
+            _task_overrides(args),
+            args.eval_split,
+            cove,
+            args.tasks,
+        )
+    except (KeyError, ValueError) as error:
+        print(f"error: {error.args[0] if error.args else error}", file=sys.stderr)
+        return 2
+    if (args.name == "cove" or args.name.endswith("_cove")) and cove is None:
         print(named.COVE_MISSING, file=sys.stderr)
     stem = f"{args.name}-{args.config}-{_label(args.data)}"
     if args.command == "reproduce":
@@ -416,6 +473,115 @@ def _command(args: argparse.Namespace) -> int:
 
         log_artifacts(WandbOptions(project=args.wandb, group=stem), written, name=stem)
     return 0
+
+
+def _options(pairs: Sequence[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs → options; a value is JSON when it parses, else a string."""
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise ValueError(f"--repr-set takes KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    """``compare``: check both representations (no run starts on a bad name or option), run
+    the table's missing runs, render it with the learned layer weights of both."""
+    from tasks.representations import check_representation
+
+    def config(name: str, extra: dict[str, object]) -> dict[str, object]:
+        registered = name in ("elmo", "bilm-random", "glove", "cove")
+        return {**(_run_config(args, name) if registered else {}), **extra}
+
+    try:
+        new = (args.repr, config(args.repr, _options(args.repr_set)))
+        against = (args.against, config(args.against, {}))
+        for name, options in (new, against):
+            if name != "none":
+                check_representation(name, options)
+        table = named.compare_table(
+            new,
+            against,
+            args.config,
+            args.data,
+            args.seeds,
+            _run_config(args),
+            _task_overrides(args),
+            args.eval_split,
+            args.tasks,
+        )
+    except (KeyError, ValueError, TypeError) as error:
+        print(f"error: {error.args[0] if error.args else error}", file=sys.stderr)
+        return 2
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in args.repr)
+    stem = f"compare-{safe}-vs-{args.against}-{args.config}-{_label(args.data)}"
+    store = _run_all(named.expected_specs(table), args, group=stem)
+    lines = named.weights_lines(table, store.records())
+    table = dataclasses.replace(table, caption=(*table.caption, *lines))
+    written = _write_tables([table], store, args.out, stem, "markdown")
+    if args.wandb:
+        from experiments.wandb_sink import log_artifacts
+
+        log_artifacts(WandbOptions(project=args.wandb, group=stem), written, name=stem)
+    return 0
+
+
+def _sample_efficiency_command(args: argparse.Namespace) -> int:
+    """``sample-efficiency``: the runs of Figure 1, its table (ELMo tested against the baseline
+    at every share) and one plot per task."""
+    try:
+        table = named.sample_efficiency_table(
+            args.config,
+            args.data,
+            args.seeds,
+            _run_config(args),
+            args.fractions,
+            _task_overrides(args),
+            args.tasks,
+        )
+    except (KeyError, ValueError) as error:
+        print(f"error: {error.args[0] if error.args else error}", file=sys.stderr)
+        return 2
+    stem = f"sample-efficiency-{args.config}-{_label(args.data)}"
+    store = _run_all(named.expected_specs(table), args, group=stem)
+    written = _write_tables([table], store, args.out, stem, "markdown")
+    written += _efficiency_plots(table, store.records(), args.out / "plots", stem)
+    if args.wandb:
+        from experiments.wandb_sink import log_artifacts
+
+        log_artifacts(WandbOptions(project=args.wandb, group=stem), written, name=stem)
+    return 0
+
+
+def _efficiency_plots(
+    table: TableSpec, records: Sequence[RunRecord], out: Path, stem: str
+) -> list[Path]:
+    """One Figure 1 plot per task: dev metric vs share of the training set, both systems."""
+    try:
+        from experiments.plots import plot_sample_efficiency, sample_efficiency_curves
+    except ImportError:
+        return []
+    from tasks.registry import get_task
+
+    wanted = {s.run_id for s in named.expected_specs(table)}
+    runs = [r for r in records if r.run_id in wanted]
+    written = []
+    for task in sorted({r.spec.task for r in runs}):
+        metric = get_task(task).metric
+        curves = sample_efficiency_curves(runs, task, f"dev_{metric.key}")
+        path = out / f"{stem}-{task}.png"
+        out.mkdir(parents=True, exist_ok=True)
+        title = f"{task}: baseline vs ELMo by training-set share" + (
+            " (DEMO data)" if table.rows[0].base.data == "demo" else ""
+        )
+        written.append(plot_sample_efficiency(curves, path, title, metric.label or metric.key))
+        print(f"wrote {path}", file=sys.stderr)
+    return written
 
 
 def _train_command(args: argparse.Namespace) -> int:

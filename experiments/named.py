@@ -1,10 +1,13 @@
 """Named reproductions: which runs fill which table (``python -m experiments reproduce NAME``).
 
 Built from the task registry, never from task names written here: every task contributes
-``<task>_baseline``, ``<task>_elmo`` (its Table 1 row) and ``<task>_ablations`` (its Table 2 and
-Table 3 rows), and ``table1`` / ``table2`` / ``table3`` take every registered task. A task's base
-spec is the paper's ELMo configuration for it, read from its :class:`~tasks.core.TaskSpec`
-(default sites, mix and ELMo dropout).
+``<task>_baseline``, ``<task>_elmo`` (its Table 1 row), ``<task>_ablations`` (its Table 2 and
+Table 3 rows) and ``<task>_cove``. The whole tables take a row per task: ``table1`` every
+registered task, ``table2`` / ``table3`` / ``cove`` the tasks the paper's table has (the sections
+of ``paper.toml``); ``tasks=`` chooses others. A task's base spec is the paper's ELMo
+configuration for it, read from its :class:`~tasks.core.TaskSpec` (default sites, mix and ELMo
+dropout); each row has its task's seeds (:attr:`~tasks.core.TaskSpec.seeds`: 5 for NER and
+SST-5 as in the paper) unless seeds are given, and its task's split.
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from experiments.render import (
     table2,
     table3,
 )
-from experiments.spec import RunSpec, baseline_of
+from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
 
-TABLES = ("table1", "table2", "table3")
+TABLES = ("table1", "table2", "table3", "cove")
 COVE_MISSING = (
     "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
     "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
@@ -41,6 +44,7 @@ def reproductions() -> dict[str, str]:
         "table1": "Table 1: baseline vs ELMo + baseline, every task",
         "table2": "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
         "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
+        "cove": "CoVe beside ELMo (SST-5 BCN + CoVe vs + ELMo; §5.1 all layers vs last)",
     }
     for name in TASKS:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
@@ -50,11 +54,53 @@ def reproductions() -> dict[str, str]:
     return named
 
 
-def default_seeds(name: str) -> tuple[int, ...]:
+def default_seeds(name: str, tasks: Sequence[str] | None = None) -> tuple[int, ...]:
     """Seeds of a named reproduction when none are given: the most any of its tasks asks for
-    (:attr:`tasks.core.TaskSpec.seeds`)."""
-    task_names = list(TASKS) if name in TABLES else [name.rsplit("_", 1)[0]]
-    return tuple(range(max(get_task(t).seeds for t in task_names if t in TASKS)))
+    (:attr:`tasks.core.TaskSpec.seeds`; each row of a table uses its own task's count)."""
+    return tuple(range(max(get_task(t).seeds for t in table_tasks(name, tasks))))
+
+
+def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
+    """The tasks (rows) of a named reproduction, in registry order.
+
+    ``table1`` has every registered task; ``table2``, ``table3`` and ``cove`` the tasks the
+    paper's table has (a section in ``paper.toml``); ``tasks`` chooses others.
+
+    Raises:
+        KeyError: an unknown reproduction or task (the message lists the valid ones).
+    """
+    known = reproductions()
+    if name not in known:
+        raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(sorted(known))}")
+    if name not in TABLES:
+        if tasks:
+            raise KeyError(f"{name} is one task's reproduction; --tasks applies to {TABLES}")
+        return [name.rsplit("_", 1)[0]]
+    if tasks:
+        unknown = sorted(set(tasks) - set(TASKS))
+        if unknown:
+            raise KeyError(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
+        return [t for t in TASKS if t in tasks]
+    if name == "table1":
+        return list(TASKS)
+    section = load_paper().get(name, {})
+    return [t for t in TASKS if t in section]
+
+
+def row_split(task_name: str, kind: str, eval_split: str | None) -> tuple[str, str | None]:
+    """The split of a task's row in a table of ``kind`` and the split of the paper's number.
+
+    Tables 2 and 3 are dev tables (as in the paper); Table 1 rows use ``eval_split`` or the
+    task's :attr:`~tasks.core.TaskSpec.table_split`; CoVe rows ``eval_split`` or the split of
+    the paper's CoVe number for the task (§5.1 reports dev numbers for SNLI and SRL).
+    """
+    task = get_task(task_name)
+    if kind in ("table2", "table3", "ablations"):
+        return "dev", "dev"
+    if kind == "cove":
+        paper = load_paper().get("cove", {}).get(task_name, {}).get("split")
+        return eval_split or paper or task.table_split, paper
+    return eval_split or task.table_split, task.paper_split
 
 
 def base_spec(
@@ -84,15 +130,44 @@ def base_spec(
     )
 
 
-def rows(task_name: str, base: RunSpec, split: str) -> list[Row]:
-    """The task's table rows (main metric first) for runs scored on ``split``."""
+def rows(
+    task_name: str,
+    base: RunSpec,
+    split: str,
+    seeds: Sequence[int] | None = None,
+    paper_split: str | None = None,
+    show_split: bool = False,
+) -> list[Row]:
+    """The task's table rows (main metric first) for runs scored on ``split``.
+
+    Args:
+        task_name: a registered task.
+        base: the row's spec.
+        split: the split of the row's numbers.
+        seeds: the row's seeds (``None``: the table's).
+        paper_split: the split of the paper's numbers for the row (``None``: the table's).
+        show_split: name the split in the label (tables whose rows mix splits).
+    """
     task = get_task(task_name)
     demo = " — DEMO data" if base.data == "demo" else ""
     out = []
     for row in task.table_rows:
         metric = dataclasses.replace(row.metric, key=f"{split}_{row.metric.key}")
-        label = f"{row.label} ({row.metric.label or row.metric.key}){demo}"
-        out.append(Row(label, base, metric, paper_key=row.paper_key))
+        what = row.metric.label or row.metric.key
+        label = (
+            f"{row.label} ({what}; {split}){demo}" if show_split else f"{row.label} ({what}){demo}"
+        )
+        out.append(
+            Row(
+                label,
+                base,
+                metric,
+                seeds=tuple(seeds) if seeds is not None else None,
+                paper_key=row.paper_key,
+                split=split if show_split else None,
+                paper_split=paper_split if show_split else None,
+            )
+        )
     return out
 
 
@@ -100,71 +175,103 @@ def tables(
     name: str,
     preset: str,
     data: str,
-    seeds: Sequence[int],
+    seeds: Sequence[int] | None,
     rep_config: Mapping[str, Any],
     overrides: Sequence[str] = (),
     eval_split: str | None = None,
     cove_config: Mapping[str, Any] | None = None,
+    tasks: Sequence[str] | None = None,
 ) -> list[TableSpec]:
     """The tables a named reproduction renders.
 
-    ``eval_split`` is the split whose numbers fill Table 1 and the CoVe tables (``test``
-    scores the test split too; ``None``: a single task's :attr:`~tasks.core.TaskSpec.table_split`,
-    ``dev`` for tables of several tasks); Tables 2 and 3 are dev tables, as in the paper.
-    ``cove_config`` (CoVe weights and their GloVe) adds the CoVe columns of ``<task>_cove``.
+    Args:
+        name: a key of :func:`reproductions`.
+        preset: the tasks' preset (``mini``, ``paper``).
+        data: ``demo`` or a data folder.
+        seeds: the seeds of every row; ``None``: each row its task's
+            :attr:`~tasks.core.TaskSpec.seeds` (5 for NER and SST-5, as the paper).
+        rep_config: the biLM's representation configuration.
+        overrides: task configuration changes.
+        eval_split: the split of Table 1's and the CoVe table's numbers (``None``: each task's
+            own, :func:`row_split`); Tables 2 and 3 are dev tables, as in the paper.
+        cove_config: CoVe weights and their GloVe; adds the CoVe columns.
+        tasks: the rows of a whole table (``None``: :func:`table_tasks`).
     """
-    known = reproductions()
-    if name not in known:
-        raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(sorted(known))}")
-    seeds = tuple(seeds)
-    task_names = list(TASKS) if name in TABLES else [name.rsplit("_", 1)[0]]
+    task_names = table_tasks(name, tasks)
+    if not task_names:
+        raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
-    if eval_split is None:
-        eval_split = get_task(task_names[0]).table_split if len(task_names) == 1 else "dev"
-    split = eval_split if kind in ("table1", "elmo", "baseline", "cove") else "dev"
-    splits = ("dev", "test") if split == "test" else ("dev",)
+    kind = "table1" if kind == "elmo" else kind
+    placed = {t: row_split(t, kind, eval_split) for t in task_names}
+    mixed = len({split for split, _ in placed.values()}) > 1
     all_rows: list[Row] = []
     for task_name in task_names:
+        split, paper_split = placed[task_name]
+        splits = ("dev", "test") if split == "test" else ("dev",)
         base = base_spec(task_name, preset, data, rep_config, overrides, splits)
-        all_rows += rows(task_name, base, split)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        all_rows += rows(task_name, base, split, own, paper_split, show_split=mixed)
+    table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
-    where = f"({split}; preset {preset}){note}"
-    caption = describe_setup(rep_config, preset, data, seeds, overrides)
-    paper_splits = {get_task(t).paper_split for t in task_names}
-    t1_split = paper_splits.pop() if len(paper_splits) == 1 else None
+    where = f"({_splits_text(placed)}; preset {preset}){note}"
+    caption = describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides)
+    split = None if mixed else next(iter(placed.values()))[0]
+    paper_splits = {p for _, p in placed.values()}
+    one_paper_split = paper_splits.pop() if len(paper_splits) == 1 and not mixed else None
 
     def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
         return dataclasses.replace(
             t, title=title, split=split, paper_split=paper_split, caption=caption
         )
 
-    if kind in ("table1", "elmo"):
-        t = table1(all_rows, seeds)
-        return [dressed(t, f"Table 1: baseline vs ELMo + baseline {where}", t1_split)]
+    if kind == "table1":
+        t = table1(all_rows, table_seeds)
+        return [dressed(t, f"Table 1: baseline vs ELMo + baseline {where}", one_paper_split)]
     if kind == "cove":
-        t = cove_table(all_rows, seeds, cove_config)
-        paper_split = load_paper().get("cove", {}).get(task_names[0], {}).get("split")
-        t = dressed(t, f"{t.title} {where}", paper_split)
+        t = dressed(cove_table(all_rows, table_seeds, cove_config), "", one_paper_split)
+        t = dataclasses.replace(t, title=f"CoVe beside ELMo {where}")
         if cove_config is None:
             t = dataclasses.replace(t, caption=(*t.caption, COVE_MISSING))
         return [t]
     if kind == "baseline":
-        t = table1(all_rows, seeds)
+        t = table1(all_rows, table_seeds)
         only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
-        return [dressed(dataclasses.replace(t, columns=only), f"Baseline {where}", t1_split)]
-    t2, t3 = table2(all_rows, seeds), table3(all_rows, seeds)
+        t = dataclasses.replace(t, columns=only)
+        return [dressed(t, f"Baseline {where}", one_paper_split)]
+    t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
     chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
     return [dressed(t, t.title + note, "dev") for t in chosen]
+
+
+def _splits_text(placed: Mapping[str, tuple[str, str | None]]) -> str:
+    """``"test"``, or ``"test; dev: squad"`` when rows use different splits."""
+    by_split: dict[str, list[str]] = {}
+    for task_name, (split, _) in placed.items():
+        by_split.setdefault(split, []).append(task_name)
+    ordered = sorted(by_split, key=lambda s: -len(by_split[s]))
+    return "; ".join([ordered[0]] + [f"{s}: {', '.join(by_split[s])}" for s in ordered[1:]])
+
+
+def _seed_groups(table_rows: Sequence[Row]) -> dict[tuple[int, ...], list[str]]:
+    """Row seeds → the tasks that use them (the caption's seed line)."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for row in table_rows:
+        names = groups.setdefault(row.seeds or (0,), [])
+        if row.base.task not in names:
+            names.append(row.base.task)
+    return groups
 
 
 def describe_setup(
     rep_config: Mapping[str, Any],
     preset: str,
     data: str,
-    seeds: Sequence[int],
+    seeds: Sequence[int] | Mapping[tuple[int, ...], Sequence[str]],
     overrides: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    """Caption lines: which biLM, preset, data, seeds and changes a table's runs used."""
+    """Caption lines: which biLM, preset, data, seeds and changes a table's runs used.
+
+    ``seeds``: one list for every row, or row seeds → the tasks that use them."""
     if "published" in rep_config:
         bilm = f"published ELMo {rep_config['published']!r} (Peters et al. 2018)"
     elif "weights" in rep_config:
@@ -178,10 +285,15 @@ def describe_setup(
         )
     what = "the bundled DEMO set (generated; not the task's dataset)" if data == "demo" else data
     changes = f"; changes: {' '.join(overrides)}" if overrides else ""
+    groups = seeds if isinstance(seeds, Mapping) else {tuple(seeds): []}
+    seed_text = "; ".join(
+        f"{', '.join(map(str, group))} ({len(group)} per cell"
+        + (f": {', '.join(names)})" if len(groups) > 1 else ")")
+        for group, names in groups.items()
+    )
     lines = [
         f"biLM: {bilm}.",
-        f"Preset: {preset}{changes}. Data: {what}. "
-        f"Seeds: {', '.join(map(str, seeds))} ({len(seeds)} per cell).",
+        f"Preset: {preset}{changes}. Data: {what}. Seeds: {seed_text}.",
     ]
     if rep_config.get("finetune"):
         lines.append("The biLM was fine-tuned on each task's training text first (paper §3.4).")
@@ -202,3 +314,151 @@ def expected_specs(table: TableSpec) -> list[RunSpec]:
 def baseline(spec: RunSpec) -> RunSpec:
     """The matching run without ELMo."""
     return baseline_of(spec)
+
+
+def compare_table(
+    new: tuple[str, Mapping[str, Any]],
+    against: tuple[str, Mapping[str, Any]],
+    preset: str,
+    data: str,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    eval_split: str | None = None,
+    tasks: Sequence[str] | None = None,
+) -> TableSpec:
+    """A new representation beside a reference (ELMo by default) on the same tasks, seeds,
+    sites, mixing and dropout: the main metric per task, the difference with its paired
+    bootstrap p-value and CI (``python -m experiments compare``).
+
+    Args:
+        new: the new representation's name (registered or ``module:Factory``) and config.
+        against: the reference's name and config (``elmo``: ``rep_config``; ``none``: the
+            baseline).
+        preset, data, overrides: as in :func:`tables`.
+        seeds: every row's seeds (``None``: each task's own).
+        rep_config: the ELMo configuration of the rows' base spec (the reference's when it is
+            ``elmo``).
+        eval_split: the split of the numbers (``None``: each task's Table 1 split).
+        tasks: the rows (``None``: every registered task).
+    """
+    task_names = table_tasks("table1", tasks)
+    placed = {t: row_split(t, "table1", eval_split) for t in task_names}
+    mixed = len({split for split, _ in placed.values()}) > 1
+    all_rows: list[Row] = []
+    for task_name in task_names:
+        split, paper_split = placed[task_name]
+        splits = ("dev", "test") if split == "test" else ("dev",)
+        base = base_spec(task_name, preset, data, rep_config, overrides, splits)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        all_rows += rows(task_name, base, split, own, paper_split, show_split=mixed)[:1]
+
+    def column(name: str, config: Mapping[str, Any], paper_key: str | None) -> RunsColumn:
+        label = "ELMo" if name == "elmo" else "Baseline" if name == "none" else name
+        if name == "none":
+            return RunsColumn(label, baseline_fields(), paper_key)
+        if name == "elmo" and dict(config) == dict(rep_config):
+            return RunsColumn(label, {}, paper_key)
+        changes = {"representation": name, "representation_config": dict(config)}
+        return RunsColumn(label, changes, paper_key)
+
+    reference = column(*against, {"elmo": "elmo", "none": "baseline"}.get(against[0]))
+    candidate = column(*new, None)
+    if candidate.label == reference.label:
+        raise ValueError(f"--repr and --against are both {candidate.label!r}")
+    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    placed_text = _splits_text(placed)
+    return TableSpec(
+        name="compare",
+        title=(f"{candidate.label} vs {reference.label} ({placed_text}; preset {preset}){note}"),
+        rows=tuple(all_rows),
+        columns=(
+            reference,
+            dataclasses.replace(candidate, versus=reference.label),
+        ),
+        seeds=all_rows[0].seeds or (0,),
+        paper_table="table1",
+        split=None if mixed else next(iter(placed.values()))[0],
+        paper_split=None if mixed else next(iter(placed.values()))[1],
+        caption=(
+            *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides),
+            f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
+            "dropout and seeds per row.",
+        ),
+    )
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(config.items())) or "default configuration"
+
+
+def weights_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
+    """Caption lines: the learned softmax layer weights (mean over seeds) of every column's
+    runs, per task and injection site (paper Figure 2)."""
+    from experiments.plots import layer_weights
+
+    by_id = {r.run_id: r for r in records}
+    lines = []
+    for row in table.rows:
+        parts = []
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+            for site, weights in layer_weights(found).items():
+                values = ", ".join(f"{w:.2f}" for w in weights.mean)
+                parts.append(f"{column.label} {site} [{values}]")
+        if parts:
+            lines.append(f"Layer weights, {row.base.task} (softmax s_j): {'; '.join(parts)}.")
+    return lines
+
+
+def sample_efficiency_table(
+    preset: str,
+    data: str,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    fractions: Sequence[float] | None = None,
+    overrides: Sequence[str] = (),
+    tasks: Sequence[str] | None = None,
+) -> TableSpec:
+    """Paper Figure 1 (§5.4) as a table: baseline vs ELMo trained on growing shares of the
+    training set (the same nested subsets for both, :func:`experiments.runner.training_subset`),
+    dev metric, ELMo tested against the baseline in every row.
+
+    Args:
+        fractions: shares of the training set (``None``: the figure's, ``paper.toml``).
+        tasks: the tasks (``None``: the figure's, SNLI and SRL).
+        preset, data, seeds, rep_config, overrides: as in :func:`tables`.
+    """
+    figure = load_paper().get("figure1", {})
+    task_names = table_tasks("table1", tasks or figure.get("tasks") or None)
+    fractions = tuple(fractions or figure.get("fractions") or (1.0,))
+    if any(not 0.0 < f <= 1.0 for f in fractions):
+        raise ValueError(f"fractions must be in (0, 1], got {fractions}")
+    all_rows: list[Row] = []
+    for task_name in task_names:
+        base = base_spec(task_name, preset, data, rep_config, overrides)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        for fraction in sorted(fractions):
+            spec = derive(base, {"train_fraction": fraction})
+            (row,) = rows(task_name, spec, "dev", own)[:1]
+            label = row.label.replace(" (", f", {100 * fraction:g} % of train (", 1)
+            all_rows.append(dataclasses.replace(row, label=label))
+    t = table1(all_rows, all_rows[0].seeds or (0,))
+    columns = tuple(
+        dataclasses.replace(c, versus="Baseline", paper_key=None)
+        if isinstance(c, RunsColumn) and c.label == "ELMo"
+        else dataclasses.replace(c, paper_key=None)
+        for c in t.columns
+        if isinstance(c, RunsColumn)
+    )
+    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    return dataclasses.replace(
+        t,
+        name="sample_efficiency",
+        title=f"Sample efficiency (paper Figure 1): dev, preset {preset}{note}",
+        columns=columns,
+        split="dev",
+        caption=describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides),
+    )

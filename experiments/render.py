@@ -57,6 +57,9 @@ class Row:
         metric: the metric shown.
         seeds: seeds of this row; ``None`` uses the table's.
         paper_key: the row's section in the paper table; ``None`` uses ``base.task``.
+        split: the split of this row's numbers; ``None`` uses the table's (Table 1 mixes
+            SQuAD's dev row with the other tasks' test rows).
+        paper_split: the split of the paper's number for this row; ``None`` uses the table's.
     """
 
     label: str
@@ -64,6 +67,8 @@ class Row:
     metric: MetricSpec
     seeds: tuple[int, ...] | None = None
     paper_key: str | None = None
+    split: str | None = None
+    paper_split: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,11 +79,14 @@ class RunsColumn:
         label: header, e.g. ``"Last Only"``.
         changes: spec changes, e.g. ``{"mode": "last"}``; empty for the base itself.
         paper_key: the paper's value for this column; ``None`` when the paper has none.
+        versus: label of this column's reference column (an ablation's baseline); its cells
+            then carry the difference to it with a paired bootstrap test.
     """
 
     label: str
     changes: Mapping[str, Any] = field(default_factory=dict)
     paper_key: str | None = None
+    versus: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,15 @@ class TableSpec:
         """Whether the paper's numbers are for the split of our runs (or splits are unstated)."""
         return self.split is None or self.paper_split is None or self.split == self.paper_split
 
+    def splits_of(self, row: Row) -> tuple[str | None, str | None]:
+        """The row's split and its paper number's split (the row's own, else the table's)."""
+        return row.split or self.split, row.paper_split or self.paper_split
+
+    def row_comparable(self, row: Row) -> bool:
+        """Whether the paper's number for ``row`` is for the split of our runs."""
+        ours, paper = self.splits_of(row)
+        return ours is None or paper is None or ours == paper
+
     def __post_init__(self) -> None:
         labels = [c.label for c in self.columns]
         if len(set(labels)) != len(labels):
@@ -144,11 +161,14 @@ class TableSpec:
         runs = {c.label for c in self.columns if isinstance(c, RunsColumn)}
         for column in self.columns:
             if isinstance(column, IncreaseColumn):
-                for ref in (column.minuend, column.subtrahend):
-                    if ref not in runs:
-                        raise ValueError(
-                            f"{column.label!r} refers to {ref!r}; run columns: {sorted(runs)}"
-                        )
+                refs: tuple[str | None, ...] = (column.minuend, column.subtrahend)
+            else:
+                refs = (column.versus,) if column.versus is not None else ()
+            for ref in refs:
+                if ref not in runs or ref == column.label:
+                    raise ValueError(
+                        f"{column.label!r} refers to {ref!r}; run columns: {sorted(runs)}"
+                    )
         if not self.seeds or any(not r.seeds for r in self.rows if r.seeds is not None):
             raise ValueError("seeds must not be empty")
 
@@ -176,8 +196,8 @@ class Cell:
         paper_std: the paper's standard deviation, if printed.
         paper_relative: the paper's relative increase in percent (increase cells only).
         not_converged: on most of the runs found, the selected epoch was the last one run.
-        test: paired bootstrap of an increase (natural units), when both columns' runs stored
-            per-unit statistics.
+        test: paired bootstrap of an increase, or of a run column against its ``versus``
+            column (natural units), when both columns' runs stored per-unit statistics.
     """
 
     mean: float | None
@@ -216,19 +236,26 @@ def compute_cells(
         ValueError: a found run lacks the row's metric.
     """
     by_id = {record.run_id: record for record in records}
-    section = paper.get(table.paper_table or table.name, {}) if table.paper_comparable else {}
+    section = paper.get(table.paper_table or table.name, {})
     grid = []
     for row in table.rows:
         paper_row = section.get(row.paper_key or row.base.task, {})
+        paper_row = paper_row if table.row_comparable(row) else {}
         cells: dict[str, Cell] = {}
         for column in table.columns:
             if isinstance(column, RunsColumn):
-                cells[column.label] = _runs_cell(table, row, column, by_id, paper_row)
+                cell = _runs_cell(table, row, column, by_id, paper_row)
+                if column.versus and attachments is not None and cell.mean is not None:
+                    pair = (column.label, column.versus)
+                    test = _paired_test(table, row, pair, by_id, attachments)
+                    cell = dataclasses.replace(cell, test=test)
+                cells[column.label] = cell
         for column in table.columns:
             if isinstance(column, IncreaseColumn):
                 cell = _increase_cell(row, column, cells, paper_row)
                 if attachments is not None and cell.mean is not None:
-                    test = _paired_test(table, row, column, by_id, attachments)
+                    pair = (column.minuend, column.subtrahend)
+                    test = _paired_test(table, row, pair, by_id, attachments)
                     cell = dataclasses.replace(cell, test=test)
                 cells[column.label] = cell
         grid.append([cells[column.label] for column in table.columns])
@@ -293,31 +320,38 @@ def table1(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
 
 
 def table2(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
-    """Table 2: layer weighting, each row at its base sites."""
+    """Table 2: layer weighting, each row at its base sites; every ELMo column is tested
+    against the baseline."""
     return TableSpec(
         name="table2",
         title="Table 2: baseline, LastOnly and all layers with λ = 1 and λ = 0.001 (dev)",
         rows=tuple(rows),
         columns=(
             RunsColumn("Baseline", baseline_fields(), "baseline"),
-            RunsColumn("Last Only", {"mode": "last"}, "last_only"),
-            RunsColumn("λ=1", {"mode": "all", "lam": 1.0}, "lambda_1"),
-            RunsColumn("λ=0.001", {"mode": "all", "lam": 0.001}, "lambda_0_001"),
+            RunsColumn("Last Only", {"mode": "last"}, "last_only", versus="Baseline"),
+            RunsColumn("λ=1", {"mode": "all", "lam": 1.0}, "lambda_1", versus="Baseline"),
+            RunsColumn("λ=0.001", {"mode": "all", "lam": 0.001}, "lambda_0_001", versus="Baseline"),
         ),
         seeds=seeds,
     )
 
 
 def table3(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
-    """Table 3: where ELMo is injected, each row with its base mix."""
+    """Table 3: where ELMo is injected, each row with its base mix; the other placements are
+    tested against input only (the paper's reference placement, §5.2)."""
     return TableSpec(
         name="table3",
         title="Table 3: ELMo at the input, input and output, or output only (dev)",
         rows=tuple(rows),
         columns=(
             RunsColumn("Input Only", {"sites": ("input",)}, "input_only"),
-            RunsColumn("Input & Output", {"sites": ("input", "output")}, "input_output"),
-            RunsColumn("Output Only", {"sites": ("output",)}, "output_only"),
+            RunsColumn(
+                "Input & Output",
+                {"sites": ("input", "output")},
+                "input_output",
+                versus="Input Only",
+            ),
+            RunsColumn("Output Only", {"sites": ("output",)}, "output_only", versus="Input Only"),
         ),
         seeds=seeds,
     )
@@ -335,11 +369,16 @@ def cove_table(
     columns: list[Column] = [RunsColumn("Baseline", baseline_fields(), "baseline")]
     if cove_config is not None:
         cove = {"representation": "cove", "representation_config": dict(cove_config)}
+        last, both = "CoVe, last layer", "CoVe, λ=1"
         columns += [
-            RunsColumn("CoVe, last layer", {**cove, "mode": "last"}, "cove_last"),
-            RunsColumn("CoVe, λ=1", {**cove, "mode": "all", "lam": 1.0}, "cove_lambda_1"),
+            RunsColumn(last, {**cove, "mode": "last"}, "cove_last", versus="Baseline"),
+            RunsColumn(both, {**cove, "mode": "all", "lam": 1.0}, "cove_lambda_1", last),
         ]
-    columns += [RunsColumn("ELMo", {}, "elmo"), IncreaseColumn("Increase", "ELMo", "Baseline")]
+    versus = "CoVe, last layer" if cove_config is not None else None
+    columns += [
+        RunsColumn("ELMo", {}, "elmo", versus=versus),
+        IncreaseColumn("Increase", "ELMo", "Baseline"),
+    ]
     return TableSpec(
         name="cove",
         title="CoVe beside ELMo",
@@ -478,12 +517,12 @@ def _increase_cell(
 def _paired_test(
     table: TableSpec,
     row: Row,
-    column: IncreaseColumn,
+    pair: tuple[str, str],
     by_id: Mapping[str, RunRecord],
     attachments: Attachments,
 ) -> Comparison | None:
-    """Paired bootstrap of minuend − subtrahend over the seeds where both runs exist and
-    stored their unit statistics (:mod:`experiments.significance`)."""
+    """Paired bootstrap of column ``pair[0]`` − column ``pair[1]`` over the seeds where both
+    runs exist and stored their unit statistics (:mod:`experiments.significance`)."""
     from tasks.registry import TASKS
 
     task = TASKS.get(row.base.task)
@@ -496,9 +535,7 @@ def _paired_test(
     name = f"units-{split}.json"
     a, b = [], []
     for top, bottom in zip(
-        table.expected(row, runs[column.minuend]),
-        table.expected(row, runs[column.subtrahend]),
-        strict=True,
+        table.expected(row, runs[pair[0]]), table.expected(row, runs[pair[1]]), strict=True
     ):
         if top.run_id in by_id and bottom.run_id in by_id:
             texts = attachments(top.run_id, name), attachments(bottom.run_id, name)
@@ -548,8 +585,21 @@ def _ours_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.not_converged:
         text += f" {NOT_CONVERGED}"
     if cell.missing:
-        return f"{text} (n={cell.n} of {cell.n_expected}; missing {', '.join(cell.missing)})"
-    return f"{text} (n={cell.n})"
+        text += f" (n={cell.n} of {cell.n_expected}; missing {', '.join(cell.missing)})"
+    else:
+        text += f" (n={cell.n})"
+    if cell.test is not None:
+        t = cell.test
+        text += f" Δ {_fixed(t.difference * metric.scale, metric.decimals)}{_test_text(t, metric)}"
+    return text
+
+
+def _test_text(test: Comparison, metric: MetricSpec) -> str:
+    """`` (p=0.012✱, CI [0.3, 1.9])``: a paired bootstrap in the metric's display units."""
+    scale, d = metric.scale, metric.decimals
+    mark = SIGNIFICANT if test.significant else ""
+    low, high = _fixed(test.low * scale, d), _fixed(test.high * scale, d)
+    return f" (p={test.p_value:.3f}{mark}, CI [{low}, {high}])"
 
 
 def _increase_text(cell: Cell, metric: MetricSpec) -> str:
@@ -557,12 +607,7 @@ def _increase_text(cell: Cell, metric: MetricSpec) -> str:
         return MISSING
     text = _fixed(cell.mean, metric.decimals) + _spread(cell.relative, 1, _fixed, True)
     if cell.test is not None:
-        t, scale, d = cell.test, metric.scale, metric.decimals
-        mark = SIGNIFICANT if t.significant else ""
-        text += (
-            f" (p={t.p_value:.3f}{mark}, CI [{_fixed(t.low * scale, d)}, "
-            f"{_fixed(t.high * scale, d)}])"
-        )
+        text += _test_text(cell.test, metric)
     return text
 
 
@@ -602,11 +647,25 @@ def _notes(table: TableSpec, body: list[list[str]]) -> list[str]:
             f"{NOT_CONVERGED} not converged: on most seeds the selected (best dev) epoch was the "
             "last one run; a longer budget may change the number."
         )
-    if not table.paper_comparable:
+    if not table.paper_comparable and all(r.split is None for r in table.rows):
         notes.append(
             f"The paper's numbers in this table are {table.paper_split} numbers and ours are "
             f"{table.split} numbers, so the paper column is left empty."
         )
+    else:
+        for row in table.rows:
+            if not table.row_comparable(row):
+                ours, paper = table.splits_of(row)
+                notes.append(
+                    f"{row.label}: the paper's numbers are {paper} numbers and ours are {ours} "
+                    "numbers, so its paper cells are left empty."
+                )
+    if any(" Δ " in cell for cells in body for cell in cells[1:]):
+        against = sorted(
+            {f"{c.label} vs {c.versus}" for c in table.columns if isinstance(c, RunsColumn)}
+            - {f"{c.label} vs None" for c in table.columns}
+        )
+        notes.append(f"Δ: difference of means to the reference column ({'; '.join(against)}).")
     return notes
 
 

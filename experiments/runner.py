@@ -84,6 +84,11 @@ class RunOptions:
             machine's core count (the CLI defaults to 1 and runs several at once instead).
         eval_lines: print one line per evaluation to stderr (run id, epoch, dev metric, best,
             seconds): the progress report of runs in worker processes, where bars interleave.
+        cache_budget: bytes the feature cache's entries may hold in ``cache_dir``, as
+            :func:`tasks.common.feature_cache.parse_budget` reads it: ``"20GB"``, ``"500MB"``,
+            ``"1.5TiB"``, a byte count, ``"50%"`` (of the free disk plus what the cache holds)
+            or ``"unlimited"``; ``None``: ``DEFAULT_BUDGET`` (``"50%"``). Least-recently used
+            whole entries are evicted to fit a new one (reported on stderr).
     """
 
     work_root: Path = Path("runs/work")
@@ -94,6 +99,7 @@ class RunOptions:
     wandb: WandbOptions | None = None
     threads: int | None = None
     eval_lines: bool = False
+    cache_budget: str | int | None = None
 
 
 @dataclass
@@ -231,17 +237,22 @@ def make_represent(
     cache_dir: Path | None,
     progress: bool,
     device: torch.device | None = None,
+    cache_budget: str | int | None = None,
 ) -> Represent:
     """A function from token sequences to layers: cache lookups for frozen representations.
 
     Cached layers come back on the CPU (the runner moves whole batches); a live representation
-    gets its features on ``device`` (where the injector keeps the representation).
+    gets its features on ``device`` (where the injector keeps the representation). The cache
+    entry stays open (never evicted) while the returned function lives; ``cache_budget`` is
+    :attr:`RunOptions.cache_budget`.
     """
     if representation is None or representation.num_layers == 0:
         return lambda seqs: None
     if cache_dir is not None and not representation.trainable:
         unique = list(dict.fromkeys(tuple(s) for s in sequences))
-        cache = FeatureCache.build(representation, unique, cache_dir, progress=progress)
+        cache = FeatureCache.build(
+            representation, unique, cache_dir, progress=progress, budget=cache_budget
+        )
         index = {s: i for i, s in enumerate(unique)}
 
         def cached(seqs: Sequence[Sequence[str]]) -> Layers:
@@ -364,6 +375,16 @@ def build_spec_representation(
     return build_representation(spec.representation, **config)
 
 
+def training_subset(examples: Sequence[Any], fraction: float) -> list[Any]:
+    """``fraction`` of ``examples`` (at least one), drawn by a fixed permutation and kept in
+    their original order. The permutation does not depend on the run's seed, so every system
+    and seed trains on the same subset, and the subsets of growing fractions are nested
+    (paper §5.4, Figure 1)."""
+    keep = max(1, round(fraction * len(examples)))
+    order = np.random.default_rng(0).permutation(len(examples))[:keep]  # (keep,)
+    return [examples[i] for i in sorted(order.tolist())]
+
+
 # ------------------------------------------------------------------------------------ set-up
 def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
     task = get_task(spec.task)
@@ -391,6 +412,8 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
             f"({task.data_help or 'see the task README'})"
         )
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
+    if spec.train_fraction is not None:
+        splits["train"] = training_subset(splits["train"], spec.train_fraction)
     rep_config = dict(spec.representation_config)
     finetune_ppl: dict[str, float] = {}
     if rep_config.get("finetune"):

@@ -29,7 +29,7 @@ NO_REPRESENTATION = "none"
 RUN_ID_LENGTH = 12
 #: Fields added after the first store format: left out of the canonical JSON while they hold
 #: their default, so every run id written before they existed stays valid.
-_OMITTED_AT_DEFAULT: dict[str, Any] = {"eval_splits": ("dev",)}
+_OMITTED_AT_DEFAULT: dict[str, Any] = {"eval_splits": ("dev",), "train_fraction": None}
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class RunSpec:
         limit: use only the first ``limit`` examples of each split (``None``: all); smoke runs.
         eval_splits: splits scored with the selected weights: ``("dev",)`` or
             ``("dev", "test")``; the paper's test numbers are scored only when asked for.
+        train_fraction: train on this share of the training examples, a random subset drawn
+            with a fixed generator (the same examples for every run of any seed, so baseline
+            and ELMo see the same subset; paper §5.4, Figure 1: 0.1 %–100 %). ``None``: all.
     """
 
     task: str
@@ -78,6 +81,7 @@ class RunSpec:
     max_epochs: int | None = None
     limit: int | None = None
     eval_splits: tuple[str, ...] = ("dev",)
+    train_fraction: float | None = None
 
     def __post_init__(self) -> None:
         _check_str("task", self.task)
@@ -91,6 +95,11 @@ class RunSpec:
                 _check_int(name, value)
                 if value < 1:
                     raise ValueError(f"{name} must be >= 1 or None, got {value}")
+        if self.train_fraction is not None:
+            fraction = _as_float("train_fraction", self.train_fraction)
+            if not 0.0 < fraction <= 1.0:
+                raise ValueError(f"train_fraction must be in (0, 1] or None, got {fraction}")
+            object.__setattr__(self, "train_fraction", None if fraction == 1.0 else fraction)
         object.__setattr__(self, "sites", _normalise_sites(self.sites))
         object.__setattr__(self, "overrides", _normalise_overrides(self.overrides))
         object.__setattr__(self, "representation_config", _json_copy(self.representation_config))
@@ -150,7 +159,8 @@ class RunSpec:
         data["overrides"] = list(self.overrides)
         data["eval_splits"] = list(self.eval_splits)
         for name, default in _OMITTED_AT_DEFAULT.items():
-            if tuple(data[name]) == default:
+            value = data[name]
+            if (tuple(value) if isinstance(value, list) else value) == default:
                 del data[name]
         return data
 

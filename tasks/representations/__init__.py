@@ -30,6 +30,7 @@ shared helpers live in ``base.py``.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -77,6 +78,7 @@ __all__ = [
     "build_glove",
     "build_none",
     "build_representation",
+    "check_representation",
     "convert_glove_text",
     "cove_expected_shapes",
     "load_cove_state",
@@ -94,23 +96,61 @@ REPRESENTATIONS: dict[str, Callable[..., Representation]] = {
 
 
 def build_representation(name: str, **config: Any) -> Representation:
-    """Build a registered representation.
+    """Build a registered representation, or one given as ``module:attribute``.
 
     Args:
-        name: a key of :data:`REPRESENTATIONS`.
+        name: a key of :data:`REPRESENTATIONS`, or ``package.module:Factory`` for a callable
+            importable from ``PYTHONPATH`` (a class or function returning a representation;
+            ``python -m experiments compare --repr my_package:MyRep``).
         **config: the builder's keyword arguments (e.g. ``checkpoint=``, ``path=``).
 
     Raises:
-        KeyError: unknown name (lists the valid ones).
+        KeyError: unknown name or unimportable ``module:attribute`` (says which).
         TypeError: unknown configuration key (lists the valid ones).
     """
-    if name not in REPRESENTATIONS:
-        raise KeyError(f"unknown representation {name!r}; valid: {', '.join(REPRESENTATIONS)}")
-    builder = REPRESENTATIONS[name]
-    valid = list(inspect.signature(builder).parameters)
+    return check_representation(name, config)(**config)
+
+
+def check_representation(name: str, config: Any = ()) -> Callable[..., Representation]:
+    """The builder of ``name`` after checking that ``config``'s keys are among its
+    parameters; builds nothing (a command line checks its representations before any run).
+
+    Raises:
+        KeyError: unknown name or unimportable ``module:attribute``.
+        TypeError: unknown configuration key (lists the valid ones).
+    """
+    builder = REPRESENTATIONS.get(name) or _imported(name)
+    parameters = inspect.signature(builder).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return builder
+    valid = list(parameters)
     unknown = sorted(set(config) - set(valid))
     if unknown:
         raise TypeError(
             f"representation {name!r}: unknown option(s) {unknown}; valid: {valid or 'none'}"
         )
-    return builder(**config)
+    return builder
+
+
+def _imported(name: str) -> Callable[..., Representation]:
+    """``package.module:Attribute`` → the attribute (dots after the colon walk attributes)."""
+    module_name, colon, attribute = name.partition(":")
+    if not colon or not module_name or not attribute:
+        raise KeyError(
+            f"unknown representation {name!r}; valid: {', '.join(REPRESENTATIONS)}, or "
+            "package.module:Factory for your own"
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise KeyError(
+            f"representation {name!r}: cannot import {module_name!r} ({error}); is its folder "
+            "on PYTHONPATH?"
+        ) from error
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise KeyError(f"representation {name!r}: {module_name!r} has no {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise KeyError(f"representation {name!r}: {attribute!r} is not callable")
+    return target  # type: ignore[no-any-return]

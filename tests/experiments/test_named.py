@@ -64,3 +64,50 @@ def test_cove_paper_numbers_carry_their_split() -> None:
         "snli": "dev",
         "srl": "dev",
     }
+
+
+def test_whole_tables_take_their_rows_seeds_and_splits_from_the_tasks() -> None:
+    """table1: every task, each with its own seeds (NER and SST-5: 5) and split (SQuAD dev,
+    the others test); table2 / cove: the tasks of the paper's table; --tasks restricts."""
+    assert named.table_tasks("table1") == list(registry.TASKS)
+    assert named.table_tasks("table2") == ["squad", "snli", "srl"]
+    assert named.table_tasks("cove") == ["snli", "srl", "sst5"]
+    assert named.table_tasks("table1", ["ner", "squad"]) == ["squad", "ner"]
+    with pytest.raises(KeyError, match="unknown task"):
+        named.table_tasks("table1", ["nope"])
+    with pytest.raises(KeyError, match="one task"):
+        named.table_tasks("squad_elmo", ["squad"])
+    (t1,) = named.tables("table1", "mini", "demo", None, {}, tasks=["squad", "ner"])
+    by_task = {row.base.task: row for row in t1.rows}
+    assert by_task["squad"].seeds == (0, 1, 2) and by_task["ner"].seeds == (0, 1, 2, 3, 4)
+    assert by_task["squad"].split == "dev" and by_task["ner"].split == "test"
+    assert by_task["ner"].base.eval_splits == ("dev", "test")
+    assert by_task["ner"].metric.key == "test_f1" and by_task["ner"].label.startswith(
+        "NER (F1; test)"
+    )
+    assert "(dev; test: ner; preset mini)" in t1.title
+    assert "0, 1, 2, 3, 4 (5 per cell: ner)" in " ".join(t1.caption)
+    (one,) = named.tables("table1", "mini", "demo", (0,), {}, tasks=["squad", "ner"])
+    assert {row.seeds for row in one.rows} == {(0,)}
+    (t2,) = named.tables("table2", "mini", "demo", None, {})
+    assert {row.base.task for row in t2.rows} == {"squad", "snli", "srl"}
+    assert {c.versus for c in t2.columns if hasattr(c, "versus")} == {None, "Baseline"}
+    (cove,) = named.tables("cove", "mini", "demo", (0,), {}, cove_config={"weights": "w"})
+    splits = {row.base.task: row.split for row in cove.rows}
+    assert splits == {"snli": "dev", "srl": "dev", "sst5": "test"}
+
+
+def test_sample_efficiency_table_is_figure_1() -> None:
+    table = named.sample_efficiency_table("mini", "demo", (0,), {})
+    assert [(r.base.task, r.base.train_fraction) for r in table.rows] == [
+        (task, fraction) for task in ("snli", "srl") for fraction in (0.001, 0.01, 0.1, None)
+    ]
+    assert [(c.label, c.versus) for c in table.columns] == [
+        ("Baseline", None),
+        ("ELMo", "Baseline"),
+    ]
+    assert "0.1 % of train" in table.rows[0].label and table.split == "dev"
+    specs = named.expected_specs(table)
+    assert len(specs) == 16 and {s.representation for s in specs} == {"none", "elmo"}
+    with pytest.raises(ValueError, match="fractions"):
+        named.sample_efficiency_table("mini", "demo", (0,), {}, fractions=(0.0,))

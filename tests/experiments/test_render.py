@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 from types import ModuleType
 
@@ -219,3 +220,54 @@ def test_first_epoch_reaching() -> None:
     assert first_epoch_reaching(log, "dev_f1", 0.7) is None
     assert first_epoch_reaching([], "dev_f1", 0.1) is None
     assert first_epoch_reaching(log, "dev_f1", 0.3, higher_is_better=False) == 1
+
+
+def test_ablation_columns_carry_a_paired_test_against_their_reference() -> None:
+    """Table 2: every ELMo column is tested against the baseline (Δ, p, CI from the stored
+    per-example statistics); the reference column itself carries no test."""
+    dev = MetricSpec("dev_accuracy", scale=100, decimals=1)
+    base = make_spec()  # a registered task (snli): its metric_from_totals is accuracy
+    table = table2([Row("SNLI (acc)", base, dev)], (0,))
+    columns = {c.label: c for c in table.columns if isinstance(c, RunsColumn)}
+    correct = {"Baseline": 50, "Last Only": 90, "λ=1": 51, "λ=0.001": 50}
+    records, units = [], {}
+    for label, n in correct.items():
+        (spec,) = table.expected(table.rows[0], columns[label])
+        records.append(
+            RunRecord(spec=spec, metrics={"dev_accuracy": n / 100}, provenance=PROVENANCE)
+        )
+        rows = [[1.0, 1.0]] * n + [[0.0, 1.0]] * (100 - n)
+        units[spec.run_id] = json.dumps({"ids": [f"p{i}" for i in range(100)], "rows": rows})
+
+    def attachments(run_id: str, name: str) -> str | None:
+        return units.get(run_id) if name == "units-dev.json" else None
+
+    text = render(table, records, {}, attachments=attachments)
+    line = next(t for t in text.splitlines() if t.startswith("| SNLI"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    baseline, last, lam1 = cells[1], cells[3], cells[5]
+    assert "Δ" not in baseline and "p=" not in baseline
+    assert last.startswith("90.0 (n=1) Δ 40.0 (p=0.001✱, CI [")
+    assert lam1.startswith("51.0 (n=1) Δ 1.0 (p=") and "✱" not in lam1
+    assert "Last Only vs Baseline" in text and "paired bootstrap" in text
+    cells_grid = compute_cells(table, records, {}, attachments)
+    assert cells_grid[0][1].test is not None and cells_grid[0][0].test is None
+
+
+def test_rows_keep_their_own_split() -> None:
+    """Table 1 mixes SQuAD's dev row with test rows: a paper number sits beside ours only in
+    the rows whose splits match, and a footnote names the others."""
+    base = make_spec()
+    rows = (
+        Row("A (acc; dev)", base, ACC, split="dev", paper_split="test"),
+        Row("B (acc; test)", make_spec(task="sst5"), ACC, split="test", paper_split="test"),
+    )
+    table = TableSpec(
+        name="table1", title="T1", rows=rows, columns=(RunsColumn("ELMo", {}, "elmo"),)
+    )
+    paper = {"table1": {"snli": {"elmo": 88.7}, "sst5": {"elmo": 54.7}}}
+    grid = compute_cells(table, [], paper)
+    assert grid[0][0].paper is None and grid[1][0].paper == 54.7
+    text = render(table, [], paper)
+    assert "A (acc; dev): the paper's numbers are test numbers and ours are dev numbers" in text
+    assert "B (acc; test): the paper" not in text

@@ -411,3 +411,14 @@ def test_improving_evaluations_never_count_against_patience(
         work = tmp_path / f"{values[0]}-{eval_lines}"
         outcome = train(spec, opts(work, eval_lines=eval_lines))
         assert outcome.epochs_run == epochs_run, values
+
+
+def test_training_subsets_are_nested_ordered_and_seed_independent() -> None:
+    from experiments.runner import training_subset
+
+    examples = list(range(1000))
+    small, large = training_subset(examples, 0.01), training_subset(examples, 0.1)
+    assert len(small) == 10 and len(large) == 100 and set(small) <= set(large)
+    assert small == sorted(small) and training_subset(examples, 0.01) == small
+    assert training_subset(examples, 0.0001) == [training_subset(examples, 0.001)[0]]
+    assert training_subset(examples, 1.0) == examples

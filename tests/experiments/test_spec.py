@@ -192,3 +192,16 @@ def test_run_id_ignores_order_and_survives_serialisation(
         seed=seed,
     )
     assert run_id(a) == run_id(b) == run_id(RunSpec.from_dict(json.loads(canonical_json(a))))
+
+
+def test_train_fraction_is_validated_and_absent_from_old_run_ids() -> None:
+    """``train_fraction`` None and 1.0 are the same run (and keep the run ids of specs made
+    before the field existed); others change the id; out-of-range values are refused."""
+    spec = RunSpec(task="squad", task_version=1)
+    assert "train_fraction" not in spec.to_dict()
+    assert derive(spec, {"train_fraction": 1.0}).run_id == spec.run_id
+    tenth = derive(spec, {"train_fraction": 0.1})
+    assert tenth.run_id != spec.run_id and RunSpec.from_dict(tenth.to_dict()) == tenth
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="train_fraction"):
+            derive(spec, {"train_fraction": bad})
