@@ -228,3 +228,12 @@ def sample_efficiency(session: nox.Session) -> None:
         *session.posargs,
         env={"OMP_WAIT_POLICY": "PASSIVE"},
     )
+
+
+@nox.session(venv_backend="none", default=False)
+def report(session: nox.Session) -> None:
+    """One self-contained HTML page (tables with significance, captions, plots, provenance,
+    W&B links) from the results store: `-- --store runs/store --out runs/report.html`
+    (`--store results/runs` for the committed results). Trains nothing."""
+    _in_place(session)
+    session.run("python", "-m", "experiments", "report", *session.posargs)

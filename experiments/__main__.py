@@ -423,6 +423,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--tasks", type=_list, help="tasks (default: the figure's, SNLI and SRL; any task works)"
     )
     _common(eff, seeds=None)
+    from experiments import report
+
+    report.add_arguments(
+        sub.add_parser("report", help="one self-contained HTML page of every table and plot")
+    )
     return parser
 
 
@@ -445,6 +450,10 @@ def _command(args: argparse.Namespace) -> int:
         return _compare_command(args)
     if args.command == "sample-efficiency":
         return _sample_efficiency_command(args)
+    if args.command == "report":
+        from experiments import report
+
+        return report.main(args)
     cove = _run_config(args, "cove") if getattr(args, "cove", None) else None
     try:
         tables = named.tables(

@@ -1,10 +1,12 @@
-"""PNG figures from stored runs: learned layer weights (cf. Figure 2 of Peters et al., 2018, §5.5)
-and learning curves.
+"""PNG figures from stored runs: learned layer weights (cf. Figure 2 of Peters et al., 2018, §5.5),
+learning curves and sample-efficiency curves (Figure 1, §5.4).
 
 Both read the runs' log lines (conventions in :mod:`experiments.store`): ``layer_weights`` (the
 softmax-normalised weights ``s`` of each site's scalar mix, Eq. (1)) from the last line that has
-them, and ``epoch`` / ``dev_<metric>`` pairs. The data are computed by pure functions
-(:func:`layer_weights`, :func:`learning_curves`); matplotlib is imported only to draw, through
+them, and ``epoch`` / ``dev_<metric>`` pairs; sample-efficiency curves read the final metrics of
+runs trained on a share of the training set (``RunSpec.train_fraction``). The data are computed
+by pure functions (:func:`layer_weights`, :func:`learning_curves`,
+:func:`sample_efficiency_curves`); matplotlib is imported only to draw, through
 its object API (``Figure.savefig`` renders PNGs with the Agg canvas; no pyplot, no global backend
 switch, so it is safe in servers, threads and Ray workers).
 """
@@ -14,14 +16,18 @@ from __future__ import annotations
 import importlib
 import os
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from experiments.spec import NO_REPRESENTATION
 from experiments.store import RunRecord
 
 LOG_KEY = "layer_weights"
+BASELINE_LABEL = "Baseline"
+#: Figure 1's x range: 0.1 % to 100 % of the training set.
+FRACTION_RANGE = (0.1, 100.0)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,22 @@ class Curve:
     label: str
     x: tuple[float, ...]
     y: tuple[float, ...]
+
+
+class EfficiencyPoint(NamedTuple):
+    """One point of a sample-efficiency curve: a training-set share, over seeds.
+
+    Attributes:
+        train_fraction: share of the training examples (1.0 = all).
+        mean: mean metric over the runs, scaled.
+        std: sample standard deviation (n − 1; 0 for a single run).
+        n: runs averaged.
+    """
+
+    train_fraction: float
+    mean: float
+    std: float
+    n: int
 
 
 def final_layer_weights(record: RunRecord) -> dict[str, list[float]]:
@@ -110,6 +132,46 @@ def learning_curves(
             xs, ys = zip(*points, strict=True)
             curves.append(Curve(label=describe(record), x=tuple(xs), y=tuple(ys)))
     return curves
+
+
+def sample_efficiency_curves(
+    records: Iterable[RunRecord], task: str, metric_key: str, scale: float = 1.0
+) -> dict[str, list[EfficiencyPoint]]:
+    """Metric against training-set share, per system (paper §5.4, Figure 1).
+
+    Args:
+        records: the runs; those of other tasks or without ``metric_key`` are ignored. The
+            caller chooses one configuration per system (seeds and shares vary).
+        task: the task whose runs are used.
+        metric_key: key in ``record.metrics`` (e.g. ``"dev_accuracy"``), natural units.
+        scale: multiplier of the values (100 for percentages).
+
+    Returns:
+        System label (``"Baseline"`` for representation ``"none"``, else the representation's
+        name) → points sorted by share; a spec's ``train_fraction`` of ``None`` counts as 1.0.
+    """
+    values: dict[str, dict[float, list[float]]] = {}
+    for record in records:
+        spec = record.spec
+        value = record.metrics.get(metric_key)
+        if spec.task != task or value is None:
+            continue
+        label = BASELINE_LABEL if spec.representation == NO_REPRESENTATION else spec.representation
+        fraction = 1.0 if spec.train_fraction is None else float(spec.train_fraction)
+        values.setdefault(label, {}).setdefault(fraction, []).append(float(value) * scale)
+    ordered = sorted(values, key=lambda label: (label != BASELINE_LABEL, label))
+    return {
+        label: [
+            EfficiencyPoint(
+                train_fraction=fraction,
+                mean=statistics.fmean(ys),
+                std=statistics.stdev(ys) if len(ys) > 1 else 0.0,
+                n=len(ys),
+            )
+            for fraction, ys in sorted(values[label].items())
+        ]
+        for label in ordered
+    }
 
 
 def describe(record: RunRecord) -> str:
@@ -184,6 +246,135 @@ def plot_learning_curves(
     if title:
         ax.set_title(title)
     return _save(figure, path)
+
+
+def plot_sample_efficiency(
+    curves: Mapping[str, Sequence[EfficiencyPoint | tuple[float, float, float, int]]],
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    metric_label: str = "metric",
+) -> Path:
+    """Figure 1: the metric against the % of the training set used (log scale, 0.1 %–100 %),
+    one line per system with a ± std band over seeds.
+
+    Args:
+        curves: :func:`sample_efficiency_curves` output (label → points).
+        path: the PNG to write.
+        title: the axes' title (e.g. the task).
+        metric_label: y axis label.
+
+    Returns:
+        The PNG path.
+
+    Raises:
+        ValueError: no curve has a point.
+        ImportError: matplotlib is not installed.
+    """
+    if not any(curves.values()):
+        raise ValueError("no sample-efficiency points to plot")
+    figure = _figure_class()(figsize=(5.6, 4.0), layout="constrained")
+    ax = figure.subplots()
+    for label, points in curves.items():
+        if not points:
+            continue
+        rows = sorted(EfficiencyPoint(*p) for p in points)
+        xs = [100.0 * p.train_fraction for p in rows]
+        means = [p.mean for p in rows]
+        low = [p.mean - p.std for p in rows]
+        high = [p.mean + p.std for p in rows]
+        (line,) = ax.plot(xs, means, marker="o", markersize=4, label=label)
+        if any(p.std > 0 for p in rows):
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xscale("log")
+    ax.set_xlim(*FRACTION_RANGE)
+    ticks = [0.1, 1.0, 10.0, 100.0]
+    ax.set_xticks(ticks, [f"{t:g}%" for t in ticks])
+    ax.set_xlabel("training set used (%, log scale)")
+    ax.set_ylabel(metric_label)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    return _save(figure, path)
+
+
+def plot_layer_weights_figure(
+    weights: Mapping[str, Mapping[str, Sequence[float]]],
+    path: str | os.PathLike[str],
+    title: str | None = None,
+) -> Path:
+    """Figure 2: softmax-normalised layer weights of every task, one heat map per site.
+
+    Rows are tasks, columns biLM layers ``0..L``; each cell prints its weight. As in the paper,
+    weights below 1/3 are hatched with horizontal lines and those above 2/3 dotted. A task
+    without a site, or with fewer layers, leaves those cells blank.
+
+    Args:
+        weights: task label → site (``"input"`` / ``"output"``) → weights ``s_0..s_L``, e.g.
+            ``{k: {site: list(w.mean) for site, w in layer_weights(runs).items()}}``.
+        path: the PNG to write.
+        title: the figure's title.
+
+    Returns:
+        The PNG path.
+
+    Raises:
+        ValueError: no task has weights.
+        ImportError: matplotlib is not installed.
+    """
+    tasks = [task for task, sites in weights.items() if any(sites.values())]
+    if not tasks:
+        raise ValueError("no layer weights to plot")
+    sites = sorted({site for task in tasks for site, w in weights[task].items() if w})
+    layers = max(len(w) for task in tasks for w in weights[task].values())
+    figure = _figure_class()(
+        figsize=(1.2 + 2.6 * len(sites) + 0.5 * layers, 1.2 + 0.45 * len(tasks)),
+        layout="constrained",
+    )
+    axes = figure.subplots(1, len(sites), squeeze=False)[0]
+    colormap = importlib.import_module("matplotlib").colormaps["Blues"]
+    for ax, site in zip(axes, sites, strict=True):
+        for i, task in enumerate(tasks):
+            for j, value in enumerate(weights[task].get(site, ())):
+                value = float(value)
+                hatch = "--" if value < 1 / 3 else "." if value > 2 / 3 else None
+                ax.add_patch(
+                    _rectangle()(
+                        (j - 0.5, i - 0.5),
+                        1.0,
+                        1.0,
+                        facecolor=colormap(0.15 + 0.7 * min(max(value, 0.0), 1.0)),
+                        edgecolor="white",
+                        hatch=hatch,
+                        linewidth=1.0,
+                    )
+                )
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize="small",
+                    color="white" if value > 0.5 else "black",
+                    bbox={"facecolor": "white", "alpha": 0.0 if value > 0.5 else 0.6, "lw": 0},
+                )
+        ax.set_xlim(-0.5, layers - 0.5)
+        ax.set_ylim(len(tasks) - 0.5, -0.5)
+        ax.set_xticks(range(layers), [str(j) for j in range(layers)])
+        ax.set_yticks(range(len(tasks)), tasks)
+        ax.set_xlabel("biLM layer")
+        ax.set_title(site.capitalize())
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+    if title:
+        figure.suptitle(title)
+    return _save(figure, path)
+
+
+def _rectangle() -> Any:
+    return importlib.import_module("matplotlib.patches").Rectangle
 
 
 def _figure_class() -> Any:

@@ -11,8 +11,12 @@ from experiments.plots import (
     layer_weights,
     learning_curves,
     plot_layer_weights,
+    plot_layer_weights_figure,
     plot_learning_curves,
+    plot_sample_efficiency,
+    sample_efficiency_curves,
 )
+from experiments.spec import baseline_of
 from tests.experiments.helpers import make_record, make_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -62,3 +66,52 @@ def test_pngs(tmp_path: Path) -> None:
         plot_learning_curves(records, tmp_path / "none.png", "dev_f1")
     with pytest.raises(ValueError, match="no run"):
         plot_layer_weights([], tmp_path / "none.png")
+
+
+def efficiency_records() -> list:
+    """Baseline and ELMo runs at 1 % and all of the training set, two seeds each, plus runs
+    the curves must ignore (another task; no metric)."""
+    out = []
+    for fraction in (0.01, None):
+        for seed in (0, 1):
+            elmo = make_spec(seed=seed, train_fraction=fraction)
+            value = (0.5 if fraction else 0.8) + seed / 10
+            for spec, bonus in ((baseline_of(elmo), 0.0), (elmo, 0.05)):
+                record = make_record(spec)
+                out.append(dataclasses.replace(record, metrics={"dev_accuracy": value + bonus}))
+    out.append(make_record(make_spec(task="squad", train_fraction=0.01)))
+    out.append(make_record(make_spec(seed=7, train_fraction=0.5)))  # metrics lack dev_accuracy
+    return out
+
+
+def test_sample_efficiency_curves() -> None:
+    curves = sample_efficiency_curves(efficiency_records(), "snli", "dev_accuracy", scale=100)
+    assert list(curves) == ["Baseline", "elmo"]
+    (low, full) = curves["Baseline"]
+    assert low == pytest.approx((0.01, 55.0, 100 * 0.1 / 2**0.5, 2))
+    assert full.train_fraction == 1.0 and full.mean == pytest.approx(85.0) and full.n == 2
+    assert [p.mean for p in curves["elmo"]] == pytest.approx([60.0, 90.0])
+    assert sample_efficiency_curves(efficiency_records(), "snli", "dev_f1") == {}
+
+
+def test_figure_pngs(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    curves = sample_efficiency_curves(efficiency_records(), "snli", "dev_accuracy", scale=100)
+    single = {"ELMo": [(0.001, 40.0, 0.0, 1), (1.0, 80.0, 0.0, 1)]}  # plain tuples work too
+    weights = {
+        "SQuAD": {"input": [0.1, 0.5, 0.4], "output": [0.7, 0.2, 0.1]},
+        "SRL": {"input": [0.2, 0.3, 0.5]},  # no output site: blank cells
+        "Tiny": {"input": [0.5, 0.5]},  # fewer layers
+    }
+    paths = [
+        plot_sample_efficiency(curves, tmp_path / "f1" / "snli.png", "SNLI", "accuracy"),
+        plot_sample_efficiency(single, tmp_path / "single.png"),
+        plot_layer_weights_figure(weights, tmp_path / "f2.png", title="Figure 2"),
+    ]
+    for path in paths:
+        data = path.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000, path
+    with pytest.raises(ValueError, match="no layer weights"):
+        plot_layer_weights_figure({"SQuAD": {}}, tmp_path / "none.png")
+    with pytest.raises(ValueError, match="no sample-efficiency points"):
+        plot_sample_efficiency({"ELMo": []}, tmp_path / "none.png")
