@@ -582,7 +582,7 @@ def _efficiency_plots(
     written = []
     for task in sorted({r.spec.task for r in runs}):
         metric = get_task(task).metric
-        curves = sample_efficiency_curves(runs, task, f"dev_{metric.key}")
+        curves = sample_efficiency_curves(runs, task, f"dev_{metric.key}", scale=metric.scale)
         path = out / f"{stem}-{task}.png"
         out.mkdir(parents=True, exist_ok=True)
         title = f"{task}: baseline vs ELMo by training-set share" + (
