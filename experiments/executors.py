@@ -188,6 +188,11 @@ def _run_processes(pending: list[RunSpec], run_one: RunOne, tally: _Tally, worke
                 tally.done(spec, record)
 
 
+def _call(run_one: RunOne, spec: RunSpec) -> RunRecord:
+    """``run_one(spec)`` inside a Ray worker."""
+    return run_one(spec)
+
+
 def _run_ray(
     pending: list[RunSpec],
     run_one: RunOne,
@@ -216,13 +221,15 @@ def _run_ray(
             ray.init(address=address)
         started = True
     try:
-        remote = ray.remote(run_one).options(**{"num_cpus": 1, **options})
+        # ray.remote takes functions and classes only, not e.g. functools.partial objects
+        # (the CLI's run_spec with its options): one module-level function calls run_one.
+        remote = ray.remote(_call).options(**{"num_cpus": 1, **options})
         queue = list(pending)
         in_flight: dict[Any, RunSpec] = {}
         while queue or in_flight:
             while queue and len(in_flight) < max_parallel:
                 spec = queue.pop(0)
-                in_flight[remote.remote(spec)] = spec
+                in_flight[remote.remote(run_one, spec)] = spec
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
                 spec = in_flight.pop(ref)

@@ -66,6 +66,10 @@ _TMP_PREFIX = ".tmp-"
 _ATTACHMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
+class StoreWriteError(OSError):
+    """A record could not be written (e.g. a full disk); the store is as it was before."""
+
+
 class RunExistsError(FileExistsError):
     """``put`` of a run_id that the store already holds (results are append-only)."""
 
@@ -173,6 +177,8 @@ class ResultsStore:
         Raises:
             RunExistsError: the store already holds this run_id (also when a concurrent writer
                 finished first); nothing is changed.
+            StoreWriteError: the disk refused a write (full, read-only, quota); the partial
+                copy is removed and the store is unchanged, as the message says.
         """
         rid = record.run_id
         task = record.spec.task
@@ -197,6 +203,20 @@ class ResultsStore:
                     raise RunExistsError(f"run {rid} is already stored at {final}") from error
                 raise
             _fsync_dir(task_dir)
+        except OSError as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(error, RunExistsError):
+                raise
+            reason = (
+                "no space left on the device"
+                if error.errno in (errno.ENOSPC, errno.EDQUOT)
+                else f"{type(error).__name__}: {error}"
+            )
+            raise StoreWriteError(
+                error.errno,
+                f"could not write run {rid} to {final}: {reason}; the store is unchanged "
+                "(the partial copy was removed); free space and rerun: finished runs are kept",
+            ) from error
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

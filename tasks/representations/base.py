@@ -5,6 +5,8 @@ in :class:`tasks.common.inject.Injector`.
 
 Optional protocol attribute: ``state_policy`` (a :data:`bilm.StatePolicy`: ``"reset"``, ``"warm"``
 or ``"carry"``); a representation whose vectors depend on call order (``"carry"``) cannot be cached.
+Optional ``context_free_layers: int`` (default 0): layers ``0..k-1`` depend only on the token's own
+string (ELMo's char-CNN token layer: 1), so the feature cache stores them once per distinct word.
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ class ElmoRepresentation(nn.Module):
         trainable: let gradients reach the biLM (fine-tuning); default frozen, as in the paper.
     """
 
+    context_free_layers: int = 1  # layer 0 is the char CNN of the token alone (feature cache)
+
     def __init__(self, model: BiLM, name: str = "elmo", trainable: bool = False) -> None:
         super().__init__()
         self.bilm = model

@@ -40,7 +40,8 @@ def test_lookup_equals_the_representation(
 ) -> None:
     cache = FeatureCache.build(elmo, DATA, tmp_path, dtype=dtype, batch_size=3, progress=False)
     assert len(cache) == len(DATA) and cache.dtype == dtype
-    assert cache.layers.shape == (sum(map(len, DATA)), 3, 16)
+    assert cache.num_tokens == sum(map(len, DATA)) and cache.form == "reduced"
+    assert cache.context.shape == (cache.num_tokens, 2, 16)  # layer 0 is stored per word
     order = [3, 0, 8, 1, 4, 2]  # arbitrary order, with empty sentences
     got = cache.lookup(order)
     want = elmo(elmo.featurize([DATA[i] for i in order]))
