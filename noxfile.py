@@ -144,7 +144,11 @@ def sweep(session: nox.Session) -> None:
 TASK_TARGETS = {
     "squad": ("SQuAD (BiDAF + self-attention)", "train-v1.1.json, dev-v1.1.json", ("ablations",)),
     "snli": ("SNLI (ESIM)", "snli_1.0_{train,dev,test}.jsonl", ("ablations", "cove")),
-    "srl": ("SRL (He et al. deep biLSTM)", "CoNLL-2012 train/ development/ test/", ("ablations",)),
+    "srl": (
+        "SRL (He et al. deep biLSTM)",
+        "CoNLL-2012 train/ development/ test/",
+        ("ablations", "cove"),
+    ),
     "coref": ("Coreference (Lee et al. span ranking)", "*_gold_conll train/dev/test", ()),
     "ner": ("NER (biLSTM-CRF)", "eng.train, eng.testa, eng.testb", ()),
     "sst5": ("SST-5 (BCN)", "SST train.txt, dev.txt, test.txt trees", ("cove",)),

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from bilm.pretrained import cache_root
 from experiments import named
@@ -51,6 +52,28 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 def _floats(text: str) -> tuple[float, ...]:
     return tuple(float(s) for s in _list(text))
+
+
+def _share(text: str) -> float:
+    """A number in [0, 1] (``--max-skipped``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share in [0, 1], got {text!r}")
+    return value
+
+
+def _budget(text: str) -> str:
+    """``--cache-budget``: checked while parsing (a bad value exits 2 with one line)."""
+    from tasks.common.feature_cache import parse_budget
+
+    try:
+        parse_budget(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return text
 
 
 def _sites(text: str) -> tuple[tuple[str, ...], ...]:
@@ -140,7 +163,21 @@ def _common(
         type=Path,
         help="feature cache (default: features/ under $ELMO_BENCH_CACHE, else ~/.cache/elmo-bench)",
     )
+    parser.add_argument(
+        "--cache-budget",
+        type=_budget,
+        help="disk the feature cache may use: 20GB, 500MB, 50%% (of free disk plus the "
+        "cache, the default) or unlimited; least-recently used whole entries are evicted",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--max-skipped",
+        type=_share,
+        default=0.5,
+        metavar="SHARE",
+        help="refuse a split whose reader skipped more than this share of its examples "
+        "(configured filters not counted; default 0.5); an empty split is always refused",
+    )
 
 
 PAPER_ELMO = "original"  # the published biLM of the paper (1B Word Benchmark, 93.6 M parameters)
@@ -191,6 +228,62 @@ def _task_overrides(args: argparse.Namespace) -> list[str]:
     return [*args.overrides, *extra]
 
 
+class UsageError(Exception):
+    """A command-line mistake found before any run starts: ``main`` prints it on one line
+    and returns 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse`` whose errors are one line (``error: …``, exit status 2), no usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: <message>`` and exit with status 2."""
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line (a KeyError's without its quotes)."""
+    return " ".join(str(error.args[0] if error.args else error).split())
+
+
+def validate_specs(specs: Sequence[RunSpec]) -> None:
+    """Check every spec before any run starts: task registered, preset valid, the
+    representation and its options known (no weights loaded), the ``--set`` overrides applied to
+    the task's configuration (key exists, value parses and validates; no data read).
+
+    Raises:
+        UsageError: the first problem, in one line.
+    """
+    from tasks.registry import get_task
+    from tasks.representations import check_representation
+
+    seen: set[str] = set()
+    for spec in specs:
+        key = json.dumps(
+            [
+                spec.task,
+                spec.preset,
+                spec.overrides,
+                spec.representation,
+                spec.representation_config,
+            ],
+            sort_keys=True,
+            default=str,
+        )
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            task = get_task(spec.task)
+            task.check_preset(spec.preset)
+            if task.configure is not None:
+                task.configure(spec.preset, list(spec.overrides))
+            if spec.representation != "none":
+                check_representation(spec.representation, dict(spec.representation_config))
+        except (KeyError, ValueError, TypeError) as error:
+            raise UsageError(f"{spec.task}: {_one_line(error)}") from None
+
+
 def _wandb(args: argparse.Namespace, group: str) -> WandbOptions | None:
     return WandbOptions(project=args.wandb, group=group) if args.wandb else None
 
@@ -206,6 +299,7 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
     """Run every spec not yet stored, one progress line per run; failures end in exit 1."""
     from experiments.runner import RunOptions, run_spec
 
+    validate_specs(specs)  # before anything is created: a mistake costs no run
     in_workers = args.executor == "ray" or args.max_parallel > 1
     options = RunOptions(
         work_root=args.work,
@@ -217,6 +311,8 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
         wandb=_wandb(args, group),
         threads=args.threads or None,
         eval_lines=not args.quiet and in_workers,
+        max_skipped=args.max_skipped,
+        cache_budget=args.cache_budget,
     )
     store = ResultsStore(args.store)
     unique = list({s.run_id: s for s in specs}.values())
@@ -247,7 +343,10 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
 def _base(args: argparse.Namespace, task: str) -> RunSpec:
     splits = ("dev", "test") if args.eval_split == "test" else ("dev",)
     overrides = _task_overrides(args)
-    return named.base_spec(task, args.config, args.data, _run_config(args), overrides, splits)
+    try:
+        return named.base_spec(task, args.config, args.data, _run_config(args), overrides, splits)
+    except (KeyError, ValueError) as error:
+        raise UsageError(_one_line(error)) from None
 
 
 def _grid_table(
@@ -322,6 +421,7 @@ def _plots(
         mine = [r for r in runs if r.spec.representation == name]  # one layer count each
         tag = "" if name == "elmo" else "-" + "".join(c if c.isalnum() else "_" for c in name)
         written.append(plot_layer_weights(mine, out / f"{stem}{tag}-layer-weights.png"))
+    written += _figure2(tables, runs, out, stem)
     for task in sorted({r.spec.task for r in runs}):
         metric = get_task(task).metric
         mine = [r for r in runs if r.spec.task == task]
@@ -330,6 +430,33 @@ def _plots(
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return written
+
+
+def _figure2(
+    tables: Sequence[TableSpec], runs: Sequence[RunRecord], out: Path, stem: str
+) -> list[Path]:
+    """Paper Figure 2 for tables of several tasks: the learned softmax weights of each row's
+    ELMo configuration (its base spec, mean over seeds), one heat map per site."""
+    from experiments.plots import layer_weights, plot_layer_weights_figure
+
+    by_id = {r.run_id: r for r in runs}
+    weights: dict[str, dict[str, list[float]]] = {}
+    for table in tables:
+        for row in table.rows:
+            task = row.label.split(" (")[0]
+            seeds = row.seeds if row.seeds is not None else table.seeds
+            found = [
+                by_id[i]
+                for i in (derive(row.base, {"seed": s}).run_id for s in seeds)
+                if i in by_id
+            ]
+            if task not in weights and found and row.base.representation == "elmo":
+                weights[task] = {k: list(v.mean) for k, v in layer_weights(found).items()}
+    if len(weights) < 2:
+        return []
+    data = " [DEMO data]" if tables[0].rows[0].base.data == "demo" else ""
+    path = out / f"{stem}-figure2-layer-weights.png"
+    return [plot_layer_weights_figure(weights, path, f"Learned layer weights{data}")]
 
 
 def _label(data: str) -> str:
@@ -349,7 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line (``python -m experiments --help``)."""
     from tasks.registry import TASKS
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m experiments",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -439,6 +566,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SweepError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -593,7 +723,12 @@ def _efficiency_plots(
     return written
 
 
-def _train_command(args: argparse.Namespace) -> int:
+def _train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
+    """The specs of ``run`` / ``sweep`` and their group name.
+
+    Raises:
+        UsageError, KeyError, ValueError: an invalid option value.
+    """
     base = _base(args, args.task)
     changes: dict[str, object] = {"state": args.state, "limit": args.limit}
     if args.max_epochs is not None:
@@ -639,6 +774,14 @@ def _train_command(args: argparse.Namespace) -> int:
                 )
                 specs += expand_sweep(point, **grid, seed=list(args.seeds))
         group = f"sweep-{args.task}-{_label(args.data)}-{len(specs)}runs"
+    return list(specs), group
+
+
+def _train_command(args: argparse.Namespace) -> int:
+    try:  # a bad --sites, --lam, --dropout, ... is a command-line mistake: no run starts
+        specs, group = _train_specs(args)
+    except (KeyError, ValueError) as error:
+        raise UsageError(_one_line(error)) from None
     store = _run_all(specs, args, group)
     if args.command == "run":
         for spec in specs:

@@ -22,6 +22,8 @@ import importlib
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -174,9 +176,24 @@ class _Tally:
         )
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Pool-worker initializer: end this worker when the sweep's process is gone (killed with
+    SIGKILL it cannot stop its workers, which would train on for nothing and then race a
+    restarted sweep for the same checkpoints)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _run_processes(pending: list[RunSpec], run_one: RunOne, tally: _Tally, workers: int) -> None:
     context = multiprocessing.get_context("spawn")  # no fork of a threaded (torch) parent
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         futures = {pool.submit(run_one, spec): spec for spec in pending}
         for future in concurrent.futures.as_completed(futures):
             spec = futures[future]

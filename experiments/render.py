@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 import statistics
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -277,7 +278,8 @@ def render(
         paper: the paper's numbers, as :func:`load_paper` returns them.
         fmt: ``"markdown"``, ``"latex"`` or ``"csv"``.
         attachments: reads a stored run's files (the per-unit statistics of significance
-            tests); ``None``: no tests.
+            tests, the read statistics of a caption line "Skipped while reading", shown when a
+            run's reader skipped anything); ``None``: no tests, no such line.
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
@@ -285,9 +287,12 @@ def render(
     grid = compute_cells(table, records, paper, attachments)
     if fmt == "csv":
         return _csv(table, grid)
+    skips = _skip_lines(table, records, attachments) if attachments is not None else []
     if table.caption:
         lines = [_epochs_line(table, records), *_sample_efficiency_lines(table, records)]
-        table = dataclasses.replace(table, caption=(*table.caption, *lines))
+        table = dataclasses.replace(table, caption=(*table.caption, *lines, *skips))
+    elif skips:
+        table = dataclasses.replace(table, caption=tuple(skips))
     header = ["Task"]
     for column in table.columns:
         header += [column.label, f"{column.label} (paper)"]
@@ -447,6 +452,50 @@ def _sample_efficiency_lines(table: TableSpec, records: Sequence[RunRecord]) -> 
                 f"{row.metric.label or key} at epoch {', '.join(pairs)} "
                 "(ELMo vs baseline, per seed)."
             )
+    return lines
+
+
+READ_STATS = "read-stats.json"  # the runner's attachment: split → examples, skips by reason
+
+
+def _skip_lines(
+    table: TableSpec, records: Sequence[RunRecord], attachments: Attachments
+) -> list[str]:
+    """Caption lines: what the readers of the table's runs skipped, per split and reason
+    (one line per distinct set of counts, labelled by its rows when there are several); none
+    when no run found skipped anything."""
+    found = {r.run_id for r in records}
+    by_text: dict[str, list[str]] = {}
+    for row in table.rows:
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            for spec in table.expected(row, column):
+                text = attachments(spec.run_id, READ_STATS) if spec.run_id in found else None
+                if text is not None:
+                    labels = by_text.setdefault(text, [])
+                    label = row.label.split(" (")[0]
+                    if label not in labels:
+                        labels.append(label)
+    lines = []
+    for text, labels in by_text.items():
+        try:
+            stats = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if not any(s.get("skipped") for s in stats.values()):
+            continue
+        parts = []
+        for split, split_stats in stats.items():
+            skipped = {k: int(v) for k, v in split_stats.get("skipped", {}).items()}
+            part = f"{split} {int(split_stats.get('examples', 0)):,} kept"
+            if skipped:
+                reasons = sorted(skipped.items(), key=lambda item: (-item[1], item[0]))
+                detail = ", ".join(f"{reason} {n:,}" for reason, n in reasons)
+                part += f", {sum(skipped.values()):,} skipped ({detail})"
+            parts.append(part)
+        where = f" ({', '.join(labels)})" if len(by_text) > 1 else ""
+        lines.append(f"Skipped while reading{where}: {'; '.join(parts)}.")
     return lines
 
 

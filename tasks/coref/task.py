@@ -78,6 +78,11 @@ class CorefRecipe:
         return self.config.train
 
     @property
+    def read_stats(self) -> dict[str, ReadStats]:
+        """Split → read statistics (optional member of :class:`tasks.core.TaskRecipe`)."""
+        return {s: self.stats[s] for s in self.splits if s in self.stats}
+
+    @property
     def ids(self) -> TokenIds:
         """Word and character ids of this configuration's vocabularies."""
         return TokenIds(
@@ -189,9 +194,19 @@ class CorefRecipe:
         return out
 
 
+def configure(preset_name: str, overrides: Sequence[str]) -> CorefConfig:
+    """The preset's configuration with ``overrides`` applied and validated; reads no data
+    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
+
+    Raises:
+        ValueError: an unknown preset, override key or a bad value.
+    """
+    return apply_overrides(preset(preset_name), overrides)
+
+
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> CorefRecipe:
     """Read data (demo set when ``data_dir`` is None), build vocabularies and word vectors."""
-    config = apply_overrides(preset(preset_name), overrides)
+    config = configure(preset_name, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     require_turian(config.turian_vectors)
     folder = Path(data_dir) if data_dir else ensure_demo()
@@ -238,6 +253,7 @@ TASK = TaskSpec(
         TableRow("Coref", CEAFE_F1, "coref_ceafe"),
     ),
     setup=setup,  # type: ignore[arg-type]
+    configure=configure,
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (348 documents)
     table_split="test",  # the data has a labelled test split

@@ -200,7 +200,7 @@ def read_columns(
                     f"sentence of {len(words)} tokens is longer than max_sentence_tokens="
                     f"{max_tokens} (raise it with --set max_sentence_tokens=N)",
                 )
-            stats.skip("longer than max_tokens")
+            stats.skip("longer than max_tokens", exempt=True)  # configured filter
         else:
             stats.examples += 1
             yield TaggedSentence(tuple(words), tuple(tags), first, str(path))

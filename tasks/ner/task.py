@@ -67,7 +67,7 @@ class NerRecipe:
         scheme: the data's own tag scheme (``None``: plain tags).
         encoding: the CRF's label encoding (BIOUL for chunk data unless ``label_encoding=source``).
         labels: label strings in id order.
-        stats: per split, sentences read and skipped.
+        stats: per split, sentences read and skipped (also :attr:`read_stats`).
     """
 
     config: NerConfig
@@ -83,6 +83,11 @@ class NerRecipe:
     @property
     def train_config(self) -> TrainConfig:
         return self.config.train
+
+    @property
+    def read_stats(self) -> dict[str, ReadStats]:
+        """Split → read statistics (optional member of :class:`tasks.core.TaskRecipe`)."""
+        return {s: self.stats[s] for s in self.splits if s in self.stats}
 
     @property
     def output_scheme(self) -> Scheme | None:
@@ -205,11 +210,13 @@ def _read(config: NerConfig, data_dir: str | None) -> tuple[dict[str, list[Tagge
     stats: dict[str, ReadStats] = {}
     if data_dir is not None and data_dir.startswith("hf:"):
         splits = load_hf_tagging(data_dir[3:], config.hf_tag_feature)
+        for split, sentences in splits.items():
+            stats[split] = ReadStats(len(sentences), source=f"{data_dir}[{split}]")
     else:
         folder = Path(data_dir) if data_dir else ensure_demo()
         splits = {}
         for split, path in data_files(folder).items():
-            stats[split] = ReadStats()
+            stats[split] = ReadStats(source=str(path))
             splits[split] = list(
                 read_columns(
                     path,
@@ -224,6 +231,9 @@ def _read(config: NerConfig, data_dir: str | None) -> tuple[dict[str, list[Tagge
         if n >= len(splits["train"]):
             raise ValueError(f"dev_from_train={n} leaves no training sentence")
         splits["train"], splits["dev"] = splits["train"][:-n], splits["train"][-n:]
+        if "train" in stats:
+            stats["train"].examples -= n
+            stats["dev"] = ReadStats(n, source=f"{stats['train'].source} (last {n} sentences)")
     if "dev" not in splits:
         raise FileNotFoundError(
             f"{data_dir}: no dev file (eng.testa or dev.txt); hold out the last N training "
@@ -242,9 +252,19 @@ def _labels(scheme: Scheme | None, tags: set[str]) -> list[str]:
     return ["O", *(f"{p}-{t}" for t in types for p in prefixes)]
 
 
+def configure(preset_name: str, overrides: Sequence[str]) -> NerConfig:
+    """The preset's configuration with ``overrides`` applied and validated; reads no data
+    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
+
+    Raises:
+        ValueError: an unknown preset, override key or a bad value.
+    """
+    return apply_overrides(preset(preset_name), overrides)
+
+
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> NerRecipe:
     """Read data (demo set when ``data_dir`` is None), detect the scheme, build vocabularies."""
-    config = apply_overrides(preset(preset_name), overrides)
+    config = configure(preset_name, overrides)
     require_word_vectors(config.word_vectors)
     raw, stats = _read(config, data_dir)
     if config.tag_scheme == "auto":
@@ -291,6 +311,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.1, False),  # source: paper A.7 [R], allennlp alpha 0.1
     table_rows=(TableRow("NER", F1, "ner"),),
     setup=setup,  # type: ignore[arg-type]
+    configure=configure,
     demo=ensure_demo,
     paper_split="test",  # CoNLL-2003 eng.testb, mean of 5 seeds
     table_split="test",  # the data has a labelled test split

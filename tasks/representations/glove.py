@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import importlib.util
 import logging
-import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from tasks.common.vectors import convert_text, converted, file_fingerprint, iter_text_vectors
 from tasks.representations.base import Layers, _digest, _lengths_mask
 
 logger = logging.getLogger(__name__)
@@ -137,9 +135,9 @@ class GloveRepresentation(nn.Module):
             name: registry name.
         """
         path = Path(path)
-        words, rows = _read_glove_text(path, max_words)
+        words, matrix = _read_glove_text(path, max_words)
         stamp = _digest(["glove-file/1", _file_stamp(path), str(lowercase), str(max_words)])
-        return cls(words, np.stack(rows), lowercase=lowercase, fingerprint=stamp, name=name)
+        return cls(words, matrix, lowercase=lowercase, fingerprint=stamp, name=name)
 
     @classmethod
     def from_npy(
@@ -148,6 +146,7 @@ class GloveRepresentation(nn.Module):
         vocab: str | Path,
         lowercase: bool = False,
         name: str = "glove",
+        fingerprint: str | None = None,
     ) -> GloveRepresentation:
         """Read a ``(vocab, dim)`` ``.npy`` matrix and a vocabulary file (one word per line).
 
@@ -157,6 +156,7 @@ class GloveRepresentation(nn.Module):
                 column (needs ``pyarrow``).
             lowercase: look tokens up lowercased.
             name: registry name.
+            fingerprint: identifies the content (default: the files' paths, sizes, mtimes).
         """
         vectors, vocab = Path(vectors), Path(vocab)
         _must_exist(vectors, "GloVe vectors")
@@ -167,7 +167,9 @@ class GloveRepresentation(nn.Module):
                 f"{vectors}: matrix shape {matrix.shape} does not match "
                 f"{len(words)} words in {vocab}"
             )
-        stamp = _digest(["glove-npy/1", _file_stamp(vectors), _file_stamp(vocab), str(lowercase)])
+        stamp = fingerprint or _digest(
+            ["glove-npy/1", _file_stamp(vectors), _file_stamp(vocab), str(lowercase)]
+        )
         return cls(words, matrix, lowercase=lowercase, fingerprint=stamp, name=name)
 
 
@@ -182,35 +184,15 @@ def _file_stamp(path: Path) -> str:
     return f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
 
 
-def _read_glove_text(path: Path, max_words: int | None) -> tuple[list[str], list[np.ndarray]]:
+def _read_glove_text(path: Path, max_words: int | None) -> tuple[list[str], np.ndarray]:
+    """Words and their ``(n, dim)`` float32 matrix (the one parser, :mod:`tasks.common.vectors`)."""
     _must_exist(path, "GloVe text file")
-    opener = gzip.open if path.suffix == ".gz" else open
     words: list[str] = []
-    rows: list[np.ndarray] = []
-    dim: int | None = None
-    with opener(path, "rt", encoding="utf-8", newline="\n") as handle:  # type: ignore[operator]
-        for line_no, line in enumerate(handle, start=1):
-            parts = line.rstrip("\n").rstrip(" ").split(" ")
-            if line_no == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
-                continue  # word2vec header "count dim"
-            if len(parts) < 2:
-                if not line.strip():
-                    continue
-                raise ValueError(f"{path}:{line_no}: expected 'word v1 ... vd'")
-            if dim is None:
-                dim = len(parts) - 1
-            if len(parts) - 1 < dim:
-                raise ValueError(f"{path}:{line_no}: {len(parts) - 1} values, expected {dim}")
-            try:
-                rows.append(np.asarray(parts[-dim:], dtype=np.float32))
-            except ValueError:
-                raise ValueError(f"{path}:{line_no}: non-numeric vector values") from None
-            words.append(" ".join(parts[:-dim]))
-            if max_words is not None and len(words) >= max_words:
-                break
-    if not words:
-        raise ValueError(f"{path}: no vectors found")
-    return words, rows
+    blocks: list[np.ndarray] = []
+    for block_words, block in iter_text_vectors(path, max_words):
+        words.extend(block_words)
+        blocks.append(block)
+    return words, np.concatenate(blocks)
 
 
 def _read_vocab(path: Path) -> list[str]:
@@ -232,54 +214,34 @@ def _read_vocab(path: Path) -> list[str]:
 
 
 def glove_fingerprint(path: str | Path) -> str:
-    """Identifies a GloVe text file without reading all 5.6 GB of GloVe 840B: its name, size and
-    the blake2b of its first and last MiB (a changed or truncated file changes it)."""
-    path = Path(path)
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        head = handle.read(1 << 20)
-        handle.seek(max(0, size - (1 << 20)))
-        tail = handle.read(1 << 20)
-    return _digest(["glove-text/1", path.name, str(size), head, tail])[:16]
+    """Identifies a GloVe text file's content without reading all 5.6 GB of GloVe 840B (path-
+    and mtime-independent; :func:`tasks.common.vectors.file_fingerprint`)."""
+    return file_fingerprint(path)
 
 
 def converted_glove(path: str | Path, cache_dir: Path | None = None) -> tuple[Path, Path]:
-    """``(vectors.npy, vocab)`` of a GloVe text file, converted on first use (atomically) into
-    ``cache_dir/<name>-<fingerprint>/`` and reused afterwards."""
+    """``(vectors.npy, vocab.txt)`` of a GloVe text file, converted on first use (streaming,
+    atomically) into ``cache_dir/<fingerprint>/`` and memory-mapped afterwards; the entry is
+    shared with :func:`tasks.common.vocab.word_vectors` (default ``cache_dir``:
+    ``cache_root()/vectors``)."""
     source = Path(path)
     _must_exist(source, "glove")
-    if cache_dir is None:
-        from bilm.pretrained import cache_root
-
-        cache_dir = cache_root() / "glove"
-    folder = cache_dir / f"{source.name.split('.txt')[0]}-{glove_fingerprint(source)}"
-    npy, vocab = folder / "vectors.npy", folder / "vectors.vocab"
-    if npy.exists() and vocab.exists():
-        return npy, vocab
-    tmp = folder.with_name(folder.name + f".tmp-{os.getpid()}")
-    logger.info("converting %s once into %s (memory-mapped on later runs)", source, folder)
-    convert_glove_text(source, tmp / "vectors")
-    try:
-        tmp.rename(folder)  # atomic: a concurrent converter that finished first wins
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return npy, vocab
+    folder, _ = converted(source, cache_dir)
+    return folder / "vectors.npy", folder / "vocab.txt"
 
 
 def convert_glove_text(source: str | Path, dest_stem: str | Path) -> tuple[Path, Path]:
-    """Convert a GloVe text file once to ``<stem>.npy`` + ``<stem>.vocab`` (fast to load).
+    """Convert a GloVe text file once to ``<stem>.npy`` + ``<stem>.vocab`` (fast to load),
+    streaming (memory bounded by the parsing block).
 
     Returns:
         ``(vectors_path, vocab_path)`` for :meth:`GloveRepresentation.from_npy`.
     """
-    words, rows = _read_glove_text(Path(source), None)
-    if any("\n" in w for w in words):
-        raise ValueError(f"{source}: a word contains a newline; cannot write a line vocabulary")
+    _must_exist(Path(source), "GloVe text file")
     stem = Path(dest_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     npy, vocab = stem.with_name(stem.name + ".npy"), stem.with_name(stem.name + ".vocab")
-    np.save(npy, np.stack(rows))
-    vocab.write_text("".join(w + "\n" for w in words), encoding="utf-8")
+    convert_text(source, npy, vocab)
     return npy, vocab
 
 
@@ -314,8 +276,9 @@ def build_glove(
         max_words: text files only: keep the first ``max_words`` (most frequent) vectors
             (read from the text each time).
         cache_dir: a text file is converted once into a memory-mapped ``.npy`` matrix and a
-            vocabulary under this folder, keyed by the file's fingerprint, so later runs start in
-            seconds (default: ``$ELMO_BENCH_CACHE/glove`` or ``~/.cache/elmo-bench/glove``;
+            vocabulary under this folder, keyed by the file's content fingerprint, so later runs
+            start in seconds (default: ``cache_root()/vectors``, i.e. ``$ELMO_BENCH_CACHE/vectors``
+            or ``~/.cache/elmo-bench/vectors``, shared with the task models' fixed word vectors;
             ``False``: read the text every time).
     """
     if path is not None and (vectors is not None or vocab is not None):
@@ -324,7 +287,8 @@ def build_glove(
         raise ValueError("glove: give vectors and vocab together")
     if path is not None and max_words is None and cache_dir is not False:
         npy, words = converted_glove(path, None if cache_dir is None else Path(cache_dir))
-        return GloveRepresentation.from_npy(npy, words, bool(lowercase))
+        stamp = _digest(["glove-text/2", npy.parent.name, str(bool(lowercase))])
+        return GloveRepresentation.from_npy(npy, words, bool(lowercase), fingerprint=stamp)
     if path is not None:
         return GloveRepresentation.from_text(path, bool(lowercase), max_words)
     if max_words is not None:

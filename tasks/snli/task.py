@@ -34,7 +34,7 @@ from torch import nn
 
 from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
-from tasks.common.io import DataError
+from tasks.common.io import DataError, ReadStats
 from tasks.common.overrides import apply_overrides
 from tasks.common.vocab import TokenIds, index, require_word_vectors, word_vectors
 from tasks.core import (
@@ -52,6 +52,7 @@ from tasks.snli.config import PRESETS, SnliConfig, preset
 from tasks.snli.data import (
     HF_DATASET,
     LABELS,
+    SKIP_NO_GOLD,
     SnliExample,
     SnliReader,
     load_hf,
@@ -98,6 +99,7 @@ class SnliRecipe:
     skipped: Counter[str] = field(default_factory=Counter)  # training pairs left out, by reason
     truncated: Counter[str] = field(default_factory=Counter)  # dev/test pairs cut, by split
     sources: dict[str, str] = field(default_factory=dict)  # split → file or Hub name
+    read_stats: dict[str, ReadStats] = field(default_factory=dict)  # split → reading + policy
 
     @property
     def train_config(self) -> TrainConfig:
@@ -205,9 +207,15 @@ def _resolve(name: str, data_dir: str | None) -> Path:
 
 
 def load_splits(
-    config: SnliConfig, data_dir: str | None
+    config: SnliConfig, data_dir: str | None, stats: dict[str, ReadStats] | None = None
 ) -> tuple[dict[str, list[SnliExample]], tuple[str, ...], dict[str, str]]:
     """Read train, dev and (when present) test; see the module docstring for the sources.
+
+    Args:
+        config: the configuration (explicit files).
+        data_dir: ``--data DIR``, or None.
+        stats: when given, filled with each split's read statistics (pairs read, pairs without
+            a gold label skipped, the source).
 
     Returns:
         ``(splits, labels, sources)``: the labelled examples, the label set (the three SNLI
@@ -235,12 +243,17 @@ def load_splits(
         splits: dict[str, list[SnliExample]] = {}
         for split in ("train", "dev", "test"):
             splits[split], unlabeled = load_hf(split)
+            if stats is not None:
+                hub = ReadStats(len(splits[split]), source=f"hf:{HF_DATASET}[{split}]")
+                hub.skipped[SKIP_NO_GOLD] += unlabeled
+                stats[split] = hub
             logger.info(
                 "%s %s: %d pairs without a gold label skipped", HF_DATASET, split, unlabeled
             )
         return splits, LABELS, {s: f"hf:{HF_DATASET}" for s in splits}
     train_reader = pair_reader(files["train"])
     train = list(train_reader)
+    readers = {"train": train_reader}
     labels = (
         LABELS
         if isinstance(train_reader, SnliReader)
@@ -249,7 +262,12 @@ def load_splits(
     splits = {"train": train}
     for split in ("dev", "test"):
         if split in files:
-            splits[split] = list(pair_reader(files[split], labels))
+            readers[split] = pair_reader(files[split], labels)
+            splits[split] = list(readers[split])
+    if stats is not None:
+        for split, reader in readers.items():
+            stats[split] = reader.stats
+            stats[split].source = str(files[split])
     for split, path in files.items():
         logger.info("%s: %s, %d labelled pairs", split, path, len(splits[split]))
     return splits, labels, {s: str(p) for s, p in files.items()}
@@ -295,15 +313,33 @@ def apply_policy(
     return out, skipped, truncated
 
 
+def configure(preset_name: str, overrides: Sequence[str]) -> SnliConfig:
+    """The preset's configuration with ``overrides`` applied and validated; reads no data
+    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
+
+    Raises:
+        ValueError: an unknown preset, override key or a bad value.
+    """
+    return apply_overrides(preset(preset_name), overrides)
+
+
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SnliRecipe:
     """Read data (DEMO set when ``data_dir`` is None and no files are given), apply the pair
     policy, build the vocabulary and the fixed word vectors."""
-    config = apply_overrides(preset(preset_name), overrides)
+    config = configure(preset_name, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
-    splits, labels, sources = load_splits(config, data_dir)
+    stats: dict[str, ReadStats] = {}
+    splits, labels, sources = load_splits(config, data_dir, stats)
     splits, skipped, truncated = apply_policy(splits, config, sources)
     recipe = SnliRecipe(config, splits, labels, skipped=skipped, truncated=truncated)
     recipe.sources = sources
+    if "train" in stats:  # the policy's training skips join the reader's
+        stats["train"].examples = len(splits["train"])
+        for reason, n in skipped.items():
+            stats["train"].skipped[reason] += n
+            if reason == SKIP_LONG:
+                stats["train"].exempt.add(reason)  # a configured filter (max_tokens)
+    recipe.read_stats = stats
     recipe.words = index(
         tok.lower() if config.lowercase_words else tok
         for examples in splits.values()
@@ -328,6 +364,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.001, True),
     table_rows=(TableRow("SNLI", ACCURACY, "snli"),),
     setup=setup,  # type: ignore[arg-type]
+    configure=configure,
     demo=ensure_demo,
     paper_split="test",  # Table 1: SNLI test accuracy (9,824 labelled pairs)
     table_split="test",  # the data has a labelled test split

@@ -359,12 +359,12 @@ class SquadReader:
         kept: list[Answer] = []
         for text, start in answers:
             if not text.strip():
-                self.stats.skip(SKIP_EMPTY_ANSWER)
+                self.stats.skip(SKIP_EMPTY_ANSWER, exempt=True)  # question may stay
                 continue
             if not (0 <= start and context[start : start + len(text)] == text):
                 repaired = repair_offset(context, text, start)
                 if repaired is None:
-                    self.stats.skip(SKIP_OFFSET_MISMATCH)
+                    self.stats.skip(SKIP_OFFSET_MISMATCH, exempt=True)
                     continue
                 self.repairs[REPAIRED] += 1
                 start = repaired
@@ -518,7 +518,11 @@ def hf_rows_to_document(rows: Sequence[Mapping[str, Any]]) -> dict[str, object]:
 
 
 def load_squad(
-    split: str, data_dir: str | Path | None = None, *, cache_dir: str | Path | None = None
+    split: str,
+    data_dir: str | Path | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    stats: ReadStats | None = None,
 ) -> list[SquadExample]:
     """The examples of one SQuAD v1.1 split, from local files or the Hugging Face Hub.
 
@@ -526,7 +530,7 @@ def load_squad(
     If ``data_dir`` holds ``train-v1.1.json`` / ``dev-v1.1.json`` (the official files), that file is
     read. Otherwise ``datasets.load_dataset("rajpurkar/squad", split=...)`` is tried (downloading,
     or reading a local Hugging Face cache; ``cache_dir`` is passed to it) and its rows go through
-    the same reader.
+    the same reader. With ``stats``, the reader's statistics (and the source) are added to it.
 
     Raises:
         SquadNotAvailable: no local file and the Hub cannot be reached (offline); the message says
@@ -538,7 +542,7 @@ def load_squad(
     if data_dir is not None:
         path = Path(data_dir) / SPLIT_FILES[name]
         if path.is_file():
-            return read_squad(path, keep=keep)
+            return _read_into(SquadReader(path, keep=keep), stats)
         logger.warning("%s not found; trying the Hugging Face Hub (%s)", path, HF_DATASET)
     ds = require_datasets()
     hf_split = "train" if name == "train" else "validation"
@@ -557,4 +561,14 @@ def load_squad(
             "HF_DATASETS_OFFLINE=1."
         ) from exc
     document = hf_rows_to_document(rows)
-    return list(SquadReader.from_document(document, f"hf:{HF_DATASET}[{hf_split}]", keep=keep))
+    source = f"hf:{HF_DATASET}[{hf_split}]"
+    return _read_into(SquadReader.from_document(document, source, keep=keep), stats)
+
+
+def _read_into(reader: SquadReader, stats: ReadStats | None) -> list[SquadExample]:
+    """Every example of ``reader``; its statistics (with the source) added to ``stats``."""
+    examples = list(reader)
+    if stats is not None:
+        reader.stats.source = str(reader.source)
+        stats.merge(reader.stats)
+    return examples

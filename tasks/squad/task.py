@@ -16,6 +16,7 @@ from torch import nn
 
 from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
+from tasks.common.io import ReadStats
 from tasks.common.overrides import apply_overrides
 from tasks.common.vocab import (
     TokenIds,
@@ -41,6 +42,9 @@ from tasks.squad.evaluate import write_predictions
 from tasks.squad.metric import SquadMetric, question_scores
 from tasks.squad.model import BiDAFSelfAttention, SquadBatch
 
+SKIP_NO_ANSWER = "no answer"  # a training question that lists no answer
+SKIP_BEYOND_CUT = "answer beyond max_context_tokens"
+
 VERSION = 4  # bump when reader, metric, model or a preset changes a number
 # v3: evaluation batches follow the training batching (size-sorted), scoring through SquadMetric
 # v4: faithful to document-qa: bi-attention c∘q2c, char CNN (dropout 0.2, VALID conv, masked
@@ -60,6 +64,7 @@ class SquadRecipe:
     chars: dict[str, int] = field(default_factory=dict)
     vectors: torch.Tensor | None = None
     truncated: int = 0  # training examples dropped: answer beyond max_context_tokens (if set)
+    read_stats: dict[str, ReadStats] = field(default_factory=dict)  # split → reading + policy
 
     @property
     def train_config(self) -> TrainConfig:
@@ -174,16 +179,34 @@ def question_char_vocabulary(
     )
 
 
+def configure(preset_name: str, overrides: Sequence[str]) -> SquadConfig:
+    """The preset's configuration with ``overrides`` applied and validated; reads no data
+    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
+
+    Raises:
+        ValueError: an unknown preset, override key or a bad value.
+    """
+    return apply_overrides(preset(preset_name), overrides)
+
+
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SquadRecipe:
     """Read data (demo set when ``data_dir`` is None), build vocabularies and word vectors."""
-    config = apply_overrides(preset(preset_name), overrides)
+    config = configure(preset_name, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     folder = Path(data_dir) if data_dir else ensure_demo()
-    train = [ex for ex in load_squad("train", folder) if ex.span is not None]
-    dev = list(load_squad("dev", folder))
+    stats = {"train": ReadStats(), "dev": ReadStats()}
+    read = load_squad("train", folder, stats=stats["train"])
+    train = [ex for ex in read if ex.span is not None]
+    for _ in range(len(read) - len(train)):
+        stats["train"].skip(SKIP_NO_ANSWER)  # a question without answers cannot train
+    dev = list(load_squad("dev", folder, stats=stats["dev"]))
     cut = config.max_context_tokens
     kept = [ex for ex in train if cut is None or ex.span[1] < cut]
+    for _ in range(len(train) - len(kept)):
+        stats["train"].skip(SKIP_BEYOND_CUT, exempt=True)  # the configured context cut
+    stats["train"].examples = len(kept)
     recipe = SquadRecipe(config, {"train": kept, "dev": dev}, truncated=len(train) - len(kept))
+    recipe.read_stats = stats
     recipe.words = index(
         tok.lower() if config.lowercase_words else tok
         for ex in [*kept, *dev]
@@ -212,6 +235,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.0, False),  # source: document-qa (λ = 0, no layer norm)
     table_rows=(TableRow("SQuAD", F1, "squad"), TableRow("SQuAD", EM, "squad_exact_match")),
     setup=setup,  # type: ignore[arg-type]
+    configure=configure,
     demo=ensure_demo,
     metric_from_totals=f1_from_totals,
     paper_split="test",  # the paper's SQuAD number is the hidden test set (leaderboard)

@@ -93,10 +93,10 @@ def srl_instances(
     stats = stats if stats is not None else ReadStats()
     for sentence_id, sentence in enumerate(sentences):
         if not sentence.srl_frames:
-            stats.skip("no_predicate_sentence")
+            stats.skip("no_predicate_sentence", exempt=True)  # nothing to label
             continue
         if max_length is not None and len(sentence) > max_length:
-            stats.skip("sentence_too_long")
+            stats.skip("sentence_too_long", exempt=True)  # configured filter
             continue
         for frame in sentence.srl_frames:
             if frame.predicate_index is None:
@@ -105,7 +105,7 @@ def srl_instances(
             arguments, dropped = drop_overlapping(frame.arguments)
             tags = tuple(spans_to_tags(len(sentence), arguments, "IOB2"))
             for _ in range(dropped):
-                stats.skip("nested_argument")
+                stats.skip("nested_argument", exempt=True)  # the frame is kept
             stats.examples += 1
             yield SrlInstance(
                 sentence_id=sentence_id,

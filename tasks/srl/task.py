@@ -33,7 +33,14 @@ from tasks.core import (
     span_f1_from_totals,
 )
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig, preset
-from tasks.srl.data import SrlInstance, instances_by_split, load_split_sentences
+from tasks.srl.data import (
+    HF_CONFIG,
+    HF_DATASET,
+    SrlInstance,
+    instances_by_split,
+    load_split_sentences,
+    split_files,
+)
 from tasks.srl.demo import ensure_demo
 from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
 from tasks.srl.metric import evaluate_props, write_props
@@ -110,6 +117,11 @@ class SrlRecipe:
     @property
     def train_config(self) -> TrainConfig:
         return self.config.train
+
+    @property
+    def read_stats(self) -> dict[str, ReadStats]:
+        """Split → read statistics (optional member of :class:`tasks.core.TaskRecipe`)."""
+        return {s: self.stats[s] for s in self.splits if s in self.stats}
 
     @property
     def ids(self) -> TokenIds:
@@ -225,16 +237,31 @@ class SrlRecipe:
         return out
 
 
+def configure(preset_name: str, overrides: Sequence[str]) -> SrlConfig:
+    """The preset's configuration with ``overrides`` applied and validated; reads no data
+    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
+
+    Raises:
+        ValueError: an unknown preset, override key or a bad value.
+    """
+    return apply_overrides(preset(preset_name), overrides)
+
+
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:
     """Read the splits (DEMO set when ``data_dir`` is None), build vocabularies and vectors.
 
     ``test`` is read when it exists (the demo set and CoNLL-2012 have one).
     """
-    config = apply_overrides(preset(preset_name), overrides)
+    config = configure(preset_name, overrides)
     require_srl_word_vectors(config.word_vectors)  # before minutes of reading data
     folder = Path(data_dir) if data_dir else ensure_demo()
     sentences = {split: load_split_sentences(folder, split) for split in ("train", "dev", "test")}
     instances, stats = instances_by_split(sentences, config.max_length)
+    for split, split_stats in stats.items():
+        files = split_files(folder, split)
+        split_stats.source = (
+            ", ".join(map(str, files)) if files else f"hf:{HF_DATASET}/{HF_CONFIG}[{split}]"
+        )
     splits = {
         split: [SrlExample(instance, split) for instance in split_instances]
         for split, split_instances in instances.items()
@@ -263,6 +290,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.001, False),
     table_rows=(TableRow("SRL", F1, "srl"),),
     setup=setup,  # type: ignore[arg-type]
+    configure=configure,
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
     table_split="test",  # the data has a labelled test split

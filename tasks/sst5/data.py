@@ -188,13 +188,13 @@ class SstReader:
             for position in range(count):
                 phrase = tree.phrases[position]
                 if phrase.end - phrase.start < self.min_tokens:
-                    self.stats.skip(SKIP_SHORT)
+                    self.stats.skip(SKIP_SHORT, exempt=True)  # configured filter
                     continue
                 label: int | None = phrase.label
                 if self.granularity == "2-class":
                     label = to_binary(phrase.label)
                     if label is None:
-                        self.stats.skip(SKIP_NEUTRAL)
+                        self.stats.skip(SKIP_NEUTRAL, exempt=True)  # 2-class filter
                         continue
                 self.stats.examples += 1
                 yield SstExample(
@@ -378,7 +378,7 @@ def read_tree_texts(
             raise _too_long(path, line, len(tree.tokens), max_tokens)
         for position, phrase in enumerate(tree.phrases if phrases else tree.phrases[:1]):
             if position and phrase.end - phrase.start < min_tokens:
-                stats.skip(SKIP_SHORT)
+                stats.skip(SKIP_SHORT, exempt=True)  # configured filter
                 continue
             tokens = tree.tokens[phrase.start : phrase.end]
             examples.append(TextExample(line, tokens, phrase.label, root=position == 0))

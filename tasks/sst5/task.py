@@ -157,10 +157,20 @@ class Sst5Recipe:
         return out
 
 
+def configure(preset_name: str, overrides: Sequence[str]) -> Sst5Config:
+    """The preset's configuration with ``overrides`` applied and validated; reads no data
+    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
+
+    Raises:
+        ValueError: an unknown preset, override key or a bad value.
+    """
+    return apply_overrides(preset(preset_name), overrides)
+
+
 def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> Sst5Recipe:
     """Read data (the DEMO set when neither ``data_dir`` nor explicit files are given), build
     the vocabulary and word vectors."""
-    config = apply_overrides(preset(preset_name), overrides)
+    config = configure(preset_name, overrides)
     require_word_vectors(config.word_vectors)  # before reading data
     if (config.train_file is None) != (config.dev_file is None):
         raise ValueError("train_file and dev_file must be given together")
@@ -181,6 +191,8 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> S
         min_tokens=config.min_phrase_tokens,
         max_tokens=config.max_tokens,
     )
+    for split, split_stats in data.stats.items():
+        split_stats.source = split_stats.source or str(data.files.get(split, ""))
     recipe = Sst5Recipe(config, data.splits, data.labels, data.layout, data.files, data.stats)
     recipe.words = index(
         tok.lower() if config.lowercase_words else tok
@@ -206,6 +218,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.001, False),  # source: paper A.8 [R] (λ = 0.001)
     table_rows=(TableRow("SST-5", ACCURACY, "sst5"),),
     setup=setup,  # type: ignore[arg-type]
+    configure=configure,
     demo=ensure_demo,
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
     table_split="test",  # the data has a labelled test split

@@ -36,3 +36,12 @@ def run_toy(
 
         runner._train_batch = killing  # type: ignore[assignment]
     return runner.run_spec(spec, options)
+
+
+def sleepy(spec: RunSpec, folder: Path) -> RunRecord:
+    """Write this worker's pid, then sleep far longer than any test waits."""
+    import time
+
+    (folder / spec.run_id).write_text(str(os.getpid()), encoding="utf-8")
+    time.sleep(600)
+    raise AssertionError("should have been stopped")

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from experiments.executors import SweepError, run_sweep
 from experiments.runner import RunOptions, run_spec
 from experiments.spec import RunSpec
 from experiments.store import ResultsStore, StoreWriteError
+from tests.conftest import REPO
 from tests.experiments.fault_workers import run_toy
 from tests.experiments.helpers import make_record, make_spec
 from tests.experiments.toy_task import SCHEDULED, registered
@@ -100,3 +106,45 @@ def test_a_full_disk_during_a_record_write_leaves_the_store_as_it_was(
     monkeypatch.setattr(store_module, "_write_synced", real)
     store.put(new)  # once there is room again the same record goes in
     assert store.get(new.run_id).metrics == new.metrics
+
+
+def test_local_workers_end_when_the_sweep_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of a sweep with two worker processes: the workers exit within seconds
+    instead of training on as orphans."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    driver = f"""
+import functools
+from pathlib import Path
+from experiments.executors import run_sweep
+from experiments.store import ResultsStore
+from tests.experiments.fault_workers import sleepy
+from tests.experiments.helpers import make_spec
+specs = [make_spec(seed=s) for s in range(2)]
+run_sweep(specs, functools.partial(sleepy, folder=Path({str(pids)!r})),
+          ResultsStore(Path({str(tmp_path / "store")!r})), max_parallel=2)
+"""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([sys.executable, "-c", driver], env=env)
+    deadline = time.monotonic() + 120
+    while len(list(pids.iterdir())) < 2:
+        assert time.monotonic() < deadline and process.poll() is None, "workers did not start"
+        time.sleep(0.2)
+    workers = [int(p.read_text()) for p in pids.iterdir()]
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"orphaned workers still running: {workers}"
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return (
+        Path(f"/proc/{pid}").exists()
+        and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    )

@@ -261,3 +261,24 @@ def test_setups_follow_the_stored_specs() -> None:
 
 def toy_task_spec(data: str, rep_config: dict[str, object]) -> RunSpec:
     return RunSpec(task="toy", task_version=1, data=data, representation_config=rep_config)
+
+
+def test_an_online_wandb_run_link_is_stored_with_the_run(tmp_path: Path) -> None:
+    """The runner keeps an online W&B run's URL as the ``wandb.json`` attachment the report
+    links (offline runs have none)."""
+    from experiments.runner import RunOptions, train
+    from experiments.spec import RunSpec
+    from experiments.wandb_sink import NullSink
+    from tests.experiments.toy_task import registered
+
+    class Linked(NullSink):
+        class run:  # noqa: N801 - stands for a wandb Run
+            url = "https://wandb.ai/me/elmo-bench/runs/abc123"
+
+    spec = RunSpec(task="toy", task_version=1, representation="none", sites=(), dropout=0.0)
+    options = RunOptions(work_root=tmp_path / "w", progress=False)
+    with registered(tmp_path / "toy-demo"):
+        outcome = train(dataclasses.replace(spec, max_epochs=1), options, sink=Linked())
+        offline = train(dataclasses.replace(spec, max_epochs=1, seed=1), options)
+    link = json.loads(outcome.predictions["wandb"].read_text(encoding="utf-8"))
+    assert link == {"url": Linked.run.url} and "wandb" not in offline.predictions
