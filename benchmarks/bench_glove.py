@@ -70,10 +70,11 @@ def task_vocab(words_path: Path, size: int, seed: int = 1) -> list[str]:
     return picked + [f"unknownword{k}" for k in range(size // 10)]
 
 
-def old_parse(path: Path) -> tuple[dict[str, int], np.ndarray]:
-    """The former reader: every line parsed with ``np.asarray(fields, float32)`` on every run."""
+def old_parse(path: Path) -> tuple[list[str], np.ndarray]:
+    """The former reader: every line parsed with ``np.asarray(fields, float32)`` on every run
+    (also the bit-exactness reference of ``tests/tasks/common/test_vectors.py``)."""
     rows: list[np.ndarray] = []
-    index: dict[str, int] = {}
+    words: list[str] = []
     dim: int | None = None
     with path.open("r", encoding="utf-8", newline="\n") as handle:
         for line_no, line in enumerate(handle, start=1):
@@ -85,8 +86,16 @@ def old_parse(path: Path) -> tuple[dict[str, int], np.ndarray]:
             if dim is None:
                 dim = len(parts) - 1
             rows.append(np.asarray(parts[-dim:], dtype=np.float32))
-            index.setdefault(" ".join(parts[:-dim]), len(rows) - 1)
-    return index, np.stack(rows)  # (rows, dim)
+            words.append(" ".join(parts[:-dim]))
+    return words, np.stack(rows)  # (rows, dim)
+
+
+def first_rows(words: list[str]) -> dict[str, int]:
+    """Word → its first row (a duplicate word keeps its first vector)."""
+    index: dict[str, int] = {}
+    for row, word in enumerate(words):
+        index.setdefault(word, row)
+    return index
 
 
 def old_table(index: dict[str, int], matrix: np.ndarray, vocab: list[str]) -> np.ndarray:
@@ -108,8 +117,8 @@ def run_phase(phase: str, text: Path, vocab_file: Path) -> dict[str, float | str
 
     started = time.perf_counter()
     if phase == "old":
-        index, matrix = old_parse(text)
-        table = old_table(index, matrix, vocab)
+        words, matrix = old_parse(text)
+        table = old_table(first_rows(words), matrix, vocab)
     else:
         store = open_vectors(text, progress=phase == "first")
         table = store.table(vocab, lowercase=False)

@@ -204,13 +204,7 @@ def tables(
     kind = "table1" if kind == "elmo" else kind
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     mixed = len({split for split, _ in placed.values()}) > 1
-    all_rows: list[Row] = []
-    for task_name in task_names:
-        split, paper_split = placed[task_name]
-        splits = ("dev", "test") if split == "test" else ("dev",)
-        base = base_spec(task_name, preset, data, rep_config, overrides, splits)
-        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
-        all_rows += rows(task_name, base, split, own, paper_split, show_split=mixed)
+    all_rows = _placed_rows(placed, preset, data, seeds, rep_config, overrides)
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
     where = f"({_splits_text(placed)}; preset {preset}){note}"
@@ -241,6 +235,28 @@ def tables(
     t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
     chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
     return [dressed(t, t.title + note, "dev") for t in chosen]
+
+
+def _placed_rows(
+    placed: Mapping[str, tuple[str, str | None]],
+    preset: str,
+    data: str,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str],
+    main_only: bool = False,
+) -> list[Row]:
+    """The rows of tasks placed on their splits (task → (split, paper split)), each with its
+    seeds (``None``: its task's own); the split is named in the labels when rows differ."""
+    mixed = len({split for split, _ in placed.values()}) > 1
+    out: list[Row] = []
+    for task_name, (split, paper_split) in placed.items():
+        splits = ("dev", "test") if split == "test" else ("dev",)
+        base = base_spec(task_name, preset, data, rep_config, overrides, splits)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        task_rows = rows(task_name, base, split, own, paper_split, show_split=mixed)
+        out += task_rows[:1] if main_only else task_rows
+    return out
 
 
 def _splits_text(placed: Mapping[str, tuple[str, str | None]]) -> str:
@@ -345,13 +361,7 @@ def compare_table(
     task_names = table_tasks("table1", tasks)
     placed = {t: row_split(t, "table1", eval_split) for t in task_names}
     mixed = len({split for split, _ in placed.values()}) > 1
-    all_rows: list[Row] = []
-    for task_name in task_names:
-        split, paper_split = placed[task_name]
-        splits = ("dev", "test") if split == "test" else ("dev",)
-        base = base_spec(task_name, preset, data, rep_config, overrides, splits)
-        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
-        all_rows += rows(task_name, base, split, own, paper_split, show_split=mixed)[:1]
+    all_rows = _placed_rows(placed, preset, data, seeds, rep_config, overrides, main_only=True)
 
     def column(name: str, config: Mapping[str, Any], paper_key: str | None) -> RunsColumn:
         label = "ELMo" if name == "elmo" else "Baseline" if name == "none" else name

@@ -10,29 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks.bench_glove import old_parse
 from tasks.common import vectors
 from tasks.common.vectors import converted, file_fingerprint, iter_text_vectors, open_vectors
 from tasks.common.vocab import word_vectors
 from tasks.representations import build_glove
-
-
-def reference_parse(path: Path) -> tuple[list[str], np.ndarray]:
-    """The former reader, line by line (kept here as the bit-exactness reference)."""
-    words: list[str] = []
-    rows: list[np.ndarray] = []
-    dim: int | None = None
-    with path.open("r", encoding="utf-8", newline="\n") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            parts = line.rstrip("\n").rstrip(" ").split(" ")
-            if line_no == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
-                continue
-            if len(parts) < 2:
-                continue
-            if dim is None:
-                dim = len(parts) - 1
-            rows.append(np.asarray(parts[-dim:], dtype=np.float32))
-            words.append(" ".join(parts[:-dim]))
-    return words, np.stack(rows)
 
 
 def write_tricky(path: Path, n: int = 300, dim: int = 7) -> Path:
@@ -54,7 +36,7 @@ def write_tricky(path: Path, n: int = 300, dim: int = 7) -> Path:
 
 def test_parsing_is_bit_identical_to_the_former_reader(tmp_path: Path) -> None:
     text = write_tricky(tmp_path / "v.txt")
-    words, matrix = reference_parse(text)
+    words, matrix = old_parse(text)
     blocks = list(iter_text_vectors(text, block_bytes=997))  # many small blocks
     assert [w for ws, _ in blocks for w in ws] == words
     assert np.concatenate([b for _, b in blocks]).tobytes() == matrix.tobytes()
@@ -68,7 +50,7 @@ def test_word_vectors_and_glove_share_one_conversion(
 ) -> None:
     monkeypatch.setenv("ELMO_BENCH_CACHE", str(tmp_path / "cache"))
     text = write_tricky(tmp_path / "v.txt")
-    words, matrix = reference_parse(text)
+    words, matrix = old_parse(text)
     vocab = ["Paris", "PARIS", "w3", "W5", ". . .", "nowhere"]
     table = word_vectors(str(text), vocab, lowercase=False)
     first = {w: i for i, w in reversed(list(enumerate(words)))}
