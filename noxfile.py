@@ -54,8 +54,10 @@ def slow(session: nox.Session) -> None:
 @nox.session(python=PYTHON, default=False)
 def bench_bilm(session: nox.Session) -> None:
     """Inference speed of a full-size ELMo (random weights in the official layout) vs the GEMM
-    roofline measured in the same run; also checks outputs against a straightforward
-    implementation and reports peak RSS. Extra arguments go to benchmarks/bench_bilm.py."""
+    roofline and vs the straightforward implementation (benchmarks/reference_bilm.py, fp32),
+    both measured in the same run, with the outputs' max deviation; int8 mode's speed-up and
+    max deviation; peak RSS of `python -m bilm embed` at batch 64 on natural text; PASS/MISS
+    per target (issues #2, #14). Extra arguments go to benchmarks/bench_bilm.py."""
     _install(session)
     session.run("python", "benchmarks/bench_bilm.py", *session.posargs)
 
@@ -241,3 +243,14 @@ def report(session: nox.Session) -> None:
     (`--store results/runs` for the committed results). Trains nothing."""
     _in_place(session)
     session.run("python", "-m", "experiments", "report", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def probes(session: nox.Session) -> None:
+    """Paper Tables 5-6: a linear POS probe and a 1-nearest-neighbour sense probe on each biLM
+    layer alone, for the shipped small biLM and bilm-random (`--reprs elmo,bilm-random,cove`
+    with `--cove W.pth --glove G.txt`); embedded DEMO by default (silver POS tags, pseudo-word
+    senses), `-- --pos-data TRAIN TEST --wsd-data FILE.jsonl` for real data (docs/analyses.md).
+    Prints per-layer accuracies; writes runs/probes/probes.png."""
+    _in_place(session)
+    session.run("python", "-m", "experiments", "probes", *session.posargs)

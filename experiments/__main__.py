@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import importlib
 import json
 import os
 import sys
@@ -467,8 +468,8 @@ def _tasks_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tasks",
         type=_list,
-        help="rows of a whole table, e.g. squad,ner (default: table1 every task; table2, "
-        "table3 and cove the tasks of the paper's table)",
+        help="rows of a whole table: comma-separated registered task names (default: table1 "
+        "every task; table2, table3 and cove the tasks of the paper's table)",
     )
 
 
@@ -547,13 +548,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="shares of the training set (default: the figure's 0.001,0.01,0.1,1)",
     )
     eff.add_argument(
-        "--tasks", type=_list, help="tasks (default: the figure's, SNLI and SRL; any task works)"
+        "--tasks", type=_list, help="tasks (default: the figure's, paper.toml; any task works)"
     )
     _common(eff, seeds=None)
     from experiments import report
 
     report.add_arguments(
         sub.add_parser("report", help="one self-contained HTML page of every table and plot")
+    )
+    from experiments import neighbours, probes
+
+    probes.add_arguments(
+        sub.add_parser("probes", help="per-layer POS and word-sense probes (paper Tables 5-6)")
+    )
+    neighbours.add_arguments(
+        sub.add_parser("neighbours", help="GloVe vs biLM nearest neighbours (paper Table 4)")
     )
     return parser
 
@@ -580,10 +589,9 @@ def _command(args: argparse.Namespace) -> int:
         return _compare_command(args)
     if args.command == "sample-efficiency":
         return _sample_efficiency_command(args)
-    if args.command == "report":
-        from experiments import report
-
-        return report.main(args)
+    if args.command in ("report", "probes", "neighbours"):
+        module = importlib.import_module(f"experiments.{args.command}")
+        return int(module.main(args))
     cove = _run_config(args, "cove") if getattr(args, "cove", None) else None
     try:
         tables = named.tables(

@@ -44,7 +44,7 @@ def reproductions() -> dict[str, str]:
         "table1": "Table 1: baseline vs ELMo + baseline, every task",
         "table2": "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
         "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
-        "cove": "CoVe beside ELMo (SST-5 BCN + CoVe vs + ELMo; §5.1 all layers vs last)",
+        "cove": "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
     }
     for name in TASKS:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
