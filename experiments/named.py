@@ -260,12 +260,15 @@ def _placed_rows(
 
 
 def _splits_text(placed: Mapping[str, tuple[str, str | None]]) -> str:
-    """``"test"``, or ``"test; dev: squad"`` when rows use different splits."""
+    """``"test"``, or each split with its tasks when rows use different splits, the most
+    common first (``"test: a, b; dev: c"``)."""
     by_split: dict[str, list[str]] = {}
     for task_name, (split, _) in placed.items():
         by_split.setdefault(split, []).append(task_name)
+    if len(by_split) == 1:
+        return next(iter(by_split))
     ordered = sorted(by_split, key=lambda s: -len(by_split[s]))
-    return "; ".join([ordered[0]] + [f"{s}: {', '.join(by_split[s])}" for s in ordered[1:]])
+    return "; ".join(f"{s}: {', '.join(by_split[s])}" for s in ordered)
 
 
 def _seed_groups(table_rows: Sequence[Row]) -> dict[tuple[int, ...], list[str]]:

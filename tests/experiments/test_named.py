@@ -85,7 +85,7 @@ def test_whole_tables_take_their_rows_seeds_and_splits_from_the_tasks() -> None:
     assert by_task["ner"].metric.key == "test_f1" and by_task["ner"].label.startswith(
         "NER (F1; test)"
     )
-    assert "(dev; test: ner; preset mini)" in t1.title
+    assert "(dev: squad; test: ner; preset mini)" in t1.title
     assert "0, 1, 2, 3, 4 (5 per cell: ner)" in " ".join(t1.caption)
     (one,) = named.tables("table1", "mini", "demo", (0,), {}, tasks=["squad", "ner"])
     assert {row.seeds for row in one.rows} == {(0,)}
