@@ -1,9 +1,10 @@
-"""Speed benchmark of the full-size ELMo biLM on CPU (issue #2).
+"""Speed and memory benchmark of the full-size ELMo biLM on CPU (issues #2 and #14).
 
 Usage::
 
     python benchmarks/bench_bilm.py [--threads 2] [--repeats 7] [--corpus PATH] [--profile]
                                     [--natural 2000] [--seed 0] [--json out.json]
+                                    [--reference-repeats 3] [--no-embed]
 
 What it does (ELMO_SPEC §15 describes the reference measurement this is compared with):
 
@@ -17,6 +18,11 @@ What it does (ELMO_SPEC §15 describes the reference measurement this is compare
    ids computed beforehand), natural text in length-sorted batches of 64, FLOPs per token,
    fraction of the roofline, parity with ``benchmarks/reference_bilm.py`` (run in another
    process), peak RSS. Targets are printed as PASS/MISS, never asserted.
+4. Issue #14: the straightforward implementation (``benchmarks/reference_bilm.py`` in float32,
+   child process, same threads) timed on the same 64 × 20 batch in the same run, with the ratio
+   and the max deviation of our outputs from it; int8 mode (``BiLM.quantize_int8``) timed
+   interleaved with fp32 (speed-up, max deviation); peak RSS of ``python -m bilm embed`` on the
+   natural text at batch 64 (child process, ``getrusage``).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from benchmarks.common import (  # noqa: E402
     write_json,
 )
 from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids  # noqa: E402
+from bilm.embed import TOKEN_CACHE_WORDS, TOKENS_PER_ROW, Sentence, plan_batches  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "valid.txt"
 REFERENCE_SCRIPT = Path(__file__).resolve().with_name("reference_bilm.py")
@@ -65,6 +72,23 @@ TARGET_TOKENS_PER_S = 1100.0
 TARGET_ROOFLINE = 0.75
 TARGET_MAX_DIFF = 1e-5
 TARGET_PEAK_RSS_BYTES = 1.2e9
+#: Issue #14 targets.
+TARGET14_TOKENS_PER_S = 1000.0
+TARGET14_EMBED_RSS_BYTES = 1.0e9
+TARGET14_INT8_SPEEDUP = 1.8
+
+#: Child process that runs ``python -m bilm ...`` and reports its own peak RSS (KiB) last.
+#: ``VmHWM`` of the new address space, not ``ru_maxrss``: Linux carries ``ru_maxrss`` over
+#: fork + exec, so a child of this (large) process would report at least the parent's RSS.
+EMBED_RSS_CHILD = (
+    "import re, sys\n"
+    "from bilm.__main__ import main\n"
+    "status = main(sys.argv[1:])\n"
+    "with open('/proc/self/status') as f:\n"
+    "    hwm = re.search(r'VmHWM:\\s+(\\d+) kB', f.read()).group(1)\n"
+    "print('MAXRSS_KIB', hwm, flush=True)\n"
+    "sys.exit(status)\n"
+)
 
 BATCH, LENGTH = 64, 20
 
@@ -275,6 +299,77 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
+def reference_child(spec_path: Path) -> None:
+    """Body of the straightforward-timing child: float32 reference, timed repeats, npz out."""
+    from benchmarks.reference_bilm import load_reference_weights, reference_forward
+
+    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    options, weights = load_reference_weights(spec["options"], spec["weights"], np.float32)
+    samples = []
+    layers = np.zeros(0)
+    for _ in range(spec["repeats"]):
+        start = time.perf_counter()
+        layers, _mask = reference_forward(options, weights, spec["sentences"])
+        samples.append(time.perf_counter() - start)
+    np.savez(spec["out"], layers=layers, samples=np.array(samples))
+
+
+def time_reference(
+    options_path: Path,
+    weights_path: Path,
+    sentences: list[list[str]],
+    threads: int,
+    repeats: int,
+) -> tuple[list[float], np.ndarray]:
+    """Seconds per forward of the float32 straightforward implementation, and its layers."""
+    with tempfile.TemporaryDirectory(prefix="elmo-bench-straight-") as tmp:
+        spec = {
+            "options": str(options_path),
+            "weights": str(weights_path),
+            "sentences": sentences,
+            "repeats": repeats,
+            "out": str(Path(tmp) / "straight.npz"),
+        }
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        env = dict(
+            os.environ,
+            OMP_NUM_THREADS=str(threads),
+            MKL_NUM_THREADS=str(threads),
+            OPENBLAS_NUM_THREADS=str(threads),
+        )
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--reference-child", str(spec_path)]
+        subprocess.run(cmd, check=True, env=env, cwd=REPO)
+        with np.load(spec["out"]) as data:
+            return [float(x) for x in data["samples"]], data["layers"]
+
+
+def int8_slots(model: BiLM) -> list[tuple[torch.nn.Module, str]]:
+    """The attributes that hold int8 packed weights (to switch fp32/int8 without repacking)."""
+    slots: list[tuple[torch.nn.Module, str]] = [
+        (cell, "_int8") for layer in model.layers for cell in layer
+    ]
+    return [*slots, (model.char_cnn.highway, "_int8"), (model.char_cnn, "_int8_proj")]
+
+
+def embed_peak_rss(
+    options_path: Path, weights_path: Path, corpus: Path, threads: int, extra: Sequence[str] = ()
+) -> tuple[int, float]:
+    """Peak RSS (bytes) and wall time of ``python -m bilm embed`` at batch 64, in a child."""
+    with tempfile.TemporaryDirectory(prefix="elmo-bench-embed-") as tmp:
+        cmd = [sys.executable, "-c", EMBED_RSS_CHILD, "embed", "--options", str(options_path)]
+        cmd += ["--weights", str(weights_path), "--input", str(corpus), "--quiet"]
+        cmd += ["--output", str(Path(tmp) / "out.hdf5"), "--batch-size", "64", "--device", "cpu"]
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*cmd, *extra], check=True, env=env, cwd=REPO, capture_output=True, text=True
+        )
+        seconds = time.perf_counter() - start
+    line = [x for x in done.stdout.splitlines() if x.startswith("MAXRSS_KIB")][-1]
+    return int(line.split()[1]) * 1024, seconds
+
+
 # ---------------------------------------------------------------------------- main
 def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
@@ -386,11 +481,95 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "roofline_fraction_best_vs_best": fraction_best,
     }
 
+    # -- straightforward implementation, same batch, same run (#14) ---------------------
+    straight_tps = straight_diff = float("nan")
+    if args.reference_repeats > 0:
+        exact = forward(model, ids).numpy()  # (L+1, 64, 20, 2P)
+        straight_samples, straight = time_reference(
+            options_path, weights_path, batch, args.threads, args.reference_repeats
+        )
+        straight_s = statistics.median(straight_samples)
+        straight_tps = tokens / straight_s
+        if straight.shape == exact.shape:
+            straight_diff = float(np.abs(exact - straight).max())
+        else:
+            straight_diff = float("inf")
+        print(
+            f"\n[straightforward implementation: benchmarks/reference_bilm.py, float32 numpy, "
+            f"child process, {args.threads} threads, same 64 x 20 batch]"
+        )
+        print(
+            f"  forward median {straight_s:.3f} s over {len(straight_samples)} -> "
+            f"{straight_tps:,.0f} tokens/s; optimised/straightforward = "
+            f"x{tps / straight_tps:.2f} (medians, measured in this run)"
+        )
+        print(f"  max |optimised fp32 - straightforward fp32| over all layers: {straight_diff:.2e}")
+        report["straightforward_64x20"] = {
+            "samples_s": straight_samples,
+            "median_s": straight_s,
+            "tokens_per_s": straight_tps,
+            "ratio_optimised_over_straightforward": tps / straight_tps,
+            "max_abs_diff": straight_diff,
+        }
+
+    # -- int8 (#14): interleaved with fp32 -----------------------------------------------
+    exact_t = forward(model, ids)  # (L+1, 64, 20, 2P)
+    start = time.perf_counter()
+    model.quantize_int8()
+    quantize_s = time.perf_counter() - start
+    slots = int8_slots(model)
+    packs = [getattr(module, name) for module, name in slots]
+
+    def use_int8(on: bool) -> None:
+        for (module, name), pack in zip(slots, packs, strict=True):
+            setattr(module, name, pack if on else None)
+
+    quantized = forward(model, ids)  # warm-up and deviation
+    int8_dev = float((quantized - exact_t).abs().max())
+    int8_layer_dev = [float(d) for d in (quantized - exact_t).abs().amax(dim=(1, 2, 3))]
+    int8_rel = int8_dev / float(exact_t.abs().max())
+    fp32_samples, int8_samples = [], []
+    for _ in range(args.repeats):  # alternate, so that both see the same machine load
+        use_int8(False)
+        fp32_samples += time_calls(lambda: forward(model, ids), 1)
+        use_int8(True)
+        int8_samples += time_calls(lambda: forward(model, ids), 1)
+    model.quantize_int8(False)
+    fp32_med, int8_med = statistics.median(fp32_samples), statistics.median(int8_samples)
+    int8_tps, speedup = tokens / int8_med, fp32_med / int8_med
+    print(
+        "\n[int8: BiLM.quantize_int8 (fbgemm dynamic quantisation: LSTM input/state/projection "
+        "and highway/projection GEMMs; convolutions fp32), 64 x 20, interleaved with fp32]"
+    )
+    print(f"  quantize_int8: {quantize_s:.2f} s")
+    print(
+        f"  fp32 median {fp32_med:.3f} s ({tokens / fp32_med:,.0f} tokens/s), int8 median "
+        f"{int8_med:.3f} s ({int8_tps:,.0f} tokens/s): speed-up x{speedup:.2f} "
+        f"over {args.repeats} alternating pairs"
+    )
+    print(
+        f"  max |int8 - fp32|: {int8_dev:.3e} ({int8_rel:.2%} of max |fp32|); per layer "
+        + ", ".join(f"{d:.2e}" for d in int8_layer_dev)
+    )
+    report["int8_64x20"] = {
+        "fp32_samples_s": fp32_samples,
+        "int8_samples_s": int8_samples,
+        "int8_tokens_per_s": int8_tps,
+        "speedup": speedup,
+        "max_abs_dev": int8_dev,
+        "max_abs_dev_per_layer": int8_layer_dev,
+        "max_abs_dev_relative": int8_rel,
+    }
+    del exact_t, quantized
+
     # -- natural text ------------------------------------------------------------------
     if args.natural > 0:
         sentences = corpus[: args.natural]
         ordered = sorted(sentences, key=len, reverse=True)
-        batches = [ordered[i : i + BATCH] for i in range(0, len(ordered), BATCH)]
+        chunk = [Sentence(i, s) for i, s in enumerate(ordered)]
+        budget = BATCH * TOKENS_PER_ROW  # token-budget batches, as `bilm embed` plans them
+        batches = [[x.tokens for x in b] for b in plan_batches(chunk, BATCH, True, budget)]
+        model.set_token_cache(TOKEN_CACHE_WORDS)  # LRU of char-CNN vectors across batches
         start = time.perf_counter()
         all_ids = [batch_to_ids(b) for b in batches]
         ids_s = time.perf_counter() - start
@@ -402,10 +581,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ntps = ncost["tokens"] / natural_s
         n_exec = ncost["executed_flop"] / natural_s / 1e9
         note = "" if len(sentences) == args.natural else f" (asked {args.natural:,})"
+        hits, misses = model.token_cache_hits, model.token_cache_misses
+        model.set_token_cache(0)
         print(
             f"\n[natural text: first {len(sentences):,} sentences{note}, "
-            f"{ncost['tokens']:,} tokens, {len(batches)} length-sorted batches of <= {BATCH}]"
+            f"{ncost['tokens']:,} tokens, {len(batches)} length-sorted batches of <= {BATCH} "
+            f"within {budget:,} padded positions; token cache {TOKEN_CACHE_WORDS:,} words]"
         )
+        print(f"  token cache: {hits:,} hits, {misses:,} misses (distinct words per batch)")
         print(
             f"  forward {natural_s:.2f} s (one pass) -> {ntps:,.0f} tokens/s; "
             f"batch_to_ids {ids_s:.2f} s extra"
@@ -474,6 +657,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     report["correctness"] = {"sentences": len(subset), "max_abs_diff": max_diff}
 
+    # -- embed peak RSS (#14) ----------------------------------------------------------
+    embed_rss = float("nan")
+    if args.embed and args.corpus is not None and args.corpus.exists():
+        embed_rss, embed_s = embed_peak_rss(options_path, weights_path, args.corpus, args.threads)
+        print(
+            f"\n[python -m bilm embed --batch-size 64 on {args.corpus.name} "
+            f"({len(corpus):,} sentences), fp32, child process, {args.threads} threads]"
+        )
+        print(f"  peak RSS {fmt_bytes(embed_rss)}; wall {embed_s:.1f} s (load included)")
+        report["embed"] = {"peak_rss_bytes": embed_rss, "seconds": embed_s}
+    elif args.embed:
+        print("\n[python -m bilm embed: skipped, no corpus file]")
+
     rss_end = peak_rss_bytes()
     print()
     print_contention(report, "end")
@@ -504,9 +700,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ("max abs diff vs reference <= 1e-5", f"{max_diff:.1e}", max_diff <= TARGET_MAX_DIFF),
         ("peak RSS <= 1.2 GB", fmt_bytes(rss_end), rss_end <= TARGET_PEAK_RSS_BYTES),
     ]
+    targets += [
+        (
+            f"#14 64x20 fp32 tokens/s >= {TARGET14_TOKENS_PER_S:,.0f}",
+            f"{tps:,.0f} (x{tps / straight_tps:.2f} straightforward)",
+            tps >= TARGET14_TOKENS_PER_S,
+        ),
+        (
+            "#14 max abs diff vs straightforward fp32 <= 1e-5",
+            f"{straight_diff:.1e}",
+            straight_diff <= TARGET_MAX_DIFF,
+        ),
+        (
+            f"#14 int8 speed-up >= x{TARGET14_INT8_SPEEDUP}",
+            f"x{speedup:.2f} (max dev {int8_dev:.1e})",
+            speedup >= TARGET14_INT8_SPEEDUP,
+        ),
+        (
+            "#14 embed peak RSS (batch 64) <= 1.0 GB",
+            fmt_bytes(embed_rss) if embed_rss == embed_rss else "not measured",
+            embed_rss <= TARGET14_EMBED_RSS_BYTES,
+        ),
+    ]
     print("\n[targets]")
     for name, value, ok in targets:
-        print(f"  {verdict(ok)}  {name:<36} measured {value}")
+        mark = "SKIP" if value == "not measured" else verdict(ok)
+        print(f"  {mark}  {name:<36} measured {value}")
     report["targets"] = {name: {"measured": value, "met": ok} for name, value, ok in targets}
     return report
 
@@ -526,10 +745,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--profile", action="store_true", help="char CNN vs LSTM time split")
+    parser.add_argument(
+        "--reference-repeats",
+        type=int,
+        default=3,
+        help="timed repeats of the straightforward implementation on 64 x 20 (0 = skip)",
+    )
+    parser.add_argument(
+        "--no-embed",
+        dest="embed",
+        action="store_false",
+        help="skip the peak-RSS run of `python -m bilm embed` on the corpus",
+    )
     parser.add_argument("--write-model", type=Path, help=argparse.SUPPRESS)  # child process
+    parser.add_argument("--reference-child", type=Path, help=argparse.SUPPRESS)  # child process
     args = parser.parse_args(argv)
     if args.write_model is not None:
         write_model(args.write_model, args.seed)
+        return
+    if args.reference_child is not None:
+        reference_child(args.reference_child)
         return
     report = run(args)
     if args.json is not None:

@@ -29,7 +29,13 @@ from bilm.devices import (
     resolve_precision,
     torchrun_local_rank,
 )
-from bilm.embed import LAYER_SELECTIONS, EmbedError, embed_file
+from bilm.embed import (
+    LAYER_SELECTIONS,
+    EmbedError,
+    embed_file,
+    return_freed_memory_eagerly,
+    trim_heap,
+)
 from bilm.options import OptionsError
 from bilm.pretrained import default_checkpoint_path
 from bilm.weights import WeightsError, load_checkpoint, load_official
@@ -140,7 +146,26 @@ def _configure_embed(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="torch device, e.g. cpu or cuda:0 (default: cuda if available, else cpu)",
     )
+    parser.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="token budget per batch: rows x (longest + 2) padded positions, applied with "
+        "--state reset/warm (default: 48 x --batch-size); bounds memory on long lines",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=EMBED_PRECISIONS,
+        default="fp32",
+        help="fp32 (default, exact) or int8: dynamically quantised GEMMs in the LSTMs and "
+        "highway layers, faster on CPU, vectors deviate slightly (CPU only)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+
+
+#: ``embed --precision`` choices.
+EMBED_PRECISIONS: tuple[str, ...] = ("fp32", "int8")
 
 
 def _positive_int(text: str) -> int:
@@ -173,13 +198,20 @@ def _run_embed(args: argparse.Namespace) -> int:
     if not args.input.is_file():  # fail before loading the model (UTF-8 is checked later)
         missing = "not found" if not args.input.exists() else "is not a regular file"
         raise EmbedError(f"{args.input}: input file {missing}")
+    return_freed_memory_eagerly()  # resident memory follows the current batch, not the largest
     if args.options is not None:
         model = load_official(args.options, args.weights, state=args.state)
     else:
         checkpoint = args.checkpoint if args.checkpoint is not None else _default_checkpoint()
         model = load_checkpoint(checkpoint, state=args.state)
+    model = model.to(device)
+    trim_heap()  # the weight file's read buffers
+    if args.precision == "int8":
+        if device.type != "cpu":
+            raise UsageError("--precision int8 runs on the CPU only: add --device cpu")
+        model.quantize_int8()
     stats = embed_file(
-        model.to(device),
+        model,
         args.input,
         args.output,
         batch_size=args.batch_size,
@@ -187,6 +219,7 @@ def _run_embed(args: argparse.Namespace) -> int:
         tokenize=args.tokenize,
         progress=not args.quiet,
         sentence_index=not args.forget_sentences,
+        max_tokens=args.max_tokens,
     )
     if not args.quiet:
         print(stats.summary(), file=sys.stderr)

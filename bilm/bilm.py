@@ -25,8 +25,9 @@ implementations keep carrying it at inference, keyed by row index. We make the c
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 import torch
 from torch import Tensor, nn
@@ -37,7 +38,7 @@ from bilm.lstm import LSTMWithProjection
 from bilm.options import BiLMOptions
 
 StatePolicy = Literal["reset", "carry", "warm"]
-CNN_CHUNK = 256  # distinct words per char-CNN call
+CNN_CHUNK = 128  # distinct words per char-CNN call (bounds its buffers: ≈ 0.4 MB a word)
 STATE_POLICIES: tuple[str, ...] = ("reset", "carry", "warm")
 
 #: Fixed warm-up text for the ``"warm"`` policy (public-domain sentences, one per line; the first
@@ -109,6 +110,12 @@ class BiLM(nn.Module):
         # Carried / warm states: (layers, 2 directions, rows, width); not part of the weights.
         self._carry: tuple[Tensor, Tensor] | None = None
         self._warm: tuple[Tensor, Tensor] | None = None
+        # LRU of char-CNN outputs across calls (inference only), keyed by the char-id row.
+        self._token_cache: OrderedDict[bytes, Tensor] = OrderedDict()
+        self._token_cache_size = 0
+        self._token_cache_key: tuple[object, ...] | None = None
+        self.token_cache_hits = 0
+        self.token_cache_misses = 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -125,6 +132,53 @@ class BiLM(nn.Module):
         """Forget carried state (``carry``) and the cached warm state (``warm``)."""
         self._carry = None
         self._warm = None
+
+    def set_token_cache(self, max_words: int) -> None:
+        """Keep the char-CNN vectors of up to ``max_words`` recent distinct words across calls.
+
+        Inference only (no autograd); a word's vector is then computed once while it stays in
+        the least-recently-used cache, instead of once per batch. Each entry holds ``P`` floats
+        (2 KiB at P = 512). The cache empties itself when a char-CNN weight changes in place
+        or is replaced.
+
+        Args:
+            max_words: capacity in distinct words; 0 (the default) turns the cache off.
+
+        Raises:
+            ValueError: ``max_words`` is negative.
+        """
+        if max_words < 0:
+            raise ValueError(f"max_words must be >= 0, got {max_words}")
+        self._token_cache_size = max_words
+        self.clear_token_cache()
+
+    def clear_token_cache(self) -> None:
+        """Empty the token cache (its capacity stays) and zero its hit/miss counters."""
+        self._token_cache.clear()
+        self._token_cache_key = None
+        self.token_cache_hits = self.token_cache_misses = 0
+
+    def quantize_int8(self, enabled: bool = True) -> None:
+        """Run inference with int8 GEMMs (dynamic quantisation) in the LSTMs and the highway.
+
+        Weights are quantised to int8 per output column, activations per call (fbgemm); the
+        float weights are kept, so training and autograd are unaffected. The int8 copies are a
+        snapshot of the current weights: call again after loading or changing weights. Outputs
+        deviate from float32 (``benchmarks/bench_bilm.py`` measures by how much).
+
+        Args:
+            enabled: False returns to float32 arithmetic.
+        """
+        for layer in self.layers:
+            for cell in layer:
+                cell.quantize_int8(enabled)
+        self.char_cnn.quantize_int8(enabled)
+        self.clear_token_cache()
+
+    @property
+    def int8(self) -> bool:
+        """Whether inference uses int8 GEMMs (:meth:`quantize_int8`)."""
+        return self.layers[0][0].int8
 
     # ------------------------------------------------------------------ forward
     def forward(self, char_ids: Tensor) -> BiLMOutput:
@@ -163,12 +217,15 @@ class BiLM(nn.Module):
         inverse[perm] = torch.arange(batch, device=perm.device)
         ids = self._with_boundaries(char_ids[perm], lengths[perm])  # (B, T+2, max_chars)
         token_mask = (ids > 0).any(dim=-1)  # (B, T+2)
-        embedded = self._embed_unique(ids, token_mask)  # (B, T+2, P), 0 at padding
+        embedded, words, word_index = self._embed_unique(ids, token_mask, with_words=True)
         x = embedded.transpose(0, 1).contiguous()  # (T+2, B, P) time-major, sorted
+        del embedded
         lens = sorted_lengths.tolist()
 
         h0, c0 = self._initial_state(batch, perm, x)
-        outputs, final_h, final_c = self._run_stacks(x, x, lens, h0, c0)
+        # Layer 0's input product depends only on the word: one row per distinct word.
+        by_word = (words, word_index.t().contiguous())  # (U, P), (T+2, B)
+        outputs, final_h, final_c = self._run_stacks(x, x, lens, h0, c0, by_word)
         if self.state == "carry":
             self._store_carry(final_h[:, :, inverse], final_c[:, :, inverse])
 
@@ -247,9 +304,19 @@ class BiLM(nn.Module):
         return top_f[inverse], top_b[inverse], new_state
 
     def _run_stacks(
-        self, x_forward: Tensor, x_backward: Tensor, lens: list[int], h0: Tensor, c0: Tensor
+        self,
+        x_forward: Tensor,
+        x_backward: Tensor,
+        lens: list[int],
+        h0: Tensor,
+        c0: Tensor,
+        by_word: tuple[Tensor, Tensor] | None = None,
     ) -> tuple[list[tuple[Tensor, Tensor]], Tensor, Tensor]:
         """Both LSTM stacks over time-major, length-sorted inputs ``(T, B, P)``.
+
+        ``by_word``: ``(words (U, P), index (T, B))`` with ``x[t, b] == words[index[t, b]]`` for
+        both directions; layer 0 then computes its input product once per distinct word
+        (inference, no dropout).
 
         Returns the per-layer ``(forward, backward)`` outputs (residuals included) and the final
         states ``(L, 2, B, P)``, ``(L, 2, B, C)``.
@@ -264,7 +331,11 @@ class BiLM(nn.Module):
                 layer_input = inputs[d]
                 if self.training and self.dropout > 0:
                     layer_input = nn.functional.dropout(layer_input, self.dropout, True)
-                out, h_n, c_n = layer[d](layer_input, lens, h0[layer_index, d], c0[layer_index, d])
+                words, index = by_word if by_word is not None else (None, None)
+                if layer_index > 0 or (self.training and self.dropout > 0):
+                    words = index = None  # deeper layers' inputs depend on the context
+                state = (h0[layer_index, d], c0[layer_index, d])
+                out, h_n, c_n = layer[d](layer_input, lens, *state, words, index)
                 if layer_index > 0 and self.options.lstm.use_skip_connections:
                     out = out + layer_input  # residual from layer 1 on (ELMO_SPEC §7)
                 final_h.append(h_n)
@@ -301,18 +372,91 @@ class BiLM(nn.Module):
         ids[torch.arange(batch, device=ids.device), lengths + 1] = eos
         return ids
 
-    def _embed_unique(self, ids: Tensor, token_mask: Tensor) -> Tensor:
-        """Run the char CNN once per distinct token of the batch; zeros at padding."""
+    @overload
+    def _embed_unique(
+        self, ids: Tensor, token_mask: Tensor, with_words: Literal[False] = False
+    ) -> Tensor: ...
+
+    @overload
+    def _embed_unique(
+        self, ids: Tensor, token_mask: Tensor, with_words: Literal[True]
+    ) -> tuple[Tensor, Tensor, Tensor]: ...
+
+    def _embed_unique(
+        self, ids: Tensor, token_mask: Tensor, with_words: bool = False
+    ) -> Tensor | tuple[Tensor, Tensor, Tensor]:
+        """Run the char CNN once per distinct token of the batch; zeros at padding.
+
+        Args:
+            ids: ``(..., max_chars)`` char ids.
+            token_mask: ``ids.shape[:-1]`` bool, True at real tokens.
+            with_words: also return the distinct vectors and each position's index into them.
+
+        Returns:
+            ``(..., P)`` vectors; with ``with_words`` also ``words (U, P)`` and
+            ``index (...)`` long with ``out[pos] == words[index[pos]]`` at real positions (0 at
+            padding; ``U`` may be 0).
+        """
         P = self.options.lstm.projection_dim
         real_ids = ids[token_mask]  # (n_real, max_chars)
-        out = ids.new_zeros(*token_mask.shape, P, dtype=self.char_cnn.char_embedding.weight.dtype)
+        dtype = self.char_cnn.char_embedding.weight.dtype
+        out = ids.new_zeros(*token_mask.shape, P, dtype=dtype)  # (..., P)
+        word_index = torch.zeros(token_mask.shape, dtype=torch.long, device=ids.device)
         if real_ids.shape[0] == 0:
-            return out
+            return (out, out.new_zeros(0, P), word_index) if with_words else out
         unique, index = torch.unique(real_ids, dim=0, return_inverse=True)  # (n_unique, max_chars)
-        # Chunks of CNN_CHUNK words bound the convolutions' memory (≈ 0.4 MB a word, full size).
-        encoded = torch.cat([self.char_cnn(chunk) for chunk in unique.split(CNN_CHUNK)])
-        out[token_mask] = encoded[index].to(out.dtype)  # (n_real, P); autocast may give bf16
-        return out
+        if self._token_cache_size > 0 and not torch.is_grad_enabled():
+            encoded = self._encode_cached(unique)  # (n_unique, P)
+        else:
+            encoded = self._encode(unique)  # (n_unique, P)
+        encoded = encoded.to(out.dtype)  # autocast may give bf16
+        out[token_mask] = encoded[index]  # (n_real, P)
+        if not with_words:
+            return out
+        word_index[token_mask] = index
+        return out, encoded, word_index
+
+    def _encode(self, unique: Tensor) -> Tensor:
+        """Char CNN of ``unique (n, max_chars)`` → ``(n, P)``, in chunks of CNN_CHUNK words.
+
+        Chunks bound the convolutions' memory (≈ 0.4 MB a word at full size).
+        """
+        return torch.cat([self.char_cnn(chunk) for chunk in unique.split(CNN_CHUNK)])
+
+    def _encode_cached(self, unique: Tensor) -> Tensor:
+        """:meth:`_encode` through the LRU token cache (:meth:`set_token_cache`)."""
+        params = tuple(self.char_cnn.parameters())
+        key = (
+            tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
+            torch.is_autocast_enabled(unique.device.type),
+            self.char_cnn.int8,
+        )
+        if key != self._token_cache_key:  # weights changed (or first use): start afresh
+            self._token_cache.clear()
+            self._token_cache_key = key
+        cache = self._token_cache
+        rows = unique.cpu().numpy()  # (n_unique, max_chars)
+        keys = [row.tobytes() for row in rows]
+        missing = [i for i, k in enumerate(keys) if k not in cache]
+        computed: dict[bytes, Tensor] = {}
+        if missing:
+            fresh = self._encode(unique[torch.tensor(missing, device=unique.device)])  # (m, P)
+            computed = {keys[i]: v for i, v in zip(missing, fresh.unbind(0), strict=True)}
+        self.token_cache_hits += len(keys) - len(missing)
+        self.token_cache_misses += len(missing)
+        vectors = []
+        for k in keys:
+            vector = computed.get(k)
+            if vector is None:
+                vector = cache[k]
+                cache.move_to_end(k)
+            vectors.append(vector)
+        encoded = torch.stack(vectors)  # (n_unique, P)
+        for k, vector in computed.items():
+            cache[k] = vector.clone()  # own storage: an entry must not pin the whole batch
+        while len(cache) > self._token_cache_size:
+            cache.popitem(last=False)  # least recently used first
+        return encoded
 
     def _initial_state(self, batch: int, perm: Tensor, like: Tensor) -> tuple[Tensor, Tensor]:
         L, P, C = (

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from bilm.lstm import _int8_pack, int8_mm
 from bilm.options import CharCNNOptions
 
 
@@ -27,11 +28,27 @@ class Highway(nn.Module):
             nn.Parameter(torch.empty(dim, 2 * dim)) for _ in range(n_layers)
         )
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(2 * dim)) for _ in range(n_layers))
+        self._int8: list[object] | None = None  # int8 packed [W | b] per layer (inference)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_int8"] = None  # fbgemm packed weights do not pickle: quantize again
+        return state
+
+    def quantize_int8(self, enabled: bool = True) -> None:
+        """Use int8 GEMMs at inference (a snapshot of the weights); False returns to float."""
+        self._int8 = None
+        if enabled:
+            self._int8 = [_int8_pack(w, b) for w, b in zip(self.weight, self.bias, strict=True)]
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply every layer. ``x``: (tokens, F) → (tokens, F)."""
-        for weight, bias in zip(self.weight, self.bias, strict=True):
-            both = torch.addmm(bias, x, weight)  # (tokens, 2F)
+        int8 = self._int8 if not torch.is_grad_enabled() else None
+        for k, (weight, bias) in enumerate(zip(self.weight, self.bias, strict=True)):
+            if int8 is not None:
+                both = int8_mm(x.contiguous(), int8[k])  # (tokens, 2F), bias included
+            else:
+                both = torch.addmm(bias, x, weight)  # (tokens, 2F)
             transform = F.relu(both[:, : self.dim])
             gate = torch.sigmoid(both[:, self.dim :])
             x = torch.lerp(x, transform, gate)  # g·transform + (1−g)·x
@@ -68,6 +85,28 @@ class CharCNN(nn.Module):
             self.proj_bias = nn.Parameter(torch.empty(projection_dim))
         self.output_dim = projection_dim
         self._act = torch.relu if opts.activation == "relu" else torch.tanh
+        self._int8_proj: object | None = None  # int8 packed projection (inference)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_int8_proj"] = None  # fbgemm packed weights do not pickle: quantize again
+        return state
+
+    @property
+    def int8(self) -> bool:
+        """Whether inference uses int8 GEMMs (highway and projection; convolutions stay float)."""
+        return self.highway._int8 is not None
+
+    def quantize_int8(self, enabled: bool = True) -> None:
+        """Int8 GEMMs for the highway layers and the projection at inference (weight snapshot).
+
+        Args:
+            enabled: False returns to float arithmetic.
+        """
+        self.highway.quantize_int8(enabled)
+        self._int8_proj = None
+        if enabled and self.proj_weight is not None:
+            self._int8_proj = _int8_pack(self.proj_weight, self.proj_bias)
 
     def forward(self, char_ids: Tensor) -> Tensor:
         """Encode tokens.
@@ -85,6 +124,8 @@ class CharCNN(nn.Module):
         ]
         x = self._act(torch.cat(pooled, dim=1))  # (tokens, F): max-pool, then activation
         x = self.highway(x)  # (tokens, F)
-        if self.proj_weight is not None and self.proj_bias is not None:
+        if self._int8_proj is not None and not torch.is_grad_enabled():
+            x = int8_mm(x.contiguous(), self._int8_proj)  # (tokens, P), bias included
+        elif self.proj_weight is not None and self.proj_bias is not None:
             x = torch.addmm(self.proj_bias, x, self.proj_weight)  # (tokens, P)
         return x

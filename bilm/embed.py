@@ -16,7 +16,11 @@ line (whitespace-tokenised, or raw text with ``tokenize=True``). The output hold
 Order and state (ELMO_SPEC §8). The input is streamed: chunks of ``lines_per_chunk`` lines are
 read, cut into batches and written before the next chunk is read. With the ``"reset"`` and
 ``"warm"`` state policies a sentence's vectors do not depend on its batch, so each chunk is
-sorted by length to reduce padding (keys still follow the input lines). With ``"carry"`` the
+sorted by length to reduce padding (keys still follow the input lines), and batches also respect
+a token budget (``max_tokens`` padded positions, markers included), so a batch of long sentences
+holds fewer of them: the memory of a batch (its outputs, the LSTM buffers) is bounded by the
+budget, not by the longest line of the file. Each batch's vectors are written to the HDF5 file
+as soon as it finishes and then released. With ``"carry"`` the
 state of batch row ``i`` flows into row ``i`` of the next batch, so batches are consecutive runs of
 ``batch_size`` lines in file order, exactly like allennlp's ``elmo`` command and the fixture
 protocol; the output then depends on ``batch_size``.
@@ -27,8 +31,10 @@ leaves a file that looks finished.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +54,13 @@ LAYER_SELECTIONS: tuple[str, ...] = ("all", "average", "top")
 SENTENCE_INDEX_KEY = "sentence_to_index"
 #: Default chunk size, in batches: lines read, sorted and written together.
 CHUNK_BATCHES = 32
+#: Default token budget per batch, in padded positions per sentence of ``batch_size``
+#: (``max_tokens = batch_size * TOKENS_PER_ROW``); natural sentences up to 46 tokens fill a
+#: batch, longer ones share one with fewer rows.
+TOKENS_PER_ROW = 48
+#: Default capacity of the biLM's LRU token cache during a run (distinct words; 2 KiB each at
+#: P = 512).
+TOKEN_CACHE_WORDS = 8192
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -187,19 +200,39 @@ def iter_sentences(
         yield Sentence(index, tokenize(_decode(raw, Path(path), index)))
 
 
-def plan_batches(chunk: Sequence[Sentence], batch_size: int, sort: bool) -> list[list[Sentence]]:
+def plan_batches(
+    chunk: Sequence[Sentence], batch_size: int, sort: bool, max_tokens: int | None = None
+) -> list[list[Sentence]]:
     """Cut a chunk of sentences into batches.
 
     Args:
         chunk: sentences in file order.
         batch_size: sentences per batch (the last batch may be smaller).
         sort: sort by length, longest first (stable), to reduce padding; False keeps file order.
+        max_tokens: token budget: a batch's ``rows × (longest + 2)`` (padded positions with the
+            sentence markers) stays within it, except a single sentence longer than the budget,
+            which gets a batch of its own. ``None``: no budget. Only applied with ``sort`` (file
+            order with carried state needs fixed batches).
 
     Returns:
         The batches; every sentence appears exactly once.
     """
     ordered = sorted(chunk, key=lambda s: -len(s.tokens)) if sort else list(chunk)
-    return [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+    if max_tokens is None or not sort:
+        return [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+    batches: list[list[Sentence]] = []
+    current: list[Sentence] = []
+    longest = 0
+    for sentence in ordered:
+        width = max(longest, len(sentence.tokens)) + 2
+        if current and (len(current) == batch_size or (len(current) + 1) * width > max_tokens):
+            batches.append(current)
+            current, longest = [], 0
+        current.append(sentence)
+        longest = max(longest, len(sentence.tokens))
+    if current:
+        batches.append(current)
+    return batches
 
 
 def select_layers(layers: Tensor, selection: LayerSelection) -> Tensor:
@@ -229,6 +262,53 @@ def _h5py() -> Any:
     return h5py
 
 
+#: Shapes whose oneDNN primitives stay cached (``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ideep's
+#: ``LRU_CACHE_CAPACITY``, both 1024 by default): every batch shape adds primitives and their
+#: buffers; 32 keeps a batch's own shapes and bounds the rest.
+ONEDNN_CACHE_SHAPES = 32
+
+
+def return_freed_memory_eagerly() -> bool:
+    """Bound the memory a long run keeps between batches (process-wide; Linux/glibc).
+
+    glibc raises its mmap threshold as large blocks are freed, after which tensors of a few MB
+    come from the heap and their pages stay resident after release; a run then keeps the
+    high-water mark of every batch shape it has seen. Fixing the threshold at 1 MiB (and the
+    trim threshold at 4 MiB) keeps the resident memory of a long run near that of one batch.
+    Also caps oneDNN's primitive caches at :data:`ONEDNN_CACHE_SHAPES` shapes unless the
+    environment already sets them (effective before the first oneDNN call). Used by the
+    ``embed`` command, not by :func:`embed_file`.
+
+    Returns:
+        True when the glibc setting was applied.
+    """
+    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
+        os.environ.setdefault(name, str(ONEDNN_CACHE_SHAPES))
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # glibc <malloc.h>
+        ok = libc.mallopt(m_mmap_threshold, 1 << 20) == 1
+        return libc.mallopt(m_trim_threshold, 4 << 20) == 1 and ok
+    except (OSError, AttributeError):
+        return False
+
+
+def trim_heap() -> None:
+    """Give the free pages inside glibc's heap back to the system (``malloc_trim(0)``).
+
+    Cheap (milliseconds); a no-op where glibc is absent. Called after each batch by
+    :func:`embed_file` and after loading the model by the ``embed`` command.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _chunks(sentences: Iterator[Sentence], size: int) -> Iterator[list[Sentence]]:
     chunk: list[Sentence] = []
     for sentence in sentences:
@@ -252,6 +332,8 @@ def embed_file(
     progress: bool = True,
     sentence_index: bool = True,
     lines_per_chunk: int | None = None,
+    max_tokens: int | None = None,
+    token_cache: int = TOKEN_CACHE_WORDS,
 ) -> EmbedStats:
     """Embed every line of a text file and write the allennlp ``elmo`` HDF5 layout (module doc).
 
@@ -272,6 +354,12 @@ def embed_file(
             sentence in memory until the end; turn it off for very large inputs.
         lines_per_chunk: lines read, sorted and written at a time; default
             ``batch_size * CHUNK_BATCHES``. Rounded up to a multiple of ``batch_size``.
+        max_tokens: token budget per batch in padded positions (markers included), applied
+            when batches are sorted (not with ``"carry"``); default
+            ``batch_size * TOKENS_PER_ROW``. Bounds the memory of a batch.
+        token_cache: capacity (distinct words) of the biLM's LRU cache of char-CNN vectors
+            during the run (:meth:`BiLM.set_token_cache`); 0 turns it off. The biLM's own
+            setting is restored afterwards.
 
     Returns:
         :class:`EmbedStats` for the run.
@@ -293,6 +381,11 @@ def embed_file(
         raise EmbedError(f"{output_path}: output would overwrite the input")
     if lines_per_chunk is not None and lines_per_chunk < 1:
         raise EmbedError(f"lines_per_chunk must be >= 1, got {lines_per_chunk}")
+    if max_tokens is not None and max_tokens < 1:
+        raise EmbedError(f"max_tokens must be >= 1, got {max_tokens}")
+    if token_cache < 0:
+        raise EmbedError(f"token_cache must be >= 0, got {token_cache}")
+    budget = max_tokens if max_tokens is not None else batch_size * TOKENS_PER_ROW
     chunk_size = lines_per_chunk or batch_size * CHUNK_BATCHES
     chunk_size = -(-chunk_size // batch_size) * batch_size  # round up to a multiple of batch_size
     tokenizer = spacy_tokenizer() if tokenize else whitespace_tokenize
@@ -302,7 +395,9 @@ def embed_file(
     start = time.perf_counter()
     tmp_path = output_path.with_name(output_path.name + ".tmp")
     was_training = bilm.training
+    previous_cache = bilm._token_cache_size
     bilm.eval()
+    bilm.set_token_cache(token_cache)
     sort = bilm.state != "carry"
     device = next(bilm.parameters()).device
     max_chars = bilm.options.char_cnn.max_characters_per_token
@@ -325,10 +420,11 @@ def embed_file(
                 if sentence_index:
                     for sentence in chunk:  # file order: a repeated sentence keeps its last key
                         index[" ".join(sentence.tokens)] = str(sentence.index)
-                for batch in plan_batches(chunk, batch_size, sort):
+                for batch in plan_batches(chunk, batch_size, sort, budget):
                     char_ids = batch_to_ids([s.tokens for s in batch], max_chars)  # (B, T, 50)
                     out = bilm(char_ids.to(device))
                     vectors = select_layers(out.layers, layers).float().cpu().numpy()
+                    del out  # (L+1, B, T, 2P): released as soon as the batch is written
                     for row, sentence in enumerate(batch):
                         n = len(sentence.tokens)
                         if layers == "all":
@@ -337,6 +433,8 @@ def embed_file(
                             data = vectors[row, :n]  # (n, 2P)
                         sink.create_dataset(str(sentence.index), data=data, dtype="float32")
                         n_tokens += n
+                    del vectors, data  # no batch outlives its writing
+                    trim_heap()
                     n_sentences += len(batch)
                     bar.update(len(batch))
             if sentence_index:
@@ -348,4 +446,5 @@ def embed_file(
         raise
     finally:
         bilm.train(was_training)
+        bilm.set_token_cache(previous_cache)
     return EmbedStats(n_sentences, n_tokens, time.perf_counter() - start, output_path)
