@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from experiments.spec import MixSpec, RunSpec
 from experiments.store import Provenance, RunRecord
 
@@ -52,3 +54,19 @@ def fake_run(spec: RunSpec) -> RunRecord:
     if spec.seed < 0:
         raise RuntimeError("negative seed")
     return make_record(spec, 0.5 + spec.seed / 100)
+
+
+def cli_dirs(tmp_path: Path) -> list[str]:
+    """``python -m experiments`` options that keep a test's store, work, outputs and feature
+    cache under ``tmp_path`` (``store``, ``work``, ``out``, ``cache``), without progress bars."""
+    return [
+        "--store",
+        str(tmp_path / "store"),
+        "--work",
+        str(tmp_path / "work"),
+        "--out",
+        str(tmp_path / "out"),
+        "--cache",
+        str(tmp_path / "cache"),
+        "--quiet",
+    ]

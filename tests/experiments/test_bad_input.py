@@ -18,23 +18,10 @@ from experiments.spec import RunSpec
 from experiments.store import ResultsStore
 from tasks.common.io import DataError, ReadStats
 from tasks.squad.task import VERSION as SQUAD_VERSION
+from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import make_task
 
 TINY_SQUAD = ("word_vectors=random:4", "hidden=4", "char_filters=4")
-
-
-def _dirs(tmp_path: Path) -> list[str]:
-    return [
-        "--store",
-        str(tmp_path / "store"),
-        "--work",
-        str(tmp_path / "work"),
-        "--out",
-        str(tmp_path / "out"),
-        "--cache",
-        str(tmp_path / "cache"),
-        "--quiet",
-    ]
 
 
 @pytest.mark.parametrize(
@@ -57,7 +44,7 @@ def test_command_line_mistakes_are_one_line_and_exit_2(
     argv: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     try:
-        status = main([*argv, *_dirs(tmp_path)])
+        status = main([*argv, *cli_dirs(tmp_path)])
     except SystemExit as exit_:  # argparse's own checks (choices, types)
         status = exit_.code  # type: ignore[assignment]
     captured = capsys.readouterr()
@@ -175,7 +162,7 @@ def test_skip_counts_are_stored_and_shown_under_the_table(
     skipping_toy: dict[str, ReadStats], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["sweep", "toy", "--repr", "none", "--seeds", "0", "--max-epochs", "1"]
-    assert main([*argv, *_dirs(tmp_path)]) == 0
+    assert main([*argv, *cli_dirs(tmp_path)]) == 0
     table = capsys.readouterr().out
     store = ResultsStore(tmp_path / "store")
     (record,) = store.records("toy")

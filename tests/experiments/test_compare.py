@@ -10,6 +10,7 @@ import pytest
 
 from experiments.__main__ import main
 from tests.conftest import REPO
+from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import registered
 
 DOCS = REPO / "docs" / "representations.md"
@@ -25,20 +26,6 @@ def docs_example(folder: Path) -> list[str]:
     return shlex.split(command)
 
 
-def common(tmp_path: Path) -> list[str]:
-    return [
-        "--store",
-        str(tmp_path / "s"),
-        "--out",
-        str(tmp_path / "out"),
-        "--quiet",
-        "--work",
-        str(tmp_path / "w"),
-        "--cache",
-        str(tmp_path / "c"),
-    ]
-
-
 def test_docs_compare_example_on_the_toy_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -46,7 +33,7 @@ def test_docs_compare_example_on_the_toy_task(
     argv = docs_example(tmp_path)
     argv[argv.index("--tasks") + 1] = "toy"
     with registered(tmp_path / "toy-demo"):
-        assert main([*argv, "--set", "train.epochs=2", *common(tmp_path)]) == 0
+        assert main([*argv, "--set", "train.epochs=2", *cli_dirs(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "my_reps:CharHashRepresentation vs ELMo (dev; preset mini)" in out
     (line,) = [t for t in out.splitlines() if t.startswith("| Toy")]
@@ -67,10 +54,10 @@ def test_bad_representations_are_refused_before_any_run(
         (["--repr", "elmo"], "both 'ELMo'"),
         (["--repr", "bilm-random", "--tasks", "nope"], "unknown task(s) ['nope']"),
     ):
-        assert main(["compare", *argv, *common(tmp_path)]) == 2
+        assert main(["compare", *argv, *cli_dirs(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err, err
-    assert not (tmp_path / "s").exists() and not (tmp_path / "w").exists()
+    assert not (tmp_path / "store").exists() and not (tmp_path / "work").exists()
 
 
 @pytest.mark.slow
@@ -79,6 +66,6 @@ def test_docs_compare_example_verbatim(
 ) -> None:
     """The docs' command as printed (SST-5 DEMO, one seed): minutes."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert main([*docs_example(tmp_path), *common(tmp_path)]) == 0
+    assert main([*docs_example(tmp_path), *cli_dirs(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "SST-5" in out and "(p=" in out and "Layer weights, sst5" in out

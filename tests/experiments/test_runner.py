@@ -25,6 +25,7 @@ from experiments.store import ResultsStore
 from tasks.common.inject import Injector
 from tasks.squad.task import VERSION as SQUAD_VERSION
 from tests.conftest import REPO
+from tests.experiments.helpers import cli_dirs
 from tests.experiments.test_wandb_sink import decode_run
 from tests.experiments.toy_task import SCHEDULED, registered
 
@@ -250,17 +251,7 @@ def test_missing_test_split_is_a_clear_error(tmp_path: Path) -> None:
 def test_cli_run_sweep_reproduce_render_on_the_toy_task(
     toy: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    common = [
-        "--store",
-        str(tmp_path / "s"),
-        "--out",
-        str(tmp_path / "out"),
-        "--quiet",
-        "--work",
-        str(tmp_path / "w"),
-        "--cache",
-        str(tmp_path / "c"),
-    ]
+    common = cli_dirs(tmp_path)
     assert main(["run", "toy", "--repr", "none", "--seeds", "0", *common]) == 0
     first = capsys.readouterr()
     assert "done" in first.err and '"dev_accuracy"' in first.out
@@ -300,7 +291,7 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
                 "--set",
                 "train.epochs=1",
                 "--store",
-                str(tmp_path / "s"),
+                str(tmp_path / "store"),
                 "--out",
                 str(tmp_path / "r"),
             ]
@@ -309,7 +300,7 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
     )
     assert capsys.readouterr().out == table
     assert (tmp_path / "r" / "tables" / "toy_elmo-mini-demo-table1.md").read_text() + "\n" == table
-    stored = ResultsStore(tmp_path / "s").records("toy")
+    stored = ResultsStore(tmp_path / "store").records("toy")
     # run: 1 baseline; sweep: 4 points; toy_elmo: its baseline (its ELMo run is a sweep point)
     assert len(stored) == 6
 

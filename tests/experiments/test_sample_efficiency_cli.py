@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from experiments.__main__ import main
-from tests.experiments.test_compare import common
+from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import registered
 
 
@@ -16,9 +16,9 @@ def test_sample_efficiency_runs_tables_and_plots(
 ) -> None:
     argv = ["sample-efficiency", "--tasks", "toy", "--fractions", "0.25,1", "--seeds", "0"]
     with registered(tmp_path / "toy-demo"):
-        assert main([*argv, "--set", "train.epochs=2", *common(tmp_path)]) == 0
+        assert main([*argv, "--set", "train.epochs=2", *cli_dirs(tmp_path)]) == 0
         captured = capsys.readouterr()
-        assert main([*argv, "--fractions", "0,1", *common(tmp_path)]) == 2
+        assert main([*argv, "--fractions", "0,1", *cli_dirs(tmp_path)]) == 2
         assert "fractions must be in (0, 1]" in capsys.readouterr().err
     assert captured.err.count(" done ") == 4  # 2 shares × baseline, ELMo
     rows = [t for t in captured.out.splitlines() if t.startswith("| Toy")]
