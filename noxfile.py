@@ -125,10 +125,11 @@ def _reproduce(session: nox.Session, name: str) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def gpu_smoke(session: nox.Session) -> None:
-    """On a machine with CUDA: one short SQuAD `paper` run (1 epoch, 1,000 DEMO examples) with
-    a full-size random biLM live on the GPU; prints time, tokens/s and peak GPU memory. Install
-    the CUDA build of torch 2.13.0 into the session first (README, Set-up). Without CUDA it
-    exits with a clear message. Extra arguments go to scripts/gpu_smoke.py."""
+    """On a machine with CUDA: the full-size biLM on the GPU against the CPU and its tokens/s,
+    `bilm embed` on both, and one short DEMO run of every task with the mini and paper presets
+    (status, time, peak GPU memory). Install the CUDA build of torch 2.13.0 into the session
+    first (README, Set-up). Without CUDA it exits with a clear message; `-- --device cpu` runs
+    the same checks on the CPU. Extra arguments go to scripts/gpu_smoke.py."""
     _install(session)
     session.run("python", "scripts/gpu_smoke.py", *session.posargs)
 

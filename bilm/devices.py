@@ -15,8 +15,9 @@ the benchmarks and the harness agree on their meaning and on their error message
 Device specs: ``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` (the current CUDA
 device, or ``cuda:LOCAL_RANK`` when a local rank is given), ``cuda:N``.
 
-Precisions: ``fp32`` (no autocast), ``bf16`` (autocast to bfloat16, CPU or CUDA), ``fp16``
-(autocast to float16 with a :class:`torch.amp.GradScaler`; CUDA only). Parameters, optimizer
+Precisions: ``fp32`` (no autocast, and no TF32 on CUDA: :func:`exact_fp32`), ``bf16`` (autocast
+to bfloat16, CPU or CUDA), ``fp16`` (autocast to float16 with a :class:`torch.amp.GradScaler`;
+CUDA only). Parameters, optimizer
 state and checkpoints stay float32 in every case (mixed precision, not half-precision weights).
 
 Importing this module has no side effects (it neither initialises CUDA nor reads the
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Literal, get_args
 
 import torch
@@ -41,6 +42,7 @@ __all__ = [
     "autocast_dtype",
     "describe_device",
     "distributed_backend",
+    "exact_fp32",
     "make_scaler",
     "resolve_device",
     "resolve_precision",
@@ -143,15 +145,31 @@ def autocast_dtype(precision: str) -> torch.dtype | None:
     return _DTYPES.get(precision)
 
 
+@contextlib.contextmanager
+def exact_fp32() -> Iterator[None]:
+    """Float32 arithmetic really in float32 on CUDA: TF32 off for cuDNN and matmuls inside.
+
+    PyTorch lets cuDNN convolutions use TF32 (10-bit mantissa) by default on Ampere and later:
+    the full-size biLM's char CNN then moves outputs by 1.5e-4 on an H200 (4e-7 with TF32 off;
+    ``nox -s gpu_smoke``). The previous flags are restored on exit; on the CPU nothing changes.
+    """
+    flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+
+
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[None]:
-    """Context for the forward pass: :class:`torch.autocast` to the precision's dtype, or a
-    no-op for ``fp32`` (so fp32 runs take exactly the code path they took before autocast).
+    """Context for the forward pass: :class:`torch.autocast` to the precision's dtype, or for
+    ``fp32`` :func:`exact_fp32` (the same kernels as without any context on the CPU).
 
     Run only the forward pass and the loss inside it, not ``backward()`` or the optimizer step.
     """
     dtype = autocast_dtype(precision)
     if dtype is None:
-        return contextlib.nullcontext()
+        return exact_fp32()
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 

@@ -47,6 +47,7 @@ from tqdm import tqdm
 
 from bilm.bilm import BiLM
 from bilm.chars import batch_to_ids
+from bilm.devices import exact_fp32
 
 LayerSelection = Literal["all", "average", "top"]
 LAYER_SELECTIONS: tuple[str, ...] = ("all", "average", "top")
@@ -415,6 +416,7 @@ def embed_file(
                 dynamic_ncols=True,
             ) as bar,
             torch.no_grad(),
+            exact_fp32(),
         ):
             for chunk in _chunks(iter_sentences(source, input_path, tokenizer), chunk_size):
                 if sentence_index:

@@ -195,7 +195,11 @@ class LSTMWithProjection(nn.Module):
         if words is not None and word_index is not None:
             positions = sum(counts)
             if words.shape[0] <= min(MAX_TABLE_WORDS, positions * 3 // 4):  # worth it, bounded
-                table = self._input_product(words)  # (U, 4C) one row per distinct word
+                # (U, 4C) one row per distinct word, in the dtype of the per-step buffers (an
+                # ``out=`` product: under autocast a plain one would come back in bf16/fp16)
+                table = self._input_product(
+                    words, out=inputs.new_empty(words.shape[0], 4 * self.cell_dim)
+                )
         return self._run_inference(inputs, counts, h0, c0, table, word_index)
 
     def _input_product(self, x: Tensor, out: Tensor | None = None) -> Tensor:

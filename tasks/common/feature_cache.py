@@ -69,6 +69,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from bilm.devices import exact_fp32
 from tasks.representations import Layers, Representation
 
 try:  # POSIX advisory locks: an entry open in any process is never evicted
@@ -740,6 +741,7 @@ class FeatureCache:
         try:
             with (
                 torch.no_grad(),
+                exact_fp32(),  # the cached features are the float32 ones, also on CUDA
                 tqdm(total=total, unit="tok", disable=not progress, leave=False) as bar,
             ):
                 for start in range(0, len(order), batch_size):

@@ -1,12 +1,18 @@
 """Layers shared by several task models: variational dropout, a masked bi-GRU, trilinear
 attention scores, masked softmax (optionally with a learned "no alignment" option), a character
-CNN word encoder."""
+CNN word encoder, and :func:`run_rnn`, the one way task code calls a torch RNN."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.utils.rnn import PackedSequence
+
+_Seq = TypeVar("_Seq", Tensor, PackedSequence)
 
 
 class VariationalDropout(nn.Module):
@@ -24,14 +30,35 @@ class VariationalDropout(nn.Module):
         return x * keep / (1.0 - self.p)  # (batch, time, dim)
 
 
+def run_rnn(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
+    """``rnn(x)[0]``, in float32 when ``x`` is on the CPU under autocast.
+
+    CPU autocast runs ``nn.LSTM``/``nn.GRU`` in bf16 through oneDNN, which has no bf16 RNN
+    kernel on CPUs without AVX-512 BF16 and fails to create its primitive for some shapes
+    (seen with the coreference and SRL ``paper`` presets). On CUDA autocast is left as it is.
+
+    Args:
+        rnn: an ``nn.RNNBase`` (or a callable with its signature, e.g. a ``functional_call``).
+        x: ``(batch, time, in)`` batch-first tensor or a packed sequence.
+
+    Returns:
+        The output sequence, same kind as ``x``.
+    """
+    if x.data.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+        with torch.autocast("cpu", enabled=False):
+            return rnn(x.float())[0]
+    return rnn(x)[0]
+
+
 def run_packed(rnn: nn.RNNBase, x: Tensor, mask: Tensor) -> Tensor:
     """A batch-first bidirectional RNN over right-padded sequences, packed so that padding
     never leaks into real positions: ``x`` (batch, time, in), ``mask`` (batch, time) →
     (batch, time, 2·hidden), 0 at padded positions."""
     lengths = mask.sum(1).clamp_min(1).cpu()
     packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    out, _ = rnn(packed)
-    out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    out, _ = nn.utils.rnn.pad_packed_sequence(
+        run_rnn(rnn, packed), batch_first=True, total_length=x.shape[1]
+    )
     return out * mask[:, :, None]  # (batch, time, 2·hidden)
 
 

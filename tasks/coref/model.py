@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from tasks.common.inject import Injected, Injector
+from tasks.common.layers import BiLSTM
 from tasks.coref.config import CorefConfig
 from tasks.representations import Layers
 
@@ -207,25 +208,6 @@ class MultiWidthCharCNN(nn.Module):
             keep = (starts < lengths)[:, None, :]  # (b·t, 1, windows)
             pooled.append((h * keep).max(dim=2).values)  # (b·t, filters)
         return torch.cat(pooled, dim=-1).view(b, t, -1)
-
-
-class BiLSTM(nn.Module):
-    """One bidirectional LSTM layer over right-padded sequences (packed)."""
-
-    def __init__(self, input_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.lstm = nn.LSTM(input_dim, hidden, batch_first=True, bidirectional=True)
-        self.output_dim = 2 * hidden
-
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        """``x`` (b, t, in), ``mask`` (b, t) → (b, t, 2·hidden), 0 at padding."""
-        lengths = mask.sum(1).clamp_min(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(
-            x, lengths, batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.lstm(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return out * mask[:, :, None]
 
 
 def ffnn(input_dim: int, hidden: int, depth: int, dropout: float) -> nn.Sequential:

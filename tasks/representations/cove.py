@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
+from tasks.common.layers import run_rnn
 from tasks.representations.base import Layers, _digest, tensors_digest
 from tasks.representations.glove import GloveRepresentation, build_glove
 
@@ -187,8 +188,8 @@ class CoveRepresentation(nn.Module):
             pack = nn.utils.rnn.pack_padded_sequence
             unpack = nn.utils.rnn.pad_packed_sequence
             packed = pack(x, lengths, batch_first=True, enforce_sorted=False)
-            out0, _ = self.rnn0(packed)
-            out1, _ = self.rnn1(out0)
+            out0 = run_rnn(self.rnn0, packed)
+            out1 = run_rnn(self.rnn1, out0)
             h0 = unpack(out0, batch_first=True, total_length=time)[0]  # (batch, time, 2H)
             h1 = unpack(out1, batch_first=True, total_length=time)[0]  # (batch, time, 2H)
             layers = torch.stack([h0, h1]) * mask[None, :, :, None]  # (2, batch, time, 2H)

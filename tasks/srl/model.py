@@ -43,7 +43,7 @@ from torch.func import functional_call
 
 from tasks.common.crf import allowed_transitions, viterbi_decode
 from tasks.common.inject import Injected, Injector
-from tasks.common.layers import VariationalDropout
+from tasks.common.layers import VariationalDropout, run_rnn
 from tasks.representations import Layers
 from tasks.srl.config import SrlConfig
 
@@ -141,12 +141,12 @@ class HighwayLSTMLayer(nn.Module):
         """``nn.LSTM`` over ``x`` (b, t, in) → (b, t, hidden); in training the hidden state fed
         back is dropped with one mask over the columns of ``weight_hh`` (constant over time)."""
         if not self.training or self.p == 0.0:
-            return self.lstm(x)[0]
+            return run_rnn(self.lstm, x)
         w_hh = self.lstm.weight_hh_l0  # (4h, h): column j reads hidden unit j
         keep = w_hh.new_empty(1, self.hidden).bernoulli_(1.0 - self.p) / (1.0 - self.p)
         params = dict(self.lstm.named_parameters())
         params["weight_hh_l0"] = w_hh * keep  # (4h, h)
-        return functional_call(self.lstm, params, (x,))[0]
+        return run_rnn(lambda seq: functional_call(self.lstm, params, (seq,)), x)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, hidden); 0 at pads."""

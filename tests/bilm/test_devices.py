@@ -12,6 +12,7 @@ from bilm.devices import (
     autocast,
     autocast_dtype,
     distributed_backend,
+    exact_fp32,
     make_scaler,
     resolve_device,
     resolve_precision,
@@ -154,6 +155,22 @@ def test_autocast_fp32_is_a_no_op_and_bf16_casts_matmuls_on_cpu() -> None:
         assert torch.is_autocast_enabled("cpu")
         assert (a @ b).dtype == torch.bfloat16
     assert not torch.is_autocast_enabled("cpu")
+
+
+def test_fp32_turns_tf32_off_inside_and_restores_the_flags() -> None:
+    # cuDNN's TF32 default moved the full-size biLM by 1.5e-4 on an H200 (nox -s gpu_smoke).
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    try:
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+        with autocast(CPU, "fp32"):
+            assert not torch.backends.cudnn.allow_tf32
+            assert not torch.backends.cuda.matmul.allow_tf32
+        assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+        with pytest.raises(RuntimeError), exact_fp32():
+            raise RuntimeError("restored on errors too")
+        assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def test_scaler_only_for_fp16_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:

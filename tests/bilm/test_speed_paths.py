@@ -160,3 +160,20 @@ def test_cli_precision_int8_and_max_tokens(tmp_path: Path) -> None:
             exact, approx = f32[key][...], i8[key][...]
             assert exact.shape == approx.shape
             assert 0 < np.abs(exact - approx).max() <= 0.05 * np.abs(exact).max()
+
+
+def test_inference_under_bf16_autocast_takes_the_per_word_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The per-word table came back in bf16 under autocast and could not be gathered into the
+    # float32 step buffers (--precision bf16 with a live biLM failed); it is float32 now, and
+    # the LSTM steps match the straightforward path under the same autocast.
+    model = tiny_bilm(seed=2).eval()
+    batch = batches_with_repeats()[0]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = straightforward(model, batch, monkeypatch)
+        model.set_token_cache(0)
+        with torch.no_grad():
+            got = model(batch_to_ids(batch)).layers
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
