@@ -17,8 +17,8 @@ device, or ``cuda:LOCAL_RANK`` when a local rank is given), ``cuda:N``.
 
 Precisions: ``fp32`` (no autocast, and no TF32 on CUDA: :func:`exact_fp32`), ``bf16`` (autocast
 to bfloat16, CPU or CUDA), ``fp16`` (autocast to float16 with a :class:`torch.amp.GradScaler`;
-CUDA only). Parameters, optimizer
-state and checkpoints stay float32 in every case (mixed precision, not half-precision weights).
+CUDA only). Parameters, optimizer state and checkpoints stay float32 in every case (mixed
+precision, not half-precision weights).
 
 Importing this module has no side effects (it neither initialises CUDA nor reads the
 environment); every function looks at ``torch.cuda`` only when called.
