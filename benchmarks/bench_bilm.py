@@ -60,7 +60,7 @@ from benchmarks.common import (  # noqa: E402
 )
 from bilm import BiLM, BiLMOptions, batch_to_ids, word_to_char_ids  # noqa: E402
 from bilm.embed import TOKEN_CACHE_WORDS, TOKENS_PER_ROW, Sentence, plan_batches  # noqa: E402
-from bilm.lstm import MAX_TABLE_WORDS  # noqa: E402
+from bilm.lstm import uses_word_table  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "valid.txt"
 REFERENCE_SCRIPT = Path(__file__).resolve().with_name("reference_bilm.py")
@@ -164,7 +164,7 @@ def layer0_input_macs(options: BiLMOptions) -> int:
     """Multiply-adds of layer 0's input products (both directions) at one position: ``2·P·4C``.
 
     They depend only on the word, so inference computes them once per distinct word of a batch
-    when the batch's table is small enough (:data:`bilm.lstm.MAX_TABLE_WORDS`).
+    when the batch's table is worth it (:func:`bilm.lstm.uses_word_table`).
     """
     return 2 * options.lstm.projection_dim * 4 * options.lstm.dim
 
@@ -188,8 +188,7 @@ def batch_cost(sentences: Sequence[Sequence[str]], options: BiLMOptions) -> dict
     positions = tokens + 2 * len(sentences)  # + <S> and </S> of every sentence
     distinct = {tuple(word_to_char_ids(w, max_chars)) for s in sentences for w in s}
     n_distinct = len(distinct) + (2 if sentences else 0)  # + the two boundary tokens
-    # the condition of LSTMWithProjection.forward for building the per-word table
-    table = n_distinct <= min(MAX_TABLE_WORDS, positions * 3 // 4)
+    table = uses_word_table(n_distinct, positions)
     floor = tokens * (lstm - layer0_in)
     return {
         "tokens": tokens,

@@ -93,6 +93,12 @@ def int8_mm(x: Tensor, packed: object) -> Tensor:
     return torch.ops.quantized.linear_dynamic(x, packed, True)
 
 
+def uses_word_table(words: int, positions: int) -> bool:
+    """Whether inference builds the per-word input-product table: it is bounded
+    (:data:`MAX_TABLE_WORDS`) and worth it (the words repeat: at most 3/4 of the positions)."""
+    return words <= min(MAX_TABLE_WORDS, positions * 3 // 4)
+
+
 def active_counts(lengths: list[int], steps: int) -> list[int]:
     """Rows active at each step for lengths sorted in decreasing order: ``#{b: len_b > t}``."""
     counts = [0] * steps
@@ -193,8 +199,7 @@ class LSTMWithProjection(nn.Module):
             return self._run_autograd(zin, counts, order, h0, c0)
         table = None
         if words is not None and word_index is not None:
-            positions = sum(counts)
-            if words.shape[0] <= min(MAX_TABLE_WORDS, positions * 3 // 4):  # worth it, bounded
+            if uses_word_table(words.shape[0], sum(counts)):
                 # (U, 4C) one row per distinct word, in the dtype of the per-step buffers (an
                 # ``out=`` product: under autocast a plain one would come back in bf16/fp16)
                 table = self._input_product(

@@ -135,20 +135,17 @@ def check_embed(device: torch.device, root: Path, sentences: int = 300) -> dict[
     text = root / "embed.txt"
     text.write_text("\n".join(" ".join(s) for s in demo_sentences()[:sentences]) + "\n")
     seconds: dict[str, float] = {}
+    outputs: dict[str, Path] = {}
     for where in (str(device), "cpu"):
         started = time.perf_counter()
-        out = root / f"embed-{where.replace(':', '_')}.hdf5"
-        code = bilm_main(
-            ["embed", "--input", str(text), "--output", str(out), "--device", where, "--quiet"]
-        )
+        outputs[where] = root / f"embed-{where.replace(':', '_')}.hdf5"
+        command = ["embed", "--input", str(text), "--output", str(outputs[where])]
+        code = bilm_main([*command, "--device", where, "--quiet"])
         if code not in (0, None):
             raise RuntimeError(f"bilm embed --device {where} exited with {code}")
         seconds[where] = time.perf_counter() - started
     deviation = 0.0
-    with (
-        h5py.File(root / f"embed-{str(device).replace(':', '_')}.hdf5") as a,
-        h5py.File(root / "embed-cpu.hdf5") as b,
-    ):
+    with h5py.File(outputs[str(device)]) as a, h5py.File(outputs["cpu"]) as b:
         for key in range(sentences):
             deviation = max(deviation, float(abs(a[str(key)][()] - b[str(key)][()]).max()))
     return {"sentences": sentences, "seconds": seconds, "max_abs_dev": deviation}
