@@ -63,6 +63,17 @@ def bench_bilm(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def bench_significance(session: nox.Session) -> None:
+    """Calibration of the seed-aware significance test (experiments/significance.py) against
+    the pooled bootstrap on simulated SQuAD-like and NER-like comparisons: rate of p < 0.05 per
+    seed spread, seed count and true difference; PASS/MISS for a false-positive rate ≤ 0.06
+    (issue #20). About 8 minutes on one core. Extra arguments go to
+    benchmarks/bench_significance.py (`-- --quick` for a smoke run)."""
+    _install(session)
+    session.run("python", "benchmarks/bench_significance.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
 def pretrain_small(session: nox.Session) -> None:
     """Reproduce the shipped small English biLM from corpus files given on the command line:
     ``nox -s pretrain_small -- --train TRAIN.txt --valid VALID.txt --test TEST.txt``

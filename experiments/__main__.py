@@ -29,9 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from bilm.devices import DeviceError
 from bilm.pretrained import cache_root
 from experiments import named
-from experiments.executors import SweepError, run_sweep
+from experiments.executors import Reuse, SweepError, run_sweep
+from experiments.identity import PORTABLE_FIELDS, reuse_differences, run_identity
 from experiments.render import Row, RunsColumn, TableSpec, load_paper, render
 from experiments.spec import RunSpec, derive, expand_sweep
 from experiments.store import ResultsStore, RunRecord
@@ -142,6 +144,22 @@ def _common(
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE, help="results store")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="tables/ and plots/ here")
     parser.add_argument("--wandb", metavar="PROJECT", help="log to W&B (offline by default)")
+    reuse = parser.add_mutually_exclusive_group()
+    reuse.add_argument(
+        "--reuse-stale",
+        action="store_true",
+        help="use stored runs even where what they were made from (data, biLM, resolved "
+        "configuration, device, precision, threads, result versions) no longer matches; "
+        "tables mark them (‡). Default: such runs are trained again (the old record is kept, "
+        "marked superseded) and rendering leaves them out",
+    )
+    if train:
+        reuse.add_argument(
+            "--rerun",
+            action="store_true",
+            help="train every run again even when a matching record is stored (the old one "
+            "is kept, marked superseded)",
+        )
     if not train:
         return
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
@@ -322,23 +340,43 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
     def on_event(status: str, spec: RunSpec, detail: str) -> None:
         count["n"] += 1
         line = f"[{count['n']}/{len(unique)}] {status:6s} {spec.run_id} {_describe(spec)}"
-        if status in ("done", "stored"):
+        if status in ("done", "stored", "stale"):
             metrics = store.get(spec.run_id).metrics
             line += "  " + " ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()))
         print(line + (f"  {detail}" if detail else ""), file=sys.stderr, flush=True)
 
     ray_options = {"num_cpus": args.cpus_per_run, "num_gpus": args.gpus_per_run}
-    run_sweep(
-        unique,
-        functools.partial(run_spec, options=options),
-        store,
-        args.executor,
-        args.address,
-        max_parallel=args.max_parallel,
-        ray_options=ray_options if args.executor == "ray" else None,
-        on_event=on_event,
+    identify = functools.partial(
+        run_identity, device=args.device, precision=args.precision, threads=options.threads
     )
+    try:
+        result = run_sweep(
+            unique,
+            functools.partial(run_spec, options=options),
+            store,
+            args.executor,
+            args.address,
+            max_parallel=args.max_parallel,
+            ray_options=ray_options if args.executor == "ray" else None,
+            on_event=on_event,
+            identify=identify,
+            reuse=_reuse_policy(args),
+        )
+    except DeviceError as error:
+        raise UsageError(_one_line(error)) from None
+    if result.superseded:
+        print(
+            f"{len(result.superseded)} stale record(s) trained again and replaced; the old ones "
+            f"are kept under {store.root}/<task>/superseded/",
+            file=sys.stderr,
+        )
     return store
+
+
+def _reuse_policy(args: argparse.Namespace) -> Reuse:
+    if getattr(args, "rerun", False):
+        return "never"
+    return "stale" if getattr(args, "reuse_stale", False) else "matching"
 
 
 def _base(args: argparse.Namespace, task: str) -> RunSpec:
@@ -369,6 +407,39 @@ def _grid_table(
     )
 
 
+def _current_records(
+    tables: Sequence[TableSpec], records: Sequence[RunRecord], reuse_stale: bool
+) -> tuple[list[RunRecord], set[str]]:
+    """The records a table may use, and the stale ones among them.
+
+    A record of a table's run whose recorded identity no longer matches what the code and files
+    give now (data, representation, resolved configuration, result versions:
+    :data:`experiments.identity.PORTABLE_FIELDS`) is left out (its cell shows it as missing)
+    unless ``reuse_stale``, when it is kept and returned as stale (the table marks it).
+    """
+    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
+    kept, stale, left_out = [], set(), {}
+    for record in records:
+        if record.run_id in wanted:
+            now = run_identity(record.spec, device="cpu")
+            reasons = reuse_differences(record.provenance.identity, now, PORTABLE_FIELDS)
+            if reasons and not reuse_stale:
+                left_out[record.run_id] = "; ".join(reasons)
+                continue
+            if reasons:
+                stale.add(record.run_id)
+        kept.append(record)
+    if left_out:
+        print(
+            f"{len(left_out)} stored run(s) left out of the tables: what they were made from no "
+            "longer matches (rerun the command to train them again, or pass --reuse-stale):",
+            file=sys.stderr,
+        )
+        for rid, why in sorted(left_out.items()):
+            print(f"  {rid}: {why}", file=sys.stderr)
+    return kept, stale
+
+
 def _write_tables(
     tables: Sequence[TableSpec],
     store: ResultsStore,
@@ -376,11 +447,12 @@ def _write_tables(
     stem: str,
     fmt: str,
     task: str | None = None,
+    reuse_stale: bool = False,
 ) -> list[Path]:
     written = []
     (out / "tables").mkdir(parents=True, exist_ok=True)
     paper = load_paper()
-    records = store.records(task)
+    records, stale = _current_records(tables, store.records(task), reuse_stale)
 
     def attachment(run_id: str, name: str) -> str | None:
         folder = store.path_of(run_id)
@@ -394,6 +466,7 @@ def _write_tables(
             paper,
             fmt=fmt,  # type: ignore[arg-type]
             attachments=attachment,
+            stale=stale,
         )
         path = out / "tables" / f"{stem}-{table.name}.{FORMATS[fmt]}"
         path.write_text(text, encoding="utf-8")
@@ -614,7 +687,9 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "reproduce":
         _run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
     fmt = getattr(args, "format", "markdown")
-    written = _write_tables(tables, ResultsStore(args.store), args.out, stem, fmt)
+    written = _write_tables(
+        tables, ResultsStore(args.store), args.out, stem, fmt, reuse_stale=args.reuse_stale
+    )
     if args.wandb:
         from experiments.wandb_sink import log_artifacts
 
@@ -670,7 +745,9 @@ def _compare_command(args: argparse.Namespace) -> int:
     store = _run_all(named.expected_specs(table), args, group=stem)
     lines = named.weights_lines(table, store.records())
     table = dataclasses.replace(table, caption=(*table.caption, *lines))
-    written = _write_tables([table], store, args.out, stem, "markdown")
+    written = _write_tables(
+        [table], store, args.out, stem, "markdown", reuse_stale=args.reuse_stale
+    )
     if args.wandb:
         from experiments.wandb_sink import log_artifacts
 
@@ -696,7 +773,9 @@ def _sample_efficiency_command(args: argparse.Namespace) -> int:
         return 2
     stem = f"sample-efficiency-{args.config}-{_label(args.data)}"
     store = _run_all(named.expected_specs(table), args, group=stem)
-    written = _write_tables([table], store, args.out, stem, "markdown")
+    written = _write_tables(
+        [table], store, args.out, stem, "markdown", reuse_stale=args.reuse_stale
+    )
     written += _efficiency_plots(table, store.records(), args.out / "plots", stem)
     if args.wandb:
         from experiments.wandb_sink import log_artifacts
@@ -798,7 +877,9 @@ def _train_command(args: argparse.Namespace) -> int:
         return 0
     table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split or "dev")
     stem = group
-    written = _write_tables([table], store, args.out, stem, "markdown", task=args.task)
+    written = _write_tables(
+        [table], store, args.out, stem, "markdown", task=args.task, reuse_stale=args.reuse_stale
+    )
     if args.wandb:
         from experiments.wandb_sink import log_artifacts
 

@@ -1,10 +1,18 @@
 """Run a sweep (a list of :class:`~experiments.spec.RunSpec`) locally or on Ray.
 
-:func:`run_sweep` skips every spec whose run_id the store already holds ("a rerun skips finished
-runs"), runs the rest through a caller-supplied ``run_one(spec) -> RunRecord`` and puts each
-record into the store **from the driver** as soon as it arrives, so an interrupted sweep keeps
-everything finished so far and the next call resumes. One failing run does not stop the others;
-the failures are reported together at the end (:class:`SweepError`).
+:func:`run_sweep` reuses every spec whose stored record still stands for it ("a rerun skips
+finished runs"): with ``identify``, only a record whose recorded identity matches the identity
+the run would have now (:func:`experiments.identity.reuse_differences`: data, representation,
+resolved configuration, device kind, precision, threads, result versions). A stale record is
+trained again and replaced (the old one is kept under ``superseded/``), unless the policy says
+``"stale"`` (reuse it knowingly: ``--reuse-stale``); ``"never"`` retrains everything
+(``--rerun``). The rest runs through a caller-supplied ``run_one(spec) -> RunRecord``, and each
+record is put into the store **from the driver** as soon as it arrives, so an interrupted sweep
+keeps everything finished so far and the next call resumes. One failing run does not stop the
+others; the failures are reported together at the end (:class:`SweepError`).
+
+Every run is claimed in the store before it starts (:meth:`ResultsStore.claim`): a run that
+another process is training is waited for and then reused, never trained twice.
 
 Executors:
 
@@ -28,17 +36,25 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from experiments.identity import RunIdentity, reuse_differences
 from experiments.spec import RunSpec
-from experiments.store import REPO_ROOT, ResultsStore, RunExistsError, RunRecord
+from experiments.store import REPO_ROOT, Claim, ResultsStore, RunExistsError, RunRecord
 
 logger = logging.getLogger(__name__)
 
 Executor = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
+#: ``"matching"``: reuse a record only while its identity matches (default); ``"stale"``: reuse
+#: any stored record (``--reuse-stale``); ``"never"``: train every run again (``--rerun``).
+Reuse = Literal["matching", "stale", "never"]
+REUSE: tuple[str, ...] = ("matching", "stale", "never")
+Identify = Callable[[RunSpec], RunIdentity]
 LOCAL_RAY_CPUS = 2
 RunOne = Callable[[RunSpec], RunRecord]
 #: Called once per run of a sweep: ``(status, spec, detail)`` with status ``"stored"`` (already
-#: in the store), ``"done"`` or ``"failed"``; detail is the error message of a failure.
+#: in the store), ``"stale"`` (reused although its identity no longer matches: policy
+#: ``"stale"``), ``"done"`` or ``"failed"``; detail is the error message of a failure, or why a
+#: stored record was stale (and replaced, for ``"done"``).
 OnEvent = Callable[[str, RunSpec, str], None]
 
 
@@ -50,11 +66,16 @@ class SweepResult:
         ran: run and stored by this call.
         skipped: already stored (before the call, or by a concurrent writer meanwhile).
         failed: run_id → error message, for runs that raised or returned a wrong record.
+        stale: run_id → why its record no longer matches, for records reused anyway
+            (policy ``"stale"``; they are also in ``skipped``).
+        superseded: run_id → why, for stale records this call trained again and replaced.
     """
 
     ran: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
     failed: Mapping[str, str] = field(default_factory=dict)
+    stale: Mapping[str, str] = field(default_factory=dict)
+    superseded: Mapping[str, str] = field(default_factory=dict)
 
 
 class SweepError(RuntimeError):
@@ -78,8 +99,10 @@ def run_sweep(
     max_parallel: int = 1,
     ray_options: Mapping[str, Any] | None = None,
     on_event: OnEvent | None = None,
+    identify: Identify | None = None,
+    reuse: Reuse = "matching",
 ) -> SweepResult:
-    """Run every spec not yet in ``store`` and store the records.
+    """Run every spec without a usable stored record and store the records.
 
     Args:
         specs: the sweep; duplicates (same run_id) run once.
@@ -91,15 +114,21 @@ def run_sweep(
         max_parallel: runs in flight at once.
         ray_options: options of each Ray task, e.g. ``{"num_gpus": 1}`` (default: 1 CPU).
         on_event: progress callback, one call per run (see :data:`OnEvent`).
+        identify: the identity a run of a spec would have now
+            (:func:`experiments.identity.run_identity` with the run options); ``None``: any
+            stored record counts as finished (no identity check).
+        reuse: :data:`Reuse` policy.
 
     Returns:
-        What ran, what was skipped and what failed.
+        What ran, what was skipped, reused stale, replaced and what failed.
 
     Raises:
         SweepError: after all other runs finished and were stored, if any run failed.
     """
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if reuse not in REUSE:
+        raise ValueError(f"reuse must be one of {REUSE}, got {reuse!r}")
     if max_parallel < 1:
         raise ValueError(f"max_parallel must be >= 1, got {max_parallel}")
     if address is not None and executor != "ray":
@@ -107,31 +136,47 @@ def run_sweep(
     unique: dict[str, RunSpec] = {}
     for spec in specs:
         unique.setdefault(spec.run_id, spec)
-    pending = [spec for rid, spec in unique.items() if not store.has(rid)]
-    tally = _Tally(store, skipped=[rid for rid in unique if store.has(rid)], on_event=on_event)
-    if on_event is not None:
-        for rid in tally.skipped:
-            on_event("stored", unique[rid], "")
+    tally = _Tally(store, skipped=[], on_event=on_event)
+    identities = {rid: identify(spec) for rid, spec in unique.items()} if identify else {}
+    pending = [s for s in unique.values() if tally.needs_run(s, identities.get(s.run_id), reuse)]
     logger.info(
         "sweep: %d runs, %d to do, %d stored", len(unique), len(pending), len(tally.skipped)
     )
-    if pending:
-        if executor == "ray":
-            _run_ray(pending, run_one, tally, address, max_parallel, ray_options or {})
-        elif max_parallel == 1:
-            for spec in pending:
-                try:
-                    record = run_one(spec)
-                except Exception as error:  # reported in SweepError
-                    tally.fail(spec, error)
-                else:
-                    tally.done(spec, record)
-        else:
-            _run_processes(pending, run_one, tally, max_parallel)
+    waited: list[RunSpec] = []
+    while pending:
+        mine = tally.claim(pending, waited)
+        if mine:
+            _execute(mine, run_one, tally, executor, address, max_parallel, ray_options)
+        # runs another process was training: wait for it, then reuse its record or train
+        pending = [s for s in waited if tally.after_wait(s, identities.get(s.run_id), reuse)]
+        waited = []
     result = tally.result(order=list(unique))
     if result.failed:
         raise SweepError(result)
     return result
+
+
+def _execute(
+    pending: list[RunSpec],
+    run_one: RunOne,
+    tally: _Tally,
+    executor: Executor,
+    address: str | None,
+    max_parallel: int,
+    ray_options: Mapping[str, Any] | None,
+) -> None:
+    if executor == "ray":
+        _run_ray(pending, run_one, tally, address, max_parallel, ray_options or {})
+    elif max_parallel == 1:
+        for spec in pending:
+            try:
+                record = run_one(spec)
+            except Exception as error:  # reported in SweepError
+                tally.fail(spec, error)
+            else:
+                tally.done(spec, record)
+    else:
+        _run_processes(pending, run_one, tally, max_parallel)
 
 
 @dataclass
@@ -141,38 +186,102 @@ class _Tally:
     ran: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     on_event: OnEvent | None = None
+    stale: dict[str, str] = field(default_factory=dict)
+    replace: dict[str, str] = field(default_factory=dict)  # stale records to supersede
+    claims: dict[str, Claim] = field(default_factory=dict)
+
+    def needs_run(self, spec: RunSpec, identity: RunIdentity | None, reuse: Reuse) -> bool:
+        """Whether ``spec`` must be trained; reports the reused ones."""
+        rid = spec.run_id
+        stored = self.store.identity_of(rid)
+        if stored is None:
+            return True
+        reasons = reuse_differences(stored, identity) if identity is not None else []
+        if reuse == "never":
+            self.replace[rid] = "rerun asked for (--rerun)"
+            return True
+        if reasons and reuse == "matching":
+            self.replace[rid] = "; ".join(reasons)
+            return True
+        self.skipped.append(rid)
+        if reasons:
+            self.stale[rid] = "; ".join(reasons)
+        if self.on_event is not None:
+            self.on_event("stale" if reasons else "stored", spec, self.stale.get(rid, ""))
+        return False
+
+    def claim(self, pending: list[RunSpec], waited: list[RunSpec]) -> list[RunSpec]:
+        """The specs this process may train now; the ones another process is training go to
+        ``waited``."""
+        mine = []
+        for spec in pending:
+            claim = self.store.claim(spec, wait=False)
+            if claim is None:
+                logger.info("run %s is being trained by another process; waiting", spec.run_id)
+                waited.append(spec)
+            else:
+                self.claims[spec.run_id] = claim
+                mine.append(spec)
+        return mine
+
+    def after_wait(self, spec: RunSpec, identity: RunIdentity | None, reuse: Reuse) -> bool:
+        """Block until the other process has released ``spec``; whether to train it now."""
+        claim = self.store.claim(spec, wait=True)
+        assert claim is not None
+        claim.release()  # needs_run decides afresh; claim() takes it again if it must run
+        if reuse == "never":
+            reuse = "matching"  # the other process has just rerun it
+        self.replace.pop(spec.run_id, None)
+        return self.needs_run(spec, identity, reuse)
+
+    def _release(self, rid: str) -> None:
+        claim = self.claims.pop(rid, None)
+        if claim is not None:
+            claim.release()
 
     def done(self, spec: RunSpec, record: object) -> None:
         rid = spec.run_id
-        if not isinstance(record, RunRecord) or record.spec != spec:
-            got = record.run_id if isinstance(record, RunRecord) else type(record).__name__
-            self.failed[rid] = f"run_one returned a record for {got}, not for {rid}"
-            return
         try:
-            self.store.put(record)
-        except RunExistsError:
-            logger.info("run %s was stored meanwhile by another writer; keeping that one", rid)
-            self.skipped.append(rid)
-        except Exception as error:  # reported in SweepError
-            self.fail(spec, error)
-        else:
-            logger.info("stored run %s", rid)
-            self.ran.append(rid)
-            if self.on_event is not None:
-                self.on_event("done", spec, "")
+            if not isinstance(record, RunRecord) or record.spec != spec:
+                got = record.run_id if isinstance(record, RunRecord) else type(record).__name__
+                self.failed[rid] = f"run_one returned a record for {got}, not for {rid}"
+                return
+            reason = self.replace.get(rid)
+            try:
+                self.store.put(record, replace=reason is not None, reason=reason or "")
+            except RunExistsError:
+                logger.info("run %s was stored meanwhile by another writer; keeping that one", rid)
+                self.skipped.append(rid)
+            except Exception as error:  # reported in SweepError
+                self.fail(spec, error)
+            else:
+                logger.info("stored run %s", rid)
+                self.ran.append(rid)
+                if self.on_event is not None:
+                    detail = f"replaced a stale record: {reason}" if reason else ""
+                    self.on_event("done", spec, detail)
+        finally:
+            self._release(rid)
 
     def fail(self, spec: RunSpec, error: BaseException) -> None:
         logger.error("run %s failed: %r", spec.run_id, error)
         self.failed[spec.run_id] = f"{type(error).__name__}: {error}"
+        self._release(spec.run_id)
         if self.on_event is not None:
             self.on_event("failed", spec, self.failed[spec.run_id])
 
     def result(self, order: list[str]) -> SweepResult:
         rank = {rid: i for i, rid in enumerate(order)}
+
+        def ordered(ids: Iterable[str]) -> list[str]:
+            return sorted(set(ids), key=rank.__getitem__)
+
         return SweepResult(
-            ran=tuple(sorted(self.ran, key=rank.__getitem__)),
-            skipped=tuple(sorted(self.skipped, key=rank.__getitem__)),
-            failed={rid: self.failed[rid] for rid in sorted(self.failed, key=rank.__getitem__)},
+            ran=tuple(ordered(self.ran)),
+            skipped=tuple(ordered(self.skipped)),
+            failed={rid: self.failed[rid] for rid in ordered(self.failed)},
+            stale={rid: self.stale[rid] for rid in ordered(self.stale)},
+            superseded={rid: self.replace[rid] for rid in ordered(self.ran) if rid in self.replace},
         )
 
 

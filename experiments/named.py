@@ -6,8 +6,9 @@ Table 3 rows) and ``<task>_cove``. The whole tables take a row per task: ``table
 registered task, ``table2`` / ``table3`` / ``cove`` the tasks the paper's table has (the sections
 of ``paper.toml``); ``tasks=`` chooses others. A task's base spec is the paper's ELMo
 configuration for it, read from its :class:`~tasks.core.TaskSpec` (default sites, mix and ELMo
-dropout); each row has its task's seeds (:attr:`~tasks.core.TaskSpec.seeds`: 5 for NER and
-SST-5 as in the paper) unless seeds are given, and its task's split.
+dropout); each row has its task's seeds (:attr:`~tasks.core.TaskSpec.seeds`, the paper's count:
+5 where it averages five runs, e.g. NER, SST-5 and SNLI) unless seeds are given, and its task's
+split. No seed count is written here.
 """
 
 from __future__ import annotations
@@ -189,7 +190,8 @@ def tables(
         preset: the tasks' preset (``mini``, ``paper``).
         data: ``demo`` or a data folder.
         seeds: the seeds of every row; ``None``: each row its task's
-            :attr:`~tasks.core.TaskSpec.seeds` (5 for NER and SST-5, as the paper).
+            :attr:`~tasks.core.TaskSpec.seeds` (the paper's count, e.g. 5 for SNLI, NER and
+            SST-5).
         rep_config: the biLM's representation configuration.
         overrides: task configuration changes.
         eval_split: the split of Table 1's and the CoVe table's numbers (``None``: each task's

@@ -6,6 +6,24 @@ sites), and the table the seeds. A cell therefore knows the exact run_ids it exp
 mean ± sample standard deviation (n − 1) over the runs found, ``n``, the ids still missing (``—``
 when none was found), and the paper's number beside it (from ``experiments/paper.toml``).
 
+**Tests.** An increase cell, and a run column with a ``versus`` column, carry a significance test
+(:func:`experiments.significance.compare_runs`) over exactly the runs of the two means (all runs
+found of both columns; the seed counts may differ). When any of those runs stored no per-unit
+statistics, the cell has no test and a footnote names the runs; the Δ printed is the test's
+difference and equals the difference of the two means (checked). The **family** of the
+Holm–Bonferroni correction is every test shown in one rendered table: each test's p-value is
+adjusted over the others of its table and the significance mark ``✱`` rests on the adjusted one.
+
+**Paper numbers** stand beside ours only where they are comparable
+(:func:`paper_comparable`): the row's base spec uses the ``paper`` preset, the published biLM
+(``{"published": "original"}``) and the task's real data (not ``demo``, not a subset), and our
+numbers are for the paper's split. Otherwise the paper cells stay empty and a footnote says why.
+
+**Captions** (tables with a caption) name what the runs found rest on: the commits, devices,
+biLMs (fingerprint, representation and configuration) and result versions, and say so
+explicitly when runs of one table differ in data, biLM, preset or result version. Runs the caller
+reused although their recorded identity no longer matches (``stale``) are marked ``‡``.
+
 Metrics are stored in natural units and scaled here (:class:`MetricSpec`, e.g. F1 × 100 with one
 decimal). :func:`render` writes Markdown, LaTeX (booktabs) or CSV (one line per cell).
 """
@@ -16,15 +34,17 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import statistics
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from experiments.significance import Comparison, compare_runs
-from experiments.spec import RunSpec, baseline_fields, derive
+from experiments.significance import ALPHA, Comparison, compare_runs, holm, read_units
+from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_fields, derive
 from experiments.store import RunRecord
 from tasks.core import MetricSpec
 
@@ -32,6 +52,12 @@ Format = Literal["markdown", "latex", "csv"]
 FORMATS: tuple[str, ...] = ("markdown", "latex", "csv")
 DEFAULT_PAPER = Path(__file__).with_name("paper.toml")
 MISSING = "—"
+SPLITS = ("train", "dev", "test")  # the prefixes of split metric keys ("dev_f1")
+PAPER_PRESET = "paper"
+PUBLISHED_ELMO = "original"  # the published biLM of the paper (``--elmo published:original``)
+SIGNIFICANCE_DOC = "docs/significance.md"
+#: Largest gap (natural units) between a test's difference and the difference of the means.
+DIFFERENCE_TOLERANCE = 1e-6
 CSV_FIELDS = (
     "table",
     "row",
@@ -45,6 +71,28 @@ CSV_FIELDS = (
     "paper_std",
     "paper_relative",
     "missing_run_ids",
+    "split",
+    "paper_split",
+    "preset",
+    "data",
+    "biLM",
+    "biLM_fingerprints",
+    "n_seeds_a",
+    "n_seeds_b",
+    "n_units",
+    "difference",
+    "p",
+    "p_holm",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "conditional",
+    "df",
+    "test_samples",
+    "no_test",
+    "stale_run_ids",
+    "paper_comparable",
+    "paper_incomparable_because",
 )
 
 
@@ -81,7 +129,7 @@ class RunsColumn:
         changes: spec changes, e.g. ``{"mode": "last"}``; empty for the base itself.
         paper_key: the paper's value for this column; ``None`` when the paper has none.
         versus: label of this column's reference column (an ablation's baseline); its cells
-            then carry the difference to it with a paired bootstrap test.
+            then carry the difference to it with a significance test.
     """
 
     label: str
@@ -127,7 +175,7 @@ class TableSpec:
         split: the split our runs were scored on (``None``: not stated).
         paper_split: the split of the paper's numbers in this table; when both splits are
             stated and differ, the paper column stays empty (with a footnote): a paper number
-            sits beside ours only for the same split.
+            sits beside ours only for the same split (and setup: :func:`paper_comparable`).
         caption: lines printed under the title (biLM, preset, data, seeds, ...).
     """
 
@@ -143,7 +191,8 @@ class TableSpec:
 
     @property
     def paper_comparable(self) -> bool:
-        """Whether the paper's numbers are for the split of our runs (or splits are unstated)."""
+        """Whether the paper's numbers are for the split of our runs (or splits are unstated);
+        the split only: :func:`paper_comparable` is the whole rule."""
         return self.split is None or self.paper_split is None or self.split == self.paper_split
 
     def splits_of(self, row: Row) -> tuple[str | None, str | None]:
@@ -151,7 +200,8 @@ class TableSpec:
         return row.split or self.split, row.paper_split or self.paper_split
 
     def row_comparable(self, row: Row) -> bool:
-        """Whether the paper's number for ``row`` is for the split of our runs."""
+        """Whether the paper's number for ``row`` is for the split of our runs (the split
+        only: :func:`paper_comparable` is the whole rule)."""
         ours, paper = self.splits_of(row)
         return ours is None or paper is None or ours == paper
 
@@ -181,6 +231,12 @@ class TableSpec:
             specs.setdefault(spec.run_id, spec)
         return tuple(specs.values())
 
+    def pair_of(self, column: Column) -> tuple[str, str] | None:
+        """The two run columns a column's test compares (``None``: the column has no test)."""
+        if isinstance(column, IncreaseColumn):
+            return column.minuend, column.subtrahend
+        return (column.label, column.versus) if column.versus is not None else None
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -193,12 +249,18 @@ class Cell:
         n_expected: runs the cell expects (0 for an increase).
         missing: run_ids expected but not found.
         relative: relative error reduction in percent (increase cells only).
-        paper: the paper's number; ``None`` when it has none.
+        paper: the paper's number; ``None`` when it has none or it is not comparable.
         paper_std: the paper's standard deviation, if printed.
         paper_relative: the paper's relative increase in percent (increase cells only).
         not_converged: on most of the runs found, the selected epoch was the last one run.
-        test: paired bootstrap of an increase, or of a run column against its ``versus``
-            column (natural units), when both columns' runs stored per-unit statistics.
+        test: the significance test of an increase, or of a run column against its ``versus``
+            column (natural units), over exactly the runs of the two means, its p-value
+            Holm-adjusted over the table's tests (``adjusted_p``).
+        runs: the run_ids found, whose metric the mean is over (run cells; seed order).
+        no_test: why a cell that would carry a test has none (runs without unit statistics,
+            unit statistics that do not reproduce the means); ``None`` otherwise.
+        stale: runs of the cell (an increase: of its two columns) reused although their
+            recorded identity no longer matches.
     """
 
     mean: float | None
@@ -212,6 +274,9 @@ class Cell:
     paper_relative: float | None = None
     not_converged: bool = False
     test: Comparison | None = None
+    runs: tuple[str, ...] = ()
+    no_test: str | None = None
+    stale: tuple[str, ...] = ()
 
 
 def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
@@ -224,42 +289,136 @@ def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
 Attachments = Callable[[str, str], "str | None"]
 
 
+def paper_comparable(table: TableSpec, row: Row) -> tuple[bool, str]:
+    """Whether the paper's numbers may stand beside ``row``'s, and why not.
+
+    They may when the row's base spec (for a baseline row still the ELMo spec it derives from)
+    uses the ``paper`` preset, the published biLM (``{"published": "original"}``), the task's
+    real data (not ``demo``, all of it: no ``limit``, no ``train_fraction``), and our numbers are
+    for the split of the paper's (or a split is unstated).
+
+    Returns:
+        ``(True, "")``, or ``(False, reasons)`` with the reasons joined by commas, e.g.
+        ``"DEMO data, preset mini, biLM = the shipped small biLM, not the published ELMo"``.
+    """
+    base = row.base
+    reasons = []
+    ours, paper = table.splits_of(row)
+    if ours is not None and paper is not None and ours != paper:
+        reasons.append(f"the paper's numbers are {paper} numbers and ours are {ours} numbers")
+    if base.data == "demo":
+        reasons.append("DEMO data")
+    if base.limit is not None:
+        reasons.append(f"only the first {base.limit:,} examples of each split")
+    if base.train_fraction is not None:
+        reasons.append(f"{100 * base.train_fraction:g} % of the training set")
+    if base.preset != PAPER_PRESET:
+        reasons.append(f"preset {base.preset}")
+    if base.representation != "elmo":
+        reasons.append(f"representation {base.representation}, not the published ELMo")
+    elif base.representation_config.get("published") != PUBLISHED_ELMO:
+        reasons.append(f"biLM = {bilm_description(base.representation_config)}")
+    return not reasons, ", ".join(reasons)
+
+
+def bilm_description(config: Mapping[str, Any]) -> str:
+    """An ELMo configuration in words, e.g. ``"the shipped small biLM, not the published ELMo"``
+    (for the paper's ``{"published": "original"}``: ``"the published ELMo 'original'"``)."""
+    if "published" in config:
+        name = config["published"]
+        if name == PUBLISHED_ELMO:
+            return f"the published ELMo {name!r}"
+        return f"the published ELMo {name!r}, not the paper's {PUBLISHED_ELMO!r}"
+    if "weights" in config:
+        return (
+            f"official-format weights {Path(str(config['weights'])).name}, not the published ELMo"
+        )
+    if "checkpoint" in config:
+        return f"checkpoint {Path(str(config['checkpoint'])).name}, not the published ELMo"
+    return "the shipped small biLM, not the published ELMo"
+
+
+def config_label(spec: RunSpec) -> str:
+    """A run's representation and its configuration, short: ``"elmo published:original"``,
+    ``"elmo checkpoint=default"`` (the shipped biLM), ``"cove weights=w.pth"``, ``"none"``."""
+    if spec.representation == NO_REPRESENTATION:
+        return NO_REPRESENTATION
+    config = dict(spec.representation_config)
+    tuned = " fine-tuned" if config.pop("finetune", None) else ""
+    if "published" in config:
+        label = f"published:{config['published']}"
+    elif "weights" in config:
+        label = f"weights={Path(str(config['weights'])).name}"
+    elif "checkpoint" in config:
+        label = f"checkpoint={Path(str(config['checkpoint'])).name}"
+    elif not config and spec.representation == "elmo":
+        label = "checkpoint=default"
+    else:
+        label = ", ".join(f"{k}={v}" for k, v in sorted(config.items())) or "default"
+    return f"{spec.representation} {label}{tuned}"
+
+
 def compute_cells(
     table: TableSpec,
     records: Iterable[RunRecord],
     paper: Mapping[str, Any],
     attachments: Attachments | None = None,
+    *,
+    stale: Collection[str] = (),
 ) -> list[list[Cell]]:
-    """Cells of ``table`` (rows × columns) from ``records`` and the paper data; with
-    ``attachments``, increase cells carry a paired bootstrap test.
+    """Cells of ``table`` (rows × columns) from ``records`` and the paper data.
+
+    Args:
+        table: rows and columns.
+        records: stored runs (any superset of the table's).
+        paper: the paper's numbers (:func:`load_paper`); a row's are used only where
+            :func:`paper_comparable`.
+        attachments: reads a run's stored files; with it, increase and ``versus`` cells carry
+            a test over exactly the runs of their two means, Holm-adjusted over all tests of
+            the table.
+        stale: run_ids reused although their recorded identity no longer matches.
 
     Raises:
-        ValueError: a found run lacks the row's metric.
+        ValueError: a found run lacks the row's metric, or a run's unit statistics are invalid
+            (duplicate unit ids, non-finite values; the message names the run).
     """
     by_id = {record.run_id: record for record in records}
+    stale_ids = frozenset(stale)
     section = paper.get(table.paper_table or table.name, {})
     grid = []
     for row in table.rows:
-        paper_row = section.get(row.paper_key or row.base.task, {})
-        paper_row = paper_row if table.row_comparable(row) else {}
+        comparable, _ = paper_comparable(table, row)
+        paper_row = section.get(row.paper_key or row.base.task, {}) if comparable else {}
         cells: dict[str, Cell] = {}
         for column in table.columns:
             if isinstance(column, RunsColumn):
-                cell = _runs_cell(table, row, column, by_id, paper_row)
-                if column.versus and attachments is not None and cell.mean is not None:
-                    pair = (column.label, column.versus)
-                    test = _paired_test(table, row, pair, by_id, attachments)
-                    cell = dataclasses.replace(cell, test=test)
-                cells[column.label] = cell
+                cells[column.label] = _runs_cell(table, row, column, by_id, paper_row, stale_ids)
         for column in table.columns:
             if isinstance(column, IncreaseColumn):
-                cell = _increase_cell(row, column, cells, paper_row)
-                if attachments is not None and cell.mean is not None:
-                    pair = (column.minuend, column.subtrahend)
-                    test = _paired_test(table, row, pair, by_id, attachments)
-                    cell = dataclasses.replace(cell, test=test)
-                cells[column.label] = cell
+                cells[column.label] = _increase_cell(row, column, cells, paper_row)
+        if attachments is not None:
+            for column in table.columns:
+                pair = table.pair_of(column)
+                if pair is not None and cells[column.label].mean is not None:
+                    test, why = _test(row, cells[pair[0]], cells[pair[1]], attachments)
+                    cells[column.label] = dataclasses.replace(
+                        cells[column.label], test=test, no_test=why
+                    )
         grid.append([cells[column.label] for column in table.columns])
+    return _holm_adjusted(grid)
+
+
+def _holm_adjusted(grid: list[list[Cell]]) -> list[list[Cell]]:
+    """The grid with every test's ``adjusted_p``: Holm–Bonferroni over all tests of the table."""
+    tests = [
+        (i, j, cell.test)
+        for i, cells in enumerate(grid)
+        for j, cell in enumerate(cells)
+        if cell.test is not None
+    ]
+    adjusted = holm([test.p_value for _, _, test in tests]) if tests else []
+    for (i, j, test), p in zip(tests, adjusted, strict=True):
+        grid[i][j] = dataclasses.replace(grid[i][j], test=dataclasses.replace(test, adjusted_p=p))
     return grid
 
 
@@ -269,6 +428,8 @@ def render(
     paper: Mapping[str, Any],
     fmt: Format = "markdown",
     attachments: Attachments | None = None,
+    *,
+    stale: Collection[str] = (),
 ) -> str:
     """The table as Markdown, LaTeX or CSV text (deterministic; ends with a newline).
 
@@ -280,19 +441,28 @@ def render(
         attachments: reads a stored run's files (the per-unit statistics of significance
             tests, the read statistics of a caption line "Skipped while reading", shown when a
             run's reader skipped anything); ``None``: no tests, no such line.
+        stale: run_ids the caller reused although their recorded identity no longer matches
+            (``--reuse-stale``): their cells are marked ``‡`` and a footnote lists them.
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     records = list(records)
-    grid = compute_cells(table, records, paper, attachments)
+    grid = compute_cells(table, records, paper, attachments, stale=stale)
     if fmt == "csv":
-        return _csv(table, grid)
+        return _csv(table, grid, records)
+    found = _found(table, records)
     skips = _skip_lines(table, records, attachments) if attachments is not None else []
     if table.caption:
-        lines = [_epochs_line(table, records), *_sample_efficiency_lines(table, records)]
-        table = dataclasses.replace(table, caption=(*table.caption, *lines, *skips))
+        lines = [
+            _epochs_line(table, records),
+            *_provenance_lines(found),
+            *_sample_efficiency_lines(table, records),
+        ]
+        shown = dataclasses.replace(table, caption=(*table.caption, *lines, *skips))
     elif skips:
-        table = dataclasses.replace(table, caption=tuple(skips))
+        shown = dataclasses.replace(table, caption=tuple(skips))
+    else:
+        shown = table
     header = ["Task"]
     for column in table.columns:
         header += [column.label, f"{column.label} (paper)"]
@@ -304,9 +474,10 @@ def render(
             ours = _increase_text if increase else _ours_text
             line += [ours(cell, row.metric), _paper_text(cell, row.metric, increase)]
         body.append(line)
+    notes = _notes(table, grid, body, _withheld(table, paper))
     if fmt == "latex":
-        return _latex(table, header, body)
-    return _markdown(table, header, body)
+        return _latex(shown, header, body, notes)
+    return _markdown(shown, header, body, notes)
 
 
 def table1(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
@@ -393,21 +564,188 @@ def cove_table(
     )
 
 
+def _found(table: TableSpec, records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The runs of ``records`` that fill a cell of ``table`` (each once, in table order)."""
+    by_id = {r.run_id: r for r in records}
+    found: dict[str, RunRecord] = {}
+    for row in table.rows:
+        for column in table.columns:
+            if isinstance(column, RunsColumn):
+                for spec in table.expected(row, column):
+                    if spec.run_id in by_id:
+                        found.setdefault(spec.run_id, by_id[spec.run_id])
+    return list(found.values())
+
+
 def _epochs_line(table: TableSpec, records: Sequence[RunRecord]) -> str:
     """Caption line: epochs run and selected epochs of the table's runs found in ``records``."""
-    wanted = {
-        spec.run_id
-        for row in table.rows
-        for column in table.columns
-        if isinstance(column, RunsColumn)
-        for spec in table.expected(row, column)
-    }
-    found = [r.metrics for r in records if r.run_id in wanted]
+    found = [r.metrics for r in _found(table, records)]
     ran = sorted({int(m["epochs_run"]) for m in found if "epochs_run" in m})
     best = sorted({int(m["best_epoch"]) for m in found if "best_epoch" in m})
     if not found:
         return "Epochs: no run found yet."
     return f"Epochs: {_span(ran)} run per training run; selected (best dev) epoch {_span(best)}."
+
+
+def _identity(record: RunRecord) -> Mapping[str, Any]:
+    """The record's ``provenance.identity`` (empty for records without one)."""
+    identity = getattr(record.provenance, "identity", {}) or {}
+    return identity if isinstance(identity, Mapping) else {}
+
+
+def _commit(record: RunRecord) -> str:
+    sha = record.provenance.git_sha
+    text = sha[:7] if sha else "no git commit"
+    return text + "+dirty" if record.provenance.git_dirty else text
+
+
+def _device(record: RunRecord) -> str:
+    """``provenance.device`` with the CPU threads of the identity, e.g. ``"cpu, 1 thread"``."""
+    device = record.provenance.device
+    threads = _identity(record).get("threads")
+    if isinstance(threads, int) and not isinstance(threads, bool) and "thread" not in device:
+        device += f", {threads} thread{'' if threads == 1 else 's'}"
+    return device
+
+
+def _short(value: object) -> str | None:
+    return value[:8] if isinstance(value, str) and value else None
+
+
+def _bilm_keys(record: RunRecord) -> tuple[str | None, str | None]:
+    """The weights' fingerprint and the identity's representation fingerprint (full)."""
+    fingerprint = record.provenance.representation_fingerprint
+    representation = _identity(record).get("representation")
+    return fingerprint or None, representation if isinstance(representation, str) else None
+
+
+def _bilm_names(keys: Collection[tuple[str | None, str | None]]) -> dict[Any, str]:
+    """Short names of biLM fingerprints: the weights' first 8 hex digits (the identity's when
+    the weights' is not recorded), both when that alone would not tell them apart."""
+
+    def short(key: tuple[str | None, str | None]) -> str:
+        return _short(key[0]) or _short(key[1]) or "fingerprint not recorded"
+
+    def long(key: tuple[str | None, str | None]) -> str:
+        parts = [_short(key[0]) or "?", _short(key[1]) or "?"]
+        return "/".join(parts) if any(p != "?" for p in parts) else "fingerprint not recorded"
+
+    names = {key: short(key) for key in keys}
+    if len(set(names.values())) < len(names):
+        names = {key: long(key) for key in keys}
+    return names
+
+
+def _counted(counts: Mapping[str, int], unit: str = "run") -> str:
+    """``"a"`` for one value, else ``"a (3 runs), b (1 run)"``, most frequent first."""
+    if len(counts) == 1:
+        return next(iter(counts))
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{k} ({n} {unit}{'' if n == 1 else 's'})" for k, n in ordered)
+
+
+def _version(value: object) -> str:
+    return f"v{value}" if value is not None else "not recorded"
+
+
+def _provenance_lines(found: Sequence[RunRecord]) -> list[str]:
+    """Caption lines: the commits, devices, biLMs and result versions the runs found rest on,
+    and a ``⚠`` line for each way they differ where they should not (data, biLM fingerprint of
+    one configuration, preset, resolved configuration or result version)."""
+    if not found:
+        return []
+    commits = Counter(_commit(r) for r in found)
+    devices = Counter(_device(r) for r in found)
+    bilms: dict[tuple[str, str], Counter[tuple[str | None, str | None]]] = {}
+    for record in found:  # by the full configuration (two checkpoints may share a file name)
+        if record.spec.representation != NO_REPRESENTATION:
+            config = json.dumps(record.spec.representation_config, sort_keys=True)
+            key = (config_label(record.spec), f"{record.spec.representation} {config}")
+            bilms.setdefault(key, Counter())[_bilm_keys(record)] += 1
+    plural = {True: "s", False: ""}
+    parts = [
+        f"commit{plural[len(commits) > 1]} {_counted(commits)}",
+        f"device{plural[len(devices) > 1]} {_counted(devices)}",
+    ]
+    entries: Counter[str] = Counter()
+    for (label, _), keys in bilms.items():
+        names = _bilm_names(keys)
+        for key, n in keys.items():
+            entries[f"{label} [{names[key]}]"] += n
+    if entries:
+        parts.append(f"biLM{plural[len(entries) > 1]} {_counted(entries)}")
+    else:
+        parts.append("no biLM (baseline runs only)")
+    versions, warnings = _versions(found)
+    if versions:
+        parts.append(f"result versions: {versions}")
+    runs = f"{len(found)} run{plural[len(found) > 1]}"
+    lines = [f"Rests on {runs}: {'; '.join(parts)}."]
+    for (label, _), keys in sorted(bilms.items()):
+        if len(keys) > 1:
+            names = _bilm_names(keys)
+            listed = _counted(Counter({names[k]: n for k, n in keys.items()}))
+            lines.append(
+                f"⚠ runs rest on {len(keys)} different biLM fingerprints for {label}: {listed}."
+            )
+    lines += _mix_warnings(found) + warnings
+    return lines
+
+
+def _mix_warnings(found: Sequence[RunRecord]) -> list[str]:
+    """``⚠`` lines for runs of one table that differ in data label or preset, and for runs of
+    one task with the same data label, preset and changes that differ in data fingerprint or
+    resolved task configuration (``provenance.identity``; the data's also from
+    ``provenance.data_fingerprint``)."""
+    lines = []
+    data = Counter(r.spec.data for r in found)
+    if len(data) > 1:
+        lines.append(f"⚠ runs differ in data: {_counted(data)}.")
+    presets = Counter(r.spec.preset for r in found)
+    if len(presets) > 1:
+        lines.append(f"⚠ runs differ in preset: {_counted(presets)}.")
+    groups: dict[tuple[str, str, str, tuple[str, ...]], list[RunRecord]] = {}
+    for record in found:  # runs that should read the same data and configuration
+        spec = record.spec
+        groups.setdefault((spec.task, spec.data, spec.preset, spec.overrides), []).append(record)
+    for (task, _, _, overrides), mine in sorted(groups.items()):
+        what = f"{task} ({' '.join(overrides)})" if overrides else task
+        for name, field_name, noun in (
+            ("data", "data_fingerprint", "data fingerprints"),
+            ("config", None, "resolved task configurations"),
+        ):
+            prints = Counter(
+                _short(_identity(r).get(name))
+                or (_short(getattr(r.provenance, field_name)) if field_name else None)
+                or "not recorded"
+                for r in mine
+            )
+            if len(prints) > 1:
+                listed = _counted(prints)
+                lines.append(f"⚠ {what} runs rest on {len(prints)} different {noun}: {listed}.")
+    return lines
+
+
+def _versions(found: Sequence[RunRecord]) -> tuple[str, list[str]]:
+    """``"squad v1, snli v2 / harness v1"`` from the runs' identities ("" when none records
+    them) and a ``⚠`` line per task (and for the harness) whose runs differ."""
+    if not any(_identity(r) for r in found):
+        return "", []
+    tasks: dict[str, Counter[str]] = {}
+    for record in found:
+        version = _version(_identity(record).get("task_result_version"))
+        tasks.setdefault(record.spec.task, Counter())[version] += 1
+    harness = Counter(_version(_identity(r).get("harness_result_version")) for r in found)
+    parts = [f"{task} {' + '.join(sorted(counts))}" for task, counts in tasks.items()]
+    text = f"{', '.join(parts)} / harness {' + '.join(sorted(harness))}"
+    warnings = [
+        f"⚠ {task} runs differ in result version: {_counted(counts)}."
+        for task, counts in tasks.items()
+        if len(counts) > 1
+    ]
+    if len(harness) > 1:
+        warnings.append(f"⚠ runs differ in harness result version: {_counted(harness)}.")
+    return text, warnings
 
 
 def first_epoch_reaching(
@@ -435,12 +773,13 @@ def _sample_efficiency_lines(table: TableSpec, records: Sequence[RunRecord]) -> 
     for row in table.rows:
         if row is not table.rows[0] and row.base.task == table.rows[0].base.task:
             continue  # one line per task
-        key = f"dev_{row.metric.key.split('_', 1)[1]}"
+        split, _, bare = row.metric.key.partition("_")
+        key = f"dev_{bare if split in SPLITS else row.metric.key}"
         pairs = []
         baselines = table.expected(row, columns["Baseline"])
         for base, elmo in zip(baselines, table.expected(row, columns["ELMo"]), strict=True):
             b, e = by_id.get(base.run_id), by_id.get(elmo.run_id)
-            if b is None or e is None or key not in b.metrics:
+            if b is None or e is None or key not in b.metrics or "best_epoch" not in b.metrics:
                 continue
             reached = first_epoch_reaching(e.log, key, b.metrics[key], row.metric.higher_is_better)
             elmo_at = "never" if reached is None else str(reached)
@@ -512,9 +851,10 @@ def _runs_cell(
     column: RunsColumn,
     by_id: Mapping[str, RunRecord],
     paper_row: Mapping[str, Any],
+    stale: Collection[str] = frozenset(),
 ) -> Cell:
     expected = table.expected(row, column)
-    values, missing, last = [], [], []
+    values, missing, last, runs = [], [], [], []
     for spec in expected:
         record = by_id.get(spec.run_id)
         if record is None:
@@ -525,6 +865,7 @@ def _runs_cell(
                 f"run {spec.run_id} ({row.label}, {column.label}) has no metric "
                 f"{row.metric.key!r}; it has {sorted(record.metrics)}"
             )
+        runs.append(spec.run_id)
         values.append(record.metrics[row.metric.key] * row.metric.scale)
         best, ran = record.metrics.get("best_epoch"), record.metrics.get("epochs_run")
         if best is not None and ran is not None:
@@ -539,6 +880,8 @@ def _runs_cell(
         paper=_number(paper_row.get(key)) if key else None,
         paper_std=_number(paper_row.get(f"{key}_std")) if key else None,
         not_converged=bool(last) and 2 * sum(last) > len(last),
+        runs=tuple(runs),
+        stale=tuple(r for r in runs if r in stale),
     )
 
 
@@ -560,38 +903,60 @@ def _increase_cell(
         relative=relative,
         paper=_number(paper_row.get(f"{key}_abs")) if key else None,
         paper_relative=_number(paper_row.get(f"{key}_rel")) if key else None,
+        stale=tuple(dict.fromkeys((*top.stale, *bottom.stale))),
     )
 
 
-def _paired_test(
-    table: TableSpec,
-    row: Row,
-    pair: tuple[str, str],
-    by_id: Mapping[str, RunRecord],
-    attachments: Attachments,
-) -> Comparison | None:
-    """Paired bootstrap of column ``pair[0]`` − column ``pair[1]`` over the seeds where both
-    runs exist and stored their unit statistics (:mod:`experiments.significance`)."""
+def _test(
+    row: Row, a: Cell, b: Cell, attachments: Attachments
+) -> tuple[Comparison | None, str | None]:
+    """The test of column ``a`` − column ``b`` over exactly the runs of their means, or why
+    there is none (``(None, None)``: the row's metric has no unit statistics at all).
+
+    Raises:
+        ValueError: a run's unit statistics are invalid (the message names the run), or the
+            two columns' runs were scored on different units.
+    """
     from tasks.registry import TASKS
 
     task = TASKS.get(row.base.task)
     if task is None or task.metric_from_totals is None:
-        return None
-    split, key = row.metric.key.split("_", 1)
-    if key != task.metric.key:
-        return None  # unit statistics describe the selection metric only
-    runs = {c.label: c for c in table.columns if isinstance(c, RunsColumn)}
+        return None, None
+    split, _, key = row.metric.key.partition("_")
+    if key != task.metric.key or not a.runs or not b.runs or a.mean is None or b.mean is None:
+        return None, None  # unit statistics describe the selection metric of a split only
     name = f"units-{split}.json"
-    a, b = [], []
-    for top, bottom in zip(
-        table.expected(row, runs[pair[0]]), table.expected(row, runs[pair[1]]), strict=True
-    ):
-        if top.run_id in by_id and bottom.run_id in by_id:
-            texts = attachments(top.run_id, name), attachments(bottom.run_id, name)
-            if texts[0] is not None and texts[1] is not None:
-                a.append({name: texts[0]})
-                b.append({name: texts[1]})
-    return compare_runs(a, b, split, task.metric_from_totals)
+    texts = {run_id: attachments(run_id, name) for run_id in (*a.runs, *b.runs)}
+    lacking = [run_id for run_id, text in texts.items() if text is None]
+    if lacking:
+        runs = f"run{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}"
+        return None, f"{runs} stored no unit statistics ({name})"
+    stored = {run_id: text for run_id, text in texts.items() if text is not None}
+    for run_id, text in stored.items():
+        read_units(text, f"{name} of run {run_id}")  # invalid statistics: an error naming the run
+    try:
+        test = compare_runs(
+            [{name: stored[r]} for r in a.runs],
+            [{name: stored[r]} for r in b.runs],
+            split,
+            task.metric_from_totals,
+        )
+    except ValueError as error:
+        raise ValueError(
+            f"{row.label}: test of runs {', '.join(a.runs)} against {', '.join(b.runs)}: {error}"
+        ) from error
+    if test is None:
+        return None, f"runs {', '.join(texts)} stored no unit statistics ({name})"
+    scale, places = row.metric.scale, row.metric.decimals + 2
+    shown = a.mean - b.mean
+    if not math.isclose(test.difference * scale, shown, abs_tol=DIFFERENCE_TOLERANCE * scale):
+        return None, (
+            f"the unit statistics ({name}) give a difference of "
+            f"{_fixed(test.difference * scale, places)}, the means differ by "
+            f"{_fixed(shown, places)}: they do not reproduce the stored metric of runs "
+            f"{', '.join(texts)}"
+        )
+    return test, None
 
 
 def _number(value: object) -> float | None:
@@ -627,12 +992,15 @@ def _spread(
     return f" / {fmt(value, 1)}%" if increase else f" ± {fmt(value, decimals)}"
 
 
+def _marks(cell: Cell) -> str:
+    return (f" {NOT_CONVERGED}" if cell.not_converged else "") + (f" {STALE}" if cell.stale else "")
+
+
 def _ours_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
         return f"{MISSING} ({', '.join(cell.missing)})" if cell.missing else MISSING
     text = _fixed(cell.mean, metric.decimals) + _spread(cell.std, metric.decimals, _fixed, False)
-    if cell.not_converged:
-        text += f" {NOT_CONVERGED}"
+    text += _marks(cell)
     if cell.missing:
         text += f" (n={cell.n} of {cell.n_expected}; missing {', '.join(cell.missing)})"
     else:
@@ -643,18 +1011,30 @@ def _ours_text(cell: Cell, metric: MetricSpec) -> str:
     return text
 
 
+def _p(value: float) -> str:
+    """``"=0.012"``, or ``"<0.001"`` below 0.001."""
+    return "<0.001" if value < 0.001 else f"={value:.3f}"
+
+
 def _test_text(test: Comparison, metric: MetricSpec) -> str:
-    """`` (p=0.012✱, CI [0.3, 1.9])``: a paired bootstrap in the metric's display units."""
+    """`` (p=0.004, Holm=0.012✱; 95 % CI [1.2, 10.8]; 3 vs 3 seeds, 250 units)``: a test in the
+    metric's display units, ``✱`` on the Holm-adjusted p-value."""
     scale, d = metric.scale, metric.decimals
     mark = SIGNIFICANT if test.significant else ""
     low, high = _fixed(test.low * scale, d), _fixed(test.high * scale, d)
-    return f" (p={test.p_value:.3f}{mark}, CI [{low}, {high}])"
+    p = f"p{_p(test.p_value)}"
+    if test.adjusted_p is not None:
+        p += f", Holm{_p(test.adjusted_p)}"
+    level = f"{100 * (1 - ALPHA):g} %"
+    sides = f"{test.seeds_a} vs {test.seeds_b} seeds, {test.units:,} units"
+    return f" ({p}{mark}; {level} CI [{low}, {high}]; {sides})"
 
 
 def _increase_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
         return MISSING
     text = _fixed(cell.mean, metric.decimals) + _spread(cell.relative, 1, _fixed, True)
+    text += f" {STALE}" if cell.stale else ""
     if cell.test is not None:
         text += _test_text(cell.test, metric)
     return text
@@ -678,47 +1058,133 @@ NOTE = (
 
 
 NOT_CONVERGED = "†"
-SIGNIFICANT = "✱"  # increase cells with a paired bootstrap p < 0.05 (not `*`: Markdown emphasis)
+STALE = "‡"  # a run reused although its recorded identity no longer matches
+SIGNIFICANT = "✱"  # Holm-adjusted p < ALPHA (not `*`: Markdown emphasis)
 
 
-def _notes(table: TableSpec, body: list[list[str]]) -> list[str]:
-    """The table's footnotes: how to read it, unconverged cells, an incomparable paper column."""
+def _withheld(table: TableSpec, paper: Mapping[str, Any]) -> list[tuple[Row, str]]:
+    """The rows whose paper numbers exist but are not shown (:func:`paper_comparable`), with
+    the reasons."""
+    section = paper.get(table.paper_table or table.name, {})
+    keys = []
+    for column in table.columns:
+        if column.paper_key is not None:
+            increase = isinstance(column, IncreaseColumn)
+            keys += [f"{column.paper_key}_abs"] if increase else [column.paper_key]
+    out = []
+    for row in table.rows:
+        comparable, why = paper_comparable(table, row)
+        paper_row = section.get(row.paper_key or row.base.task, {})
+        if not comparable and any(paper_row.get(k) is not None for k in keys):
+            out.append((row, why))
+    return out
+
+
+def _cell_name(row: Row, column: Column) -> str:
+    return f"{row.label} {column.label}"
+
+
+def _notes(
+    table: TableSpec,
+    grid: Sequence[Sequence[Cell]],
+    body: list[list[str]],
+    withheld: Sequence[tuple[Row, str]],
+) -> list[str]:
+    """The table's footnotes: how to read it, its tests (scheme, samples, Holm family,
+    conditional tests, cells without a test), unconverged and stale cells, paper cells left
+    empty and why."""
     notes = [NOTE]
-    if any("p=" in cell for cells in body for cell in cells[1:]):
-        notes.append(
-            "p, CI: paired bootstrap over the evaluation units (questions, pairs, sentences or "
-            "documents as the task defines them; 1,000 samples), seeds pooled (the same units "
-            "resampled for every seed, the metric averaged over seeds); 95 % percentile "
-            f"interval of the difference; {SIGNIFICANT} p < 0.05."
-        )
-    if any(NOT_CONVERGED in cell for cells in body for cell in cells[1:]):
+    placed = [
+        (row, column, cell)
+        for row, cells in zip(table.rows, grid, strict=True)
+        for column, cell in zip(table.columns, cells, strict=True)
+    ]
+    tests = [cell.test for _, _, cell in placed if cell.test is not None]
+    if tests:
+        notes.append(_tests_note(tests))
+        conditional = [
+            _cell_name(r, c)
+            for r, c, cell in placed
+            if cell.test and min(cell.test.seeds_a, cell.test.seeds_b) < 2
+        ]
+        if conditional:
+            notes.append(
+                f"Conditional tests ({'; '.join(conditional)}): one side has a single seed, so "
+                "the test is conditional on that seed (training-seed variance not included)."
+            )
+    for row, column, cell in placed:
+        if cell.no_test is not None:
+            pair = table.pair_of(column)
+            against = f" ({pair[0]} vs {pair[1]})" if pair else ""
+            notes.append(f"No test for {_cell_name(row, column)}{against}: {cell.no_test}.")
+    if any(cell.not_converged for _, _, cell in placed):
         notes.append(
             f"{NOT_CONVERGED} not converged: on most seeds the selected (best dev) epoch was the "
             "last one run; a longer budget may change the number."
         )
-    if not table.paper_comparable and all(r.split is None for r in table.rows):
+    stale = list(
+        dict.fromkeys(r for _, c, cell in placed if isinstance(c, RunsColumn) for r in cell.stale)
+    )
+    if stale:
         notes.append(
-            f"The paper's numbers in this table are {table.paper_split} numbers and ours are "
-            f"{table.split} numbers, so the paper column is left empty."
+            f"{STALE} rests on runs reused although their recorded identity (data, biLM, "
+            "configuration or result version) no longer matches (--reuse-stale): "
+            f"{', '.join(stale)}."
         )
+    groups: dict[str, list[str]] = {}
+    for row, why in withheld:
+        groups.setdefault(why, []).append(row.label)
+    if len(groups) == 1 and len(withheld) == len(table.rows):
+        notes.append(f"Paper column left empty: {next(iter(groups))}.")
     else:
-        for row in table.rows:
-            if not table.row_comparable(row):
-                ours, paper = table.splits_of(row)
-                notes.append(
-                    f"{row.label}: the paper's numbers are {paper} numbers and ours are {ours} "
-                    "numbers, so its paper cells are left empty."
-                )
+        for why, labels in groups.items():
+            notes.append(f"Paper cells left empty for {'; '.join(labels)}: {why}.")
     if any(" Δ " in cell for cells in body for cell in cells[1:]):
         against = sorted(
             {f"{c.label} vs {c.versus}" for c in table.columns if isinstance(c, RunsColumn)}
             - {f"{c.label} vs None" for c in table.columns}
         )
-        notes.append(f"Δ: difference of means to the reference column ({'; '.join(against)}).")
+        notes.append(
+            f"Δ: difference of the column's mean to its reference column's ({'; '.join(against)}); "
+            "it is the difference the test is about."
+        )
     return notes
 
 
-def _markdown(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
+#: One sentence per test scheme of :mod:`experiments.significance` (``Comparison.scheme``).
+SCHEMES = {
+    "seed-aware": (
+        "seed-aware test: the difference of the two seed means, its variance that of a paired "
+        "bootstrap over the evaluation units (questions, pairs, sentences or documents as the "
+        "task defines them) plus each side's variance over its training seeds, against "
+        "Student's t with Welch–Satterthwaite df"
+    ),
+    "pooled": (
+        "pooled paired bootstrap over the evaluation units with the seeds held fixed "
+        "(conditional on them), percentile interval"
+    ),
+}
+
+
+def _tests_note(tests: Sequence[Comparison]) -> str:
+    """How to read a cell's test: the scheme (in one sentence, with the documentation), the
+    runs and units, bootstrap samples (from the tests), the Holm family and the mark."""
+    samples = " or ".join(f"{n:,}" for n in sorted({t.samples for t in tests}))
+    schemes = "; ".join(SCHEMES.get(s, f"{s} test") for s in sorted({t.scheme for t in tests}))
+    level = f"{100 * (1 - ALPHA):g} %"
+    family = f"all {len(tests)} tests" if len(tests) > 1 else "the 1 test"
+    return (
+        f"p, CI: {schemes} ({SIGNIFICANCE_DOC}); two-sided, {samples} bootstrap samples, "
+        f"{level} confidence interval of the difference. Each test is over exactly the runs "
+        "of the two means (a vs b seeds) and the units they share. Holm: the p-value "
+        f"Holm–Bonferroni adjusted over the family of {family} shown in this table; "
+        f"{SIGNIFICANT} adjusted p < {ALPHA:g}."
+    )
+
+
+def _markdown(
+    table: TableSpec, header: list[str], body: list[list[str]], notes: Sequence[str]
+) -> str:
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
@@ -728,7 +1194,7 @@ def _markdown(table: TableSpec, header: list[str], body: list[list[str]]) -> str
     lines.append(line(header))
     lines.append("|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|")
     lines += [line(cells) for cells in body]
-    lines += ["", "\n\n".join(_notes(table, body))]
+    lines += ["", "\n\n".join(notes)]
     return "\n".join(lines) + "\n"
 
 
@@ -747,6 +1213,12 @@ _LATEX = {
     "λ": r"$\lambda$",
     "−": r"$-$",
     "—": "---",
+    "Δ": r"$\Delta$",
+    "<": r"$<$",
+    ">": r"$>$",
+    "✱": r"$^{\ast}$",
+    "†": r"\dag{}",
+    "‡": r"\ddag{}",
 }
 
 
@@ -754,7 +1226,7 @@ def _latex_escape(text: str) -> str:
     return "".join(_LATEX.get(char, char) for char in text)
 
 
-def _latex(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
+def _latex(table: TableSpec, header: list[str], body: list[list[str]], notes: Sequence[str]) -> str:
     def line(cells: Sequence[str]) -> str:
         return " & ".join(_latex_escape(c) for c in cells) + r" \\"
 
@@ -768,21 +1240,44 @@ def _latex(table: TableSpec, header: list[str], body: list[list[str]]) -> str:
         *[line(cells) for cells in body],
         r"\bottomrule",
         r"\end{tabular}",
-        *[f"% {_latex_escape(note)}" for note in _notes(table, body)],
+        *[f"% {_latex_escape(note)}" for note in notes],
     ]
     return "\n".join(lines) + "\n"
 
 
-def _csv(table: TableSpec, grid: list[list[Cell]]) -> str:
+def _column_spec(table: TableSpec, row: Row, column: Column) -> RunSpec:
+    """The spec of a column's first run (an increase: its minuend's)."""
+    if isinstance(column, IncreaseColumn):
+        runs = {c.label: c for c in table.columns if isinstance(c, RunsColumn)}
+        column = runs[column.minuend]
+    return table.expected(row, column)[0]
+
+
+def _fingerprints(runs: Sequence[RunRecord]) -> str:
+    """The short biLM fingerprints of runs with a representation, space-separated."""
+    keys = {_bilm_keys(r) for r in runs if r.spec.representation != NO_REPRESENTATION}
+    return " ".join(sorted(_bilm_names(keys).values()))
+
+
+def _csv(table: TableSpec, grid: list[list[Cell]], records: Sequence[RunRecord]) -> str:
     def num(value: float | None, decimals: int) -> str:
         return "" if value is None else _fixed(round(value, decimals), decimals)
 
+    def general(value: float | None) -> str:
+        return "" if value is None else f"{value:.6g}"
+
+    by_id = {r.run_id: r for r in records}
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
     for row, cells in zip(table.rows, grid, strict=True):
-        places = row.metric.decimals + 2
+        places, scale = row.metric.decimals + 2, row.metric.scale
+        ours, paper_split = table.splits_of(row)
+        comparable, why = paper_comparable(table, row)
         for column, cell in zip(table.columns, cells, strict=True):
+            spec = _column_spec(table, row, column)
+            prints = _fingerprints([by_id[r] for r in cell.runs])
+            t = cell.test
             writer.writerow(
                 [
                     table.name,
@@ -797,6 +1292,28 @@ def _csv(table: TableSpec, grid: list[list[Cell]]) -> str:
                     "" if cell.paper_std is None else repr(cell.paper_std),
                     "" if cell.paper_relative is None else repr(cell.paper_relative),
                     " ".join(cell.missing),
+                    ours or "",
+                    paper_split or "",
+                    spec.preset,
+                    spec.data,
+                    config_label(spec),
+                    prints,
+                    "" if t is None else t.seeds_a,
+                    "" if t is None else t.seeds_b,
+                    "" if t is None else t.units,
+                    "" if t is None else num(t.difference * scale, places),
+                    "" if t is None else general(t.p_value),
+                    "" if t is None else general(t.adjusted_p),
+                    "" if t is None else num(t.low * scale, places),
+                    "" if t is None else num(t.high * scale, places),
+                    "" if t is None else str(t.significant).lower(),
+                    "" if t is None else str(t.conditional).lower(),
+                    "" if t is None or t.df is None else f"{t.df:.1f}",
+                    "" if t is None else t.samples,
+                    cell.no_test or "",
+                    " ".join(cell.stale),
+                    str(comparable).lower(),
+                    why,
                 ]
             )
     return out.getvalue()

@@ -33,7 +33,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,6 +195,9 @@ class _Run:
     work: Path
     finetune_ppl: dict[str, float]
     eval_lines: bool = False
+    identity: str = (
+        ""  # the run identity's reuse fields as JSON: a checkpoint resumes only under it
+    )
 
 
 def seed_everything(seed: int) -> None:
@@ -550,6 +553,7 @@ def _save(run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | N
             "state": state.to_json(),
             "rng": _rng_state(run.device),
             "config": _config_json(run),
+            "identity": run.identity,
         },
         run.work / CHECKPOINT,
     )
@@ -569,6 +573,11 @@ def _load(run: _Run) -> tuple[LoopState, dict[str, torch.Tensor] | None] | None:
     if not path.exists():
         return None
     payload = torch.load(path, map_location=run.device, weights_only=True)
+    if payload.get("identity", "") != run.identity:
+        # made from other data, another representation, device, ... (a stale run trained
+        # again): resuming would continue the old run on the new inputs
+        logger.warning("%s was written from other inputs (run identity); starting afresh", path)
+        return None
     if payload.get("config") != _config_json(run):
         # The same run id under another configuration (a preset changed without a version bump):
         # resuming would mix two configurations, so this run starts again.
@@ -724,6 +733,7 @@ def train(
     options: RunOptions = RunOptions(),
     sink: Sink | None = None,
     stop_after_evals: int | None = None,
+    identity: Mapping[str, Any] | None = None,
 ) -> TrainOutcome:
     """Train one spec (resuming from its checkpoint) and score the selected weights.
 
@@ -733,6 +743,9 @@ def train(
         sink: where metrics go besides the log (default: W&B when ``options.wandb``, else none).
         stop_after_evals: stop after this many evaluations in this call (resume tests); the
             outcome then describes the run so far.
+        identity: the run's identity (:meth:`experiments.identity.RunIdentity.to_dict`): a
+            checkpoint resumes only when it was written under the same reuse fields, so a stale
+            run trained again starts afresh. ``None``: not checked (checkpoints without one).
     """
     started = time.perf_counter()
     if options.threads is not None:
@@ -740,6 +753,10 @@ def train(
             raise ValueError(f"threads must be >= 1, got {options.threads}")
         torch.set_num_threads(options.threads)
     run = _set_up(spec, options)
+    if identity is not None:
+        from experiments.identity import REUSE_FIELDS
+
+        run.identity = json.dumps({k: identity.get(k) for k in REUSE_FIELDS}, sort_keys=True)
     cfg = run.train_config
     state = LoopState(lr=cfg.optimizer.lr)
     best_weights: dict[str, torch.Tensor] | None = None
@@ -901,18 +918,26 @@ def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
     """Train one :class:`experiments.spec.RunSpec` and return its :class:`RunRecord`.
 
     ``spec.data`` is ``"demo"`` (the task's bundled demo set) or a data folder. The work folder
-    ``options.work_root/<task>/<run_id>`` holds the checkpoint, so a killed run resumes.
+    ``options.work_root/<task>/<run_id>`` holds the checkpoint, so a killed run resumes. The
+    record's provenance carries the run's :class:`~experiments.identity.RunIdentity` and
+    :class:`~experiments.identity.CodeVersion`.
     """
-    from experiments.store import RunRecord, collect_env, fingerprint_files
+    from experiments.identity import code_version, run_identity
+    from experiments.store import RunRecord, collect_env
 
-    task = get_task(spec.task)
     started = time.time()
-    outcome = train(spec, options)
-    data_path = task.demo() if spec.data == "demo" else Path(spec.data)
-    provenance = collect_env(
-        device=outcome.device,
-        representation_fingerprint=outcome.representation_fingerprint,
-        data_fingerprint=fingerprint_files(data_path),
+    # what the run is made of, fingerprinted before it starts (the driver's reuse check
+    # computes the same identity from the same options)
+    identity = run_identity(spec, options.device, options.precision, options.threads)
+    outcome = train(spec, options, identity=identity.to_dict())
+    provenance = dataclasses.replace(
+        collect_env(
+            device=outcome.device,
+            representation_fingerprint=outcome.representation_fingerprint,
+            data_fingerprint=identity.data,
+        ),
+        identity=identity.to_dict(),
+        code=code_version().to_dict(),
     )
     metrics = {
         **outcome.metrics,

@@ -7,10 +7,22 @@ Layout, one folder per run, keyed by :func:`experiments.spec.run_id`::
                            env.json      {"format", "run_id", "provenance", "timings"}
                            log.jsonl     one JSON object per line, as the runner logged it
 
+                           superseded/<run_id>.<n>/   earlier records of the same run id
+                                      whose identity no longer matched (kept, never deleted)
+
 A run is written into a hidden temporary folder beside its final place, every file is fsynced,
 and the folder is renamed into place: a partially written run is never visible, and an existing
-run is never overwritten (:class:`RunExistsError`). Leftover ``.tmp-*`` folders from a killed
-process are invisible to readers; :meth:`ResultsStore.remove_partial` deletes them.
+run is never overwritten (:class:`RunExistsError`) unless the caller replaces a record whose
+identity no longer matches (``put(record, replace=True)``: the old folder moves to
+``superseded/``, under the task's lock). Leftover ``.tmp-*`` folders from a killed process are
+invisible to readers; :meth:`ResultsStore.remove_partial` deletes them.
+
+**Several processes, one store** (two nox targets at once, a sweep and a table): every put and
+replace holds an exclusive lock on ``<root>/<task>/.lock`` (``fcntl.flock``), so no record is
+duplicated or torn; and a sweep claims each run it trains (:meth:`ResultsStore.claim`, a lock on
+``<root>/<task>/.claims/<run_id>``), so a second process waits for the first to finish a run and
+then reuses it instead of training it again. Locks are released by the kernel when a process
+dies, so a killed process never leaves a run claimed.
 
 Log-line conventions (those of ``experiments/runner.py``), used by :mod:`experiments.plots`: one
 line per epoch with ``epoch`` (int, from 1), ``dev_<metric>`` values in natural units (e.g.
@@ -20,6 +32,7 @@ line per epoch with ``epoch`` (int, from 1), ``dev_<metric>`` values in natural 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -46,7 +59,7 @@ logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ROOT = Path("runs") / "store"  # relative to the working directory
-STORE_FORMAT = 1
+STORE_FORMAT = 2  # 2: provenance.identity and provenance.code (experiments.identity)
 FILES = ("spec.json", "metrics.json", "env.json", "log.jsonl")
 KEY_PACKAGES = (
     "elmo-bench",
@@ -64,6 +77,8 @@ _TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]*")
 _RUN_ID = re.compile(rf"[0-9a-f]{{{RUN_ID_LENGTH}}}")
 _TMP_PREFIX = ".tmp-"
 _ATTACHMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+SUPERSEDED = "superseded"  # <task>/superseded/<run_id>.<n>: replaced records, kept
+SUPERSEDED_NOTE = "superseded.json"  # written into a replaced record: when, why, by what
 
 
 class StoreWriteError(OSError):
@@ -72,6 +87,20 @@ class StoreWriteError(OSError):
 
 class RunExistsError(FileExistsError):
     """``put`` of a run_id that the store already holds (results are append-only)."""
+
+
+@dataclass
+class Claim:
+    """A run claimed for training by this process (:meth:`ResultsStore.claim`)."""
+
+    run_id: str
+    handle: Any
+
+    def release(self) -> None:
+        """Give the run up (closing the file releases its lock)."""
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +121,11 @@ class Provenance:
         representation_fingerprint: hash of the representation's weights (see
             :func:`fingerprint_files`), ``None`` when not recorded.
         data_fingerprint: hash of the data files, ``None`` when not recorded.
+        identity: :meth:`experiments.identity.RunIdentity.to_dict` of the run (what it was made
+            from: data, representation, resolved configuration, device kind, precision,
+            threads, result versions); empty for records older than store format 2.
+        code: :meth:`experiments.identity.CodeVersion.to_dict` (package version, git commit,
+            dirty flag, harness source hash); empty for older records.
     """
 
     git_sha: str | None
@@ -105,11 +139,15 @@ class Provenance:
     device: str
     representation_fingerprint: str | None = None
     data_fingerprint: str | None = None
+    identity: Mapping[str, Any] = field(default_factory=dict)
+    code: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data; inverse of :meth:`from_dict`."""
         data = dataclasses.asdict(self)
         data["packages"] = dict(sorted(self.packages.items()))
+        data["identity"] = json.loads(json.dumps(dict(self.identity), sort_keys=True))
+        data["code"] = dict(self.code)
         return data
 
     @classmethod
@@ -171,12 +209,21 @@ class ResultsStore:
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r})"
 
-    def put(self, record: RunRecord) -> Path:
+    def put(self, record: RunRecord, replace: bool = False, reason: str = "") -> Path:
         """Write ``record`` atomically and return its folder.
 
+        Args:
+            record: the run.
+            replace: when the store already holds this run id, move that record to
+                ``<task>/superseded/<run_id>.<n>/`` (with a ``superseded.json`` saying when,
+                why and by which record) and put this one in its place. Only for a record whose
+                identity no longer matches (``experiments.identity.reuse_differences``) or a
+                rerun the user forced.
+            reason: why the old record is replaced (stored in its ``superseded.json``).
+
         Raises:
-            RunExistsError: the store already holds this run_id (also when a concurrent writer
-                finished first); nothing is changed.
+            RunExistsError: the store already holds this run_id and ``replace`` is false (also
+                when a concurrent writer finished first); nothing is changed.
             StoreWriteError: the disk refused a write (full, read-only, quota); the partial
                 copy is removed and the store is unchanged, as the message says.
         """
@@ -186,41 +233,93 @@ class ResultsStore:
             raise ValueError(f"task name {task!r} is not a valid folder name")
         task_dir = self.root / task
         final = task_dir / rid
-        if final.exists():
-            raise RunExistsError(f"run {rid} is already stored at {final}")
         files = _serialise(record)  # before touching the disk: bad data writes nothing
-        task_dir.mkdir(parents=True, exist_ok=True)
-        tmp = task_dir / f"{_TMP_PREFIX}{rid}-{uuid.uuid4().hex}"
-        tmp.mkdir()
         try:
-            for name, text in files.items():
-                _write_synced(tmp / name, text)
-            _fsync_dir(tmp)
-            try:
-                os.rename(tmp, final)  # atomic; fails when a non-empty `final` exists
-            except OSError as error:
-                if error.errno in (errno.EEXIST, errno.ENOTEMPTY) or final.exists():
-                    raise RunExistsError(f"run {rid} is already stored at {final}") from error
-                raise
-            _fsync_dir(task_dir)
+            task_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if isinstance(error, RunExistsError):
+            raise _write_error(error, rid, final) from error
+        with self._locked(task):
+            if final.exists() and not replace:
+                raise RunExistsError(f"run {rid} is already stored at {final}")
+            tmp = task_dir / f"{_TMP_PREFIX}{rid}-{uuid.uuid4().hex}"
+            try:
+                tmp.mkdir()
+                for name, text in files.items():
+                    _write_synced(tmp / name, text)
+                _fsync_dir(tmp)
+                if final.exists():
+                    self._supersede(final, record, reason)
+                os.rename(tmp, final)  # atomic; fails when a non-empty `final` exists
+                _fsync_dir(task_dir)
+            except OSError as error:
+                shutil.rmtree(tmp, ignore_errors=True)
+                if error.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise RunExistsError(f"run {rid} is already stored at {final}") from error
+                raise _write_error(error, rid, final) from error
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            reason = (
-                "no space left on the device"
-                if error.errno in (errno.ENOSPC, errno.EDQUOT)
-                else f"{type(error).__name__}: {error}"
-            )
-            raise StoreWriteError(
-                error.errno,
-                f"could not write run {rid} to {final}: {reason}; the store is unchanged "
-                "(the partial copy was removed); free space and rerun: finished runs are kept",
-            ) from error
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return final
+
+    def _supersede(self, folder: Path, by: RunRecord, reason: str) -> Path:
+        """Move a stored record to ``superseded/<run_id>.<n>`` with a note (lock held)."""
+        import time
+
+        old = self.root / by.spec.task / SUPERSEDED
+        old.mkdir(exist_ok=True)
+        n = 1 + max(
+            (int(p.suffix[1:]) for p in old.glob(f"{folder.name}.*") if p.suffix[1:].isdigit()),
+            default=0,
+        )
+        note = {
+            "superseded_unix": time.time(),
+            "reason": reason or "replaced",
+            "by_identity": dict(by.provenance.identity),
+            "by_code": dict(by.provenance.code),
+        }
+        _write_synced(folder / SUPERSEDED_NOTE, json.dumps(note, indent=2, sort_keys=True) + "\n")
+        target = old / f"{folder.name}.{n}"
+        os.rename(folder, target)
+        return target
+
+    def superseded(self, run_id: str) -> list[Path]:
+        """Folders of earlier records of ``run_id`` that were replaced, oldest first."""
+        found = []
+        if self.root.is_dir():
+            for task_dir in self._task_dirs():
+                folder = task_dir / SUPERSEDED
+                if folder.is_dir():
+                    found += [p for p in folder.glob(f"{run_id}.*") if p.suffix[1:].isdigit()]
+        return sorted(found, key=lambda p: int(p.suffix[1:]))
+
+    def identity_of(self, run_id: str) -> dict[str, Any] | None:
+        """The stored run's ``provenance.identity`` (``{}`` for an older record), or ``None``
+        when the run is not stored."""
+        folder = self.path_of(run_id)
+        if folder is None:
+            return None
+        env = json.loads((folder / "env.json").read_text("utf-8"))
+        identity: dict[str, Any] = env.get("provenance", {}).get("identity") or {}
+        return identity
+
+    @contextlib.contextmanager
+    def _locked(self, task: str) -> Iterator[None]:
+        """An exclusive lock on ``<root>/<task>/.lock`` for the block (all writers of a task)."""
+        handle = _lock_file(self.root / task / ".lock", blocking=True)
+        try:
+            yield
+        finally:
+            handle.close()
+
+    def claim(self, spec: RunSpec, wait: bool = True) -> Claim | None:
+        """Claim ``spec``'s run for training in this process: an exclusive lock on
+        ``<root>/<task>/.claims/<run_id>`` held until :meth:`Claim.release` (or the process
+        ends). With ``wait`` false, ``None`` when another process holds it; with ``wait``,
+        block until it is free (the other process has stored or abandoned the run)."""
+        path = self.root / spec.task / ".claims" / spec.run_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = _lock_file(path, blocking=wait)
+        return None if handle is None else Claim(spec.run_id, handle)
 
     def has(self, run_id: str) -> bool:
         """Whether a finished run with this id is stored."""
@@ -339,7 +438,7 @@ def collect_env(
         version = _version(name)
         if version is not None:
             packages[name] = version
-    sha, dirty = _git_state(Path(repo))
+    sha, dirty = git_state(Path(repo))
     return Provenance(
         git_sha=sha,
         git_dirty=dirty,
@@ -398,6 +497,37 @@ def _serialise(record: RunRecord) -> dict[str, str]:
     }
 
 
+def _lock_file(path: Path, blocking: bool) -> Any:
+    """An open file holding an exclusive ``flock`` on ``path`` (created if needed); ``None``
+    when not ``blocking`` and another process holds it. Without ``fcntl`` (Windows) the file is
+    opened unlocked: one writer per store there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+def _write_error(error: OSError, rid: str, final: Path) -> StoreWriteError:
+    reason = (
+        "no space left on the device"
+        if error.errno in (errno.ENOSPC, errno.EDQUOT)
+        else f"{type(error).__name__}: {error}"
+    )
+    return StoreWriteError(
+        error.errno,
+        f"could not write run {rid} to {final}: {reason}; the store is unchanged "
+        "(the partial copy was removed); free space and rerun: finished runs are kept",
+    )
+
+
 def _write_synced(path: Path, text: str) -> None:
     with path.open("w", encoding="utf-8") as handle:
         handle.write(text)
@@ -435,7 +565,7 @@ def _version(name: str) -> str | None:
         return None
 
 
-def _git_state(repo: Path) -> tuple[str | None, bool | None]:
+def git_state(repo: Path) -> tuple[str | None, bool | None]:
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(

@@ -149,8 +149,9 @@ class TaggedSentence:
     Attributes:
         tokens: the words (first column).
         tags: one tag per word, as in the file (readers may re-encode them).
-        line: 1-based line of the first word in ``path`` (tokens are on consecutive lines).
-        path: the file it came from (for error messages).
+        line: 1-based line of the first word in ``path`` (tokens are on consecutive lines); the
+            1-based row number for Hugging Face rows.
+        path: the file it came from (for error messages), or the Hugging Face dataset's name.
     """
 
     tokens: tuple[str, ...]
@@ -318,7 +319,7 @@ def load_hf_tagging(name: str, feature: str = "ner_tags") -> dict[str, list[Tagg
         table = loaded[hf_split]
         names = table.features[feature].feature.names
         out[split] = [
-            TaggedSentence(tuple(row["tokens"]), tuple(names[i] for i in row[feature]), 0, name)
-            for row in table
+            TaggedSentence(tuple(row["tokens"]), tuple(names[i] for i in row[feature]), n, name)
+            for n, row in enumerate(table, start=1)
         ]
     return out

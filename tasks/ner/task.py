@@ -52,9 +52,11 @@ from tasks.ner.evaluate import write_tagged
 from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
 
-VERSION = 1  # bump when reader, metric, model or a preset changes a number
+VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: biLSTM-CRF (word + char CNN, 2 biLSTMs, BIOUL CRF with constrained Viterbi), any
 #     CoNLL-column data with scheme detection, conlleval scoring, seqeval per-type F1, DEMO set
+# v2: unit statistics keyed by the sentence's FILE:LINE instead of its position (stored v1 units
+#     cannot be paired with v2 ones); no metric changes
 
 
 @dataclass
@@ -163,13 +165,14 @@ class NerRecipe:
         self, predictions: Sequence[Sequence[str]], examples: Sequence[TaggedSentence]
     ) -> UnitStatistics:
         """Per sentence conlleval's ``(correct, predicted, gold)`` chunks (tokens with ``-r``
-        for plain tags): chunk counts add over sentences, so the bootstrap resamples sentences."""
+        for plain tags): chunk counts add over sentences, so the bootstrap resamples sentences.
+        Unit ids: :func:`unit_ids` (``FILE:LINE`` of each sentence's first word)."""
         gold, predicted = self._scored_tags(predictions, examples)
         rows = []
         for g, p in zip(gold, predicted, strict=True):
             overall = conlleval([g], [p], raw=self.scheme is None).overall
             rows.append((float(overall.correct), float(overall.predicted), float(overall.gold)))
-        return UnitStatistics(tuple(str(i) for i in range(len(rows))), tuple(rows))
+        return UnitStatistics(unit_ids(examples), tuple(rows))
 
     def write_predictions(
         self,
@@ -183,6 +186,39 @@ class NerRecipe:
         gold, predicted = self._scored_tags(predictions, examples)
         write_tagged(out, [ex.tokens for ex in examples], gold, predicted)
         return out
+
+
+def unit_ids(examples: Sequence[TaggedSentence]) -> tuple[str, ...]:
+    """One stable id per sentence: ``FILE:LINE``, the file's name (not its folder, so copies of
+    the data in other places pair) and the 1-based line of the sentence's first word, e.g.
+    ``eng.testa:1027``; Hugging Face rows: ``NAME:ROW`` (1-based row number).
+
+    Sentences sharing a location (e.g. built in code without one: line 0) repeat an id: the
+    first keeps it and the repeats get ``#2``, ``#3`` … in order, so the ids are unique and
+    equal across runs on the same data.
+
+    Args:
+        examples: the scored sentences, in order.
+
+    Returns:
+        One id per sentence, unique.
+    """
+    return _disambiguated([f"{Path(ex.path).name}:{ex.line}" for ex in examples])
+
+
+def _disambiguated(ids: Sequence[str]) -> tuple[str, ...]:
+    """``ids`` with each repeat of an earlier id suffixed ``#2``, ``#3`` … (the next number not
+    yet taken), in order; the first occurrence keeps the bare id."""
+    seen: set[str] = set()
+    out = []
+    for base in ids:
+        unit, n = base, 1
+        while unit in seen:
+            n += 1
+            unit = f"{base}#{n}"
+        seen.add(unit)
+        out.append(unit)
+    return tuple(out)
 
 
 def official_scores(result: ConllevalResult) -> dict[str, float]:

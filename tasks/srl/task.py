@@ -46,9 +46,11 @@ from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns,
 from tasks.srl.metric import evaluate_props, write_props
 from tasks.srl.model import SrlBatch, SrlTagger
 
-VERSION = 1  # bump when reader, metric, model or a preset changes a number
+VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: He et al. (2017) alternating highway biLSTM tagger, BIO-constrained Viterbi, srl-eval.pl
 #     scoring of the regrouped propositions; DEMO set v1
+# v2: unit statistics keyed by the sentence's DOCUMENT_PART:INDEX instead of its position (stored
+#     v1 units cannot be paired with v2 ones); no metric changes
 
 #: Predictions of one split: ``(sentence_id, predicate_index)`` → IOB2 tags.
 SrlPredictions = dict[tuple[int, int], tuple[str, ...]]
@@ -210,13 +212,16 @@ class SrlRecipe:
         self, predictions: Mapping[tuple[int, int], Sequence[str]], examples: Sequence[SrlExample]
     ) -> UnitStatistics:
         """Per sentence srl-eval's ``(correct, predicted, gold)`` arguments: the counts add over
-        sentences, so the bootstrap resamples sentences (all their propositions together)."""
+        sentences, so the bootstrap resamples sentences (all their propositions together).
+
+        The units are every sentence of the examples' split (those :meth:`score` counts), with
+        the ids of :func:`unit_ids` (``DOCUMENT_PART:INDEX``)."""
         gold, predicted = self._columns(predictions, examples)
         rows = []
         for g, p in zip(props_sentences(gold), props_sentences(predicted), strict=True):
             overall = evaluate_props([g], [p]).overall
             rows.append((float(overall.correct), float(overall.predicted), float(overall.gold)))
-        return UnitStatistics(tuple(str(i) for i in range(len(rows))), tuple(rows))
+        return UnitStatistics(unit_ids(self.sentences[self._split_of(examples)]), tuple(rows))
 
     def write_predictions(
         self,
@@ -235,6 +240,35 @@ class SrlRecipe:
         write_props(out, predicted)
         write_props(path.with_suffix(".gold.props"), gold)
         return out
+
+
+def unit_ids(sentences: Sequence[Sentence]) -> tuple[str, ...]:
+    """One stable id per sentence: ``DOCUMENT_PART:INDEX``, the CoNLL-2012 document id, its
+    part number and the 0-based index of the sentence in the part, e.g.
+    ``bc/cctv/00/cctv_0001_0:12`` (the document key as coreference writes it, then the
+    sentence).
+
+    A document part read twice (the same id in two files) repeats its ids: the repeats get
+    ``#2``, ``#3`` … in read order (the first keeps the bare id), so the ids are unique and equal
+    across runs on the same data.
+
+    Args:
+        sentences: every sentence of a split, in read order.
+
+    Returns:
+        One id per sentence, unique.
+    """
+    seen: set[str] = set()
+    out = []
+    for sentence in sentences:
+        base = f"{sentence.document_id}_{sentence.part}:{sentence.index}"
+        unit, n = base, 1
+        while unit in seen:
+            n += 1
+            unit = f"{base}#{n}"
+        seen.add(unit)
+        out.append(unit)
+    return tuple(out)
 
 
 def configure(preset_name: str, overrides: Sequence[str]) -> SrlConfig:

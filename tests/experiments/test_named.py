@@ -79,7 +79,8 @@ def test_whole_tables_take_their_rows_seeds_and_splits_from_the_tasks() -> None:
         named.table_tasks("squad_elmo", ["squad"])
     (t1,) = named.tables("table1", "mini", "demo", None, {}, tasks=["squad", "ner"])
     by_task = {row.base.task: row for row in t1.rows}
-    assert by_task["squad"].seeds == (0, 1, 2) and by_task["ner"].seeds == (0, 1, 2, 3, 4)
+    assert by_task["squad"].seeds == tuple(range(registry.TASKS["squad"].seeds))
+    assert by_task["ner"].seeds == (0, 1, 2, 3, 4)
     assert by_task["squad"].split == "dev" and by_task["ner"].split == "test"
     assert by_task["ner"].base.eval_splits == ("dev", "test")
     assert by_task["ner"].metric.key == "test_f1" and by_task["ner"].label.startswith(
@@ -111,3 +112,21 @@ def test_sample_efficiency_table_is_figure_1() -> None:
     assert len(specs) == 16 and {s.representation for s in specs} == {"none", "elmo"}
     with pytest.raises(ValueError, match="fractions"):
         named.sample_efficiency_table("mini", "demo", (0,), {}, fractions=(0.0,))
+
+
+def test_row_seeds_are_each_task_s_own_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every table's rows take their seed count from the task (SNLI: 5 runs in the paper, as
+    its TaskSpec says); nothing in ``named`` fixes a count per task."""
+    for name in ("table1", "table2", "table3", "cove"):
+        (table,) = named.tables(name, "mini", "demo", None, {})
+        for row in table.rows:
+            assert row.seeds == tuple(range(registry.TASKS[row.base.task].seeds)), (name, row)
+    for seeds in (5, 2):
+        snli = dataclasses.replace(registry.TASKS["snli"], seeds=seeds)
+        monkeypatch.setitem(registry.TASKS, "snli", snli)
+        (t2,) = named.tables("table2", "mini", "demo", None, {})
+        assert {r.seeds for r in t2.rows if r.base.task == "snli"} == {tuple(range(seeds))}
+        assert f"({seeds} per cell" in " ".join(t2.caption)
+        assert named.default_seeds("snli_elmo") == tuple(range(seeds))
+        specs = named.expected_specs(named.tables("snli_elmo", "mini", "demo", None, {})[0])
+        assert sorted({s.seed for s in specs}) == list(range(seeds))

@@ -1,32 +1,106 @@
-"""render(): golden Markdown/LaTeX/CSV, statistics, missing cells, paper numbers."""
+"""render(): golden Markdown/LaTeX/CSV, statistics, missing cells, paper numbers, tests over
+exactly the runs of the means with Holm-adjusted p-values, captions naming what the runs rest on,
+the paper column only where comparable, stale runs."""
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import importlib
 import importlib.util
+import io
 import json
 import random
+from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from experiments.render import (
+    CSV_FIELDS,
     IncreaseColumn,
     Row,
     RunsColumn,
     TableSpec,
     compute_cells,
     load_paper,
+    paper_comparable,
     render,
+    table1,
     table2,
 )
-from experiments.spec import baseline_fields, baseline_of, derive
-from experiments.store import RunRecord
+from experiments.significance import Comparison, holm
+from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
+from experiments.store import Provenance, RunRecord
 from tasks.core import MetricSpec
 from tests.conftest import REPO
 from tests.experiments.helpers import PROVENANCE, make_record, make_spec
 
+render_module = importlib.import_module("experiments.render")  # not the function of the package
 GOLDENS = REPO / "tests" / "experiments" / "goldens"
 ACC = MetricSpec("accuracy", scale=100, decimals=1)
+DEV_ACC = MetricSpec("dev_accuracy", scale=100, decimals=1)
+UNITS = "units-dev.json"
+
+
+def paper_spec(task: str = "snli", **changes: Any) -> RunSpec:
+    """A spec the paper's numbers are comparable with: preset paper, published biLM, real data."""
+    fields: dict[str, Any] = {
+        "preset": "paper",
+        "data": "data",
+        "representation_config": {"published": "original"},
+        **changes,
+    }
+    return make_spec(task, **fields)
+
+
+def units_text(correct: Sequence[float], **extra: Any) -> str:
+    """``units-dev.json`` of an accuracy task: one ``(correct, 1)`` row per pair."""
+    rows = [[float(c), 1.0] for c in correct]
+    return json.dumps({"ids": [f"p{i}" for i in range(len(rows))], "rows": rows, **extra})
+
+
+def pattern(n_correct: int, units: int = 100, shift: int = 0) -> list[int]:
+    """``units`` 0/1 outcomes with ``n_correct`` ones, rotated by ``shift``."""
+    values = [1] * n_correct + [0] * (units - n_correct)
+    return values[shift:] + values[:shift]
+
+
+class Store:
+    """Records with their unit statistics, for ``render(..., attachments=store.attachment)``."""
+
+    def __init__(self) -> None:
+        self.records: list[RunRecord] = []
+        self.units: dict[str, str] = {}
+
+    def add(
+        self,
+        spec: RunSpec,
+        correct: Sequence[float] | None = None,
+        value: float | None = None,
+        units: bool = True,
+        provenance: Provenance = PROVENANCE,
+        **extra: Any,
+    ) -> RunRecord:
+        """A run scored ``value`` (default: the accuracy of ``correct``) on dev."""
+        if value is None:
+            assert correct is not None
+            value = sum(correct) / len(correct)
+        record = RunRecord(spec=spec, metrics={"dev_accuracy": value}, provenance=provenance)
+        self.records.append(record)
+        if units and correct is not None:
+            self.units[spec.run_id] = units_text(correct, **extra)
+        return record
+
+    def attachment(self, run_id: str, name: str) -> str | None:
+        return self.units.get(run_id) if name == UNITS else None
+
+
+def body_cells(text: str, label: str) -> list[str]:
+    """The cells of the Markdown row starting with ``label``."""
+    line = next(t for t in text.splitlines() if t.startswith(f"| {label}"))
+    return [c.strip() for c in line.strip("|").split("|")]
 
 
 def golden_script() -> ModuleType:
@@ -96,20 +170,20 @@ def test_paper_numbers() -> None:
     assert paper["table1"]["sst5"]["elmo_std"] == 0.5
 
 
-def one_column_table(seeds: tuple[int, ...]) -> TableSpec:
+def one_column_table(seeds: tuple[int, ...], base: RunSpec | None = None) -> TableSpec:
     return TableSpec(
         name="t",
         title="T",
-        rows=(Row("SNLI (acc)", make_spec(), ACC),),
+        rows=(Row("SNLI (acc)", base or make_spec(), ACC),),
         columns=(RunsColumn("ELMo", {}, "elmo"),),
         seeds=seeds,
     )
 
 
 def test_mean_and_sample_std_over_seeds() -> None:
-    table = one_column_table((0, 1, 2))
+    table = one_column_table((0, 1, 2), paper_spec())
     records = [
-        make_record(derive(make_spec(), {"seed": s}), v) for s, v in enumerate([0.1, 0.2, 0.3])
+        make_record(derive(paper_spec(), {"seed": s}), v) for s, v in enumerate([0.1, 0.2, 0.3])
     ]
     paper = {"t": {"snli": {"elmo": 88.7, "elmo_std": 0.17}}}
     cell = compute_cells(table, records, paper)[0][0]
@@ -130,12 +204,12 @@ def test_missing_cell_shows_a_dash_and_the_expected_run_ids() -> None:
     assert f"| — ({ids[0]}, {ids[1]}) |" in render(table, [], {})
     partial = render(table, [make_record(make_spec(), 0.5)], {})
     assert f"50.0 (n=1 of 2; missing {ids[1]})" in partial
-    csv_line = render(table, [], {}, "csv").splitlines()[1]
-    assert csv_line.endswith(f"{ids[0]} {ids[1]}")
+    (line,) = csv.DictReader(io.StringIO(render(table, [], {}, "csv")))
+    assert line["missing_run_ids"] == f"{ids[0]} {ids[1]}"
 
 
 def test_increase_column() -> None:
-    base = make_spec()
+    base = paper_spec()
     table = TableSpec(
         name="table1",
         title="T1",
@@ -178,7 +252,7 @@ def test_honest_tables_split_caption_and_not_converged() -> None:
     the runs are printed; a cell whose runs mostly selected their last epoch is marked †."""
     import dataclasses
 
-    base = make_spec("snli", seed=0, lam=0.0)
+    base = paper_spec("snli", seed=0, lam=0.0)
     row = Row("SNLI (Acc.)", base, ACC, paper_key="snli")
     table = TableSpec(
         "table2",
@@ -206,7 +280,10 @@ def test_honest_tables_split_caption_and_not_converged() -> None:
     test_table = dataclasses.replace(table, split="test")
     text = render(test_table, records, paper)
     assert f"{paper['table2']['snli']['lambda_1']}" not in text
-    assert "paper column is left empty" in text
+    assert (
+        "Paper column left empty: the paper's numbers are dev numbers and ours are test "
+        "numbers." in text
+    )
     converged = [dataclasses.replace(r, metrics={**r.metrics, "best_epoch": 2}) for r in records]
     assert "†" not in render(table, converged, paper)
 
@@ -247,9 +324,11 @@ def test_ablation_columns_carry_a_paired_test_against_their_reference() -> None:
     cells = [c.strip() for c in line.strip("|").split("|")]
     baseline, last, lam1 = cells[1], cells[3], cells[5]
     assert "Δ" not in baseline and "p=" not in baseline
-    assert last.startswith("90.0 (n=1) Δ 40.0 (p=0.001✱, CI [")
+    assert last.startswith("90.0 (n=1) Δ 40.0 (p<0.001, Holm<0.001✱; 95 % CI [")
+    assert last.endswith("; 1 vs 1 seeds, 100 units)")
     assert lam1.startswith("51.0 (n=1) Δ 1.0 (p=") and "✱" not in lam1
     assert "Last Only vs Baseline" in text and "paired bootstrap" in text
+    assert "conditional on that seed" in text  # one seed a side
     cells_grid = compute_cells(table, records, {}, attachments)
     assert cells_grid[0][1].test is not None and cells_grid[0][0].test is None
 
@@ -257,10 +336,10 @@ def test_ablation_columns_carry_a_paired_test_against_their_reference() -> None:
 def test_rows_keep_their_own_split() -> None:
     """Table 1 mixes SQuAD's dev row with test rows: a paper number sits beside ours only in
     the rows whose splits match, and a footnote names the others."""
-    base = make_spec()
+    base = paper_spec()
     rows = (
         Row("A (acc; dev)", base, ACC, split="dev", paper_split="test"),
-        Row("B (acc; test)", make_spec(task="sst5"), ACC, split="test", paper_split="test"),
+        Row("B (acc; test)", paper_spec("sst5"), ACC, split="test", paper_split="test"),
     )
     table = TableSpec(
         name="table1", title="T1", rows=rows, columns=(RunsColumn("ELMo", {}, "elmo"),)
@@ -269,5 +348,371 @@ def test_rows_keep_their_own_split() -> None:
     grid = compute_cells(table, [], paper)
     assert grid[0][0].paper is None and grid[1][0].paper == 54.7
     text = render(table, [], paper)
-    assert "A (acc; dev): the paper's numbers are test numbers and ours are dev numbers" in text
-    assert "B (acc; test): the paper" not in text
+    assert (
+        "Paper cells left empty for A (acc; dev): the paper's numbers are test numbers and ours "
+        "are dev numbers." in text
+    )
+    assert "B (acc; test)" not in text.split("\n\n", 3)[-1]  # no footnote on the B row
+
+
+# --------------------------------------------------------------------------- tests of cells
+
+
+def versus_table(
+    base: RunSpec, columns: Sequence[str] = ("Last Only",), seeds: tuple[int, ...] = (0, 1, 2)
+) -> TableSpec:
+    """Baseline and ELMo columns tested against it (``mode=last`` with growing λ), one row."""
+    runs = [RunsColumn("Baseline", baseline_fields(), "baseline")]
+    runs += [
+        RunsColumn(label, {"mode": "all", "lam": float(i)}, versus="Baseline")
+        for i, label in enumerate(columns)
+    ]
+    return TableSpec("t", "T", (Row("SNLI (acc)", base, DEV_ACC),), tuple(runs), seeds=seeds)
+
+
+def fill(store: Store, table: TableSpec, column: str, per_seed: dict[int, list[int]]) -> None:
+    """Runs of ``column`` for the seeds in ``per_seed`` (seed → 0/1 outcomes)."""
+    spec = next(c for c in table.columns if c.label == column)
+    assert isinstance(spec, RunsColumn)
+    for run in table.expected(table.rows[0], spec):
+        if run.seed in per_seed:
+            store.add(run, per_seed[run.seed])
+
+
+def test_a_test_uses_exactly_the_runs_of_its_means() -> None:
+    """3 ELMo seeds against 2 baseline seeds: the test is over 3 vs 2 runs and its difference
+    is the difference of the two means (not of the seeds that have a partner)."""
+    table = versus_table(make_spec())
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50), 1: pattern(52, shift=3)})
+    fill(store, table, "Last Only", {0: pattern(60), 1: pattern(62, shift=5), 2: pattern(80)})
+    (row,) = compute_cells(table, store.records, {}, store.attachment)
+    baseline, elmo = row
+    assert elmo.test is not None and (elmo.test.seeds_a, elmo.test.seeds_b) == (3, 2)
+    assert elmo.runs == tuple(s.run_id for s in table.expected(table.rows[0], table.columns[1]))
+    assert elmo.mean is not None and baseline.mean is not None
+    assert elmo.test.difference * 100 == pytest.approx(elmo.mean - baseline.mean)
+    assert elmo.mean - baseline.mean == pytest.approx(67.333 - 51.0, abs=1e-3)  # not 10 (pairs)
+    text = render(table, store.records, {}, attachments=store.attachment)
+    assert "Δ 16.3 (p=" in text and "; 3 vs 2 seeds, 100 units)" in text
+    # an increase column: the same rule, the same runs
+    increase = dataclasses.replace(
+        table, columns=(*table.columns, IncreaseColumn("Increase", "Last Only", "Baseline"))
+    )
+    (row,) = compute_cells(increase, store.records, {}, store.attachment)
+    assert row[2].test is not None and (row[2].test.seeds_a, row[2].test.seeds_b) == (3, 2)
+    assert row[2].mean == pytest.approx(row[2].test.difference * 100)
+    assert row[2].test.adjusted_p == pytest.approx(min(1.0, 2 * row[2].test.p_value))  # 2 tests
+
+
+def test_a_run_without_unit_statistics_means_no_test_and_a_footnote_naming_it() -> None:
+    table = versus_table(make_spec())
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50), 1: pattern(51, shift=2), 2: pattern(49)})
+    fill(store, table, "Last Only", {0: pattern(60), 1: pattern(62), 2: pattern(61, shift=1)})
+    lacking = table.expected(table.rows[0], table.columns[0])[1].run_id
+    del store.units[lacking]
+    cell = compute_cells(table, store.records, {}, store.attachment)[0][1]
+    assert cell.test is None and cell.no_test is not None and lacking in cell.no_test
+    text = render(table, store.records, {}, attachments=store.attachment)
+    assert "Δ" not in body_cells(text, "SNLI")[3]  # no Δ without its test
+    assert (
+        f"No test for SNLI (acc) Last Only (Last Only vs Baseline): run {lacking} stored no unit "
+        "statistics (units-dev.json)." in text
+    )
+
+
+def test_invalid_unit_statistics_raise_with_the_run_id() -> None:
+    table = versus_table(make_spec(), seeds=(0,))
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50)})
+    fill(store, table, "Last Only", {0: pattern(60)})
+    bad = table.expected(table.rows[0], table.columns[1])[0].run_id
+    store.units[bad] = json.dumps({"ids": ["p0", "p0"], "rows": [[1.0, 1.0], [0.0, 1.0]]})
+    with pytest.raises(ValueError, match=f"{bad}.*duplicate unit ids"):
+        render(table, store.records, {}, attachments=store.attachment)
+    store.units[bad] = json.dumps({"ids": ["p0", "p1"], "rows": [[float("nan"), 1.0], [0, 1]]})
+    with pytest.raises(ValueError, match=f"{bad}.*non-finite"):
+        compute_cells(table, store.records, {}, store.attachment)
+
+
+def test_unit_statistics_that_do_not_reproduce_the_means_give_no_test() -> None:
+    table = versus_table(make_spec(), seeds=(0,))
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50)})
+    (spec,) = table.expected(table.rows[0], table.columns[1])
+    store.add(spec, pattern(60), value=0.70)  # stored 70 %, its units say 60 %
+    cell = compute_cells(table, store.records, {}, store.attachment)[0][1]
+    assert cell.test is None and cell.no_test is not None
+    assert "give a difference of 10.000, the means differ by 20.000" in cell.no_test
+
+
+def test_holm_adjusts_over_every_test_of_the_table_and_the_mark_follows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four tests at raw p 0.02, 0.04, 0.03, 0.5: the first three are significant alone, none
+    after Holm (4 × 0.02, 3 × 0.03, then monotone), so no cell carries ✱; the family is the
+    whole table (both rows)."""
+
+    def fake_compare(a: Any, b: Any, split: str, metric: Any, samples: int = 0) -> Comparison:
+        def mean(runs: Any) -> float:
+            values = [json.loads(r[UNITS])["rows"] for r in runs]
+            return sum(sum(c for c, _ in rows) / len(rows) for rows in values) / len(values)
+
+        p = json.loads(a[0][UNITS])["p"]
+        d = mean(a) - mean(b)
+        return Comparison(
+            d, d - 0.1, d + 0.1, p, 100, len(a), len(b), 123, False, 4.0, "seed-aware"
+        )
+
+    monkeypatch.setattr(render_module, "compare_runs", fake_compare)
+    base = make_spec()
+    table = versus_table(base, ("A", "B"), seeds=(0, 1))
+    table = dataclasses.replace(
+        table, rows=(*table.rows, Row("SST-5 (acc)", make_spec("sst5"), DEV_ACC))
+    )
+    store = Store()
+    raw = {("SNLI (acc)", "A"): 0.02, ("SNLI (acc)", "B"): 0.04, ("SST-5 (acc)", "A"): 0.03}
+    for row in table.rows:
+        for column in table.columns:
+            assert isinstance(column, RunsColumn)
+            for spec in table.expected(row, column):
+                p = raw.get((row.label, column.label), 0.5)
+                n = 50 if column.label == "Baseline" else 60 + spec.seed
+                store.add(spec, pattern(n, shift=spec.seed), p=p)
+    grid = compute_cells(table, store.records, {}, store.attachment)
+    tests = [cell.test for cells in grid for cell in cells if cell.test is not None]
+    assert [t.p_value for t in tests] == [0.02, 0.04, 0.03, 0.5]
+    assert [t.adjusted_p for t in tests] == pytest.approx(holm([0.02, 0.04, 0.03, 0.5]))
+    assert [t.adjusted_p for t in tests] == pytest.approx([0.08, 0.09, 0.09, 0.5])
+    assert not any(t.significant for t in tests) and all(t.p_value < 0.05 for t in tests[:3])
+    text = render(table, store.records, {}, attachments=store.attachment)
+    assert "(p=0.020, Holm=0.080; 95 % CI [" in text and "✱" not in text.split("\n\n")[1]
+    assert "family of all 4 tests shown in this table" in text
+    assert "two-sided, 123 bootstrap samples" in text and "1,000" not in text
+    assert "docs/significance.md" in text
+    # one test alone is its own family: the adjusted p is the raw one and earns the mark
+    alone = dataclasses.replace(table, rows=table.rows[:1], columns=table.columns[:2])
+    assert "(p=0.020, Holm=0.020✱;" in render(
+        alone, store.records, {}, attachments=store.attachment
+    )
+
+
+def test_one_seed_on_a_side_is_footnoted_as_conditional() -> None:
+    table = versus_table(make_spec(), seeds=(0, 1))
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50)})
+    fill(store, table, "Last Only", {0: pattern(60), 1: pattern(64, shift=1)})
+    cell = compute_cells(table, store.records, {}, store.attachment)[0][1]
+    assert cell.test is not None and cell.test.conditional
+    text = render(table, store.records, {}, attachments=store.attachment)
+    assert "; 2 vs 1 seeds, 100 units)" in text
+    assert (
+        "Conditional tests (SNLI (acc) Last Only): one side has a single seed, so the test is "
+        "conditional on that seed (training-seed variance not included)." in text
+    )
+    fill(store, table, "Baseline", {1: pattern(52, shift=2)})
+    assert "Conditional" not in render(table, store.records, {}, attachments=store.attachment)
+
+
+# ---------------------------------------------------------------------- the paper column
+
+
+def test_paper_column_only_for_the_paper_setup() -> None:
+    """Paper numbers beside ours only for preset paper + published biLM + real data + the
+    same split; otherwise empty cells and a footnote with the reasons."""
+    paper = {"table1": {"snli": {"baseline": 88.0, "elmo": 88.7, "increase_abs": 0.7}}}
+    ours = paper_spec()
+    table = table1([Row("SNLI (acc)", ours, DEV_ACC)], (0,))
+    store = Store()
+    store.add(ours, pattern(89))
+    store.add(baseline_of(ours), pattern(88))
+    assert paper_comparable(table, table.rows[0]) == (True, "")
+    text = render(table, store.records, paper)
+    assert body_cells(text, "SNLI")[1:] == [
+        "88.0 (n=1)",
+        "88.0",
+        "89.0 (n=1)",
+        "88.7",
+        "1.0 / 8.3%",
+        "0.7",
+    ]
+    assert "left empty" not in text
+    cases = {
+        make_spec(): (
+            "DEMO data, preset mini, biLM = the shipped small biLM, not the published ELMo"
+        ),
+        paper_spec(data="demo"): "DEMO data",
+        paper_spec(preset="mini"): "preset mini",
+        paper_spec(representation_config={}): (
+            "biLM = the shipped small biLM, not the published ELMo"
+        ),
+        paper_spec(representation_config={"published": "small"}): (
+            "biLM = the published ELMo 'small', not the paper's 'original'"
+        ),
+        paper_spec(representation_config={"checkpoint": "runs/x/checkpoint.pt"}): (
+            "biLM = checkpoint checkpoint.pt, not the published ELMo"
+        ),
+        paper_spec(limit=50): "only the first 50 examples of each split",
+        paper_spec(train_fraction=0.1): "10 % of the training set",
+    }
+    for spec, why in cases.items():
+        other = table1([Row("SNLI (acc)", spec, DEV_ACC)], (0,))
+        assert paper_comparable(other, other.rows[0]) == (False, why)
+        store = Store()
+        store.add(spec, pattern(89))
+        store.add(baseline_of(spec), pattern(88))
+        text = render(other, store.records, paper)
+        assert body_cells(text, "SNLI")[2::2] == ["", "", ""], spec
+        assert f"Paper column left empty: {why}." in text
+        (line, *_) = csv.DictReader(io.StringIO(render(other, store.records, paper, "csv")))
+        assert (line["paper"], line["paper_comparable"]) == ("", "false")
+        assert line["paper_incomparable_because"] == why
+    split = dataclasses.replace(table, split="dev", paper_split="test")
+    why = "the paper's numbers are test numbers and ours are dev numbers"
+    assert paper_comparable(split, split.rows[0]) == (False, why)
+    both = table1([Row("SNLI (acc)", make_spec(), DEV_ACC, split="dev", paper_split="test")])
+    assert paper_comparable(both, both.rows[0])[1].startswith(f"{why}, DEMO data, preset mini")
+    # no paper number withheld (none in the paper data): no footnote
+    assert "left empty" not in render(table1([Row("SNLI (acc)", make_spec(), DEV_ACC)]), [], {})
+
+
+# ------------------------------------------------------------------------------ captions
+
+
+def provenance(**changes: Any) -> Provenance:
+    return dataclasses.replace(PROVENANCE, **changes)
+
+
+def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
+    base = make_spec(representation_config={"published": "original"})
+    table = dataclasses.replace(versus_table(base, seeds=(0, 1)), caption=("Setup.",))
+    ident = {"threads": 1, "task_result_version": 2, "harness_result_version": 1}
+    weights = "1a2b3c4d" + "e" * 56
+    store = Store()
+    plain = provenance(representation_fingerprint=weights, identity=ident)
+    dirty = provenance(
+        git_sha="abcdef1" + "0" * 33,
+        git_dirty=True,
+        representation_fingerprint=weights,
+        identity=ident,
+    )
+    baselines = table.expected(table.rows[0], table.columns[0])
+    elmos = table.expected(table.rows[0], table.columns[1])
+    store.add(baselines[0], pattern(50), provenance=plain)
+    store.add(baselines[1], pattern(50), provenance=plain)
+    store.add(elmos[0], pattern(60), provenance=plain)
+    store.add(elmos[1], pattern(60), provenance=dirty)
+    text = render(table, store.records, {})
+    assert (
+        "_Rests on 4 runs: commits 0000000 (3 runs), abcdef1+dirty (1 run); device cpu, 1 thread; "
+        "biLM elmo published:original [1a2b3c4d]; result versions: snli v2 / harness v1._" in text
+    )
+    assert "⚠" not in text
+    # runs of one configuration on other weights, another task version, a GPU: said explicitly
+    other = provenance(
+        representation_fingerprint="99887766" + "0" * 56,
+        device="cuda:0 (NVIDIA H200), bf16",
+        identity={**ident, "threads": None, "task_result_version": 3},
+    )
+    store.records[-1] = dataclasses.replace(store.records[-1], provenance=other)
+    text = render(table, store.records, {})
+    assert "devices cpu, 1 thread (3 runs), cuda:0 (NVIDIA H200), bf16 (1 run)" in text
+    assert (
+        "⚠ runs rest on 2 different biLM fingerprints for elmo published:original: "
+        "1a2b3c4d (1 run), 99887766 (1 run)." in text
+    )
+    assert "result versions: snli v2 + v3 / harness v1" in text
+    assert "⚠ snli runs differ in result version: v2 (3 runs), v3 (1 run)." in text
+    assert render(dataclasses.replace(table, caption=()), store.records, {}).count("Rests on") == 0
+
+
+def test_caption_says_when_runs_differ_in_data_or_preset() -> None:
+    base = make_spec()
+    table = dataclasses.replace(versus_table(base, seeds=(0,)), caption=("Setup.",))
+    (baseline,) = table.expected(table.rows[0], table.columns[0])
+    (elmo,) = table.expected(table.rows[0], table.columns[1])
+    store = Store()
+    store.add(baseline, pattern(50), provenance=provenance(identity={"data": "aa" * 32}))
+    elmo_identity = {"data": "bb" * 32, "config": "cc" * 32}
+    store.add(elmo, pattern(60), provenance=provenance(identity=elmo_identity))
+    text = render(table, store.records, {})
+    assert "⚠ snli runs rest on 2 different data fingerprints: aaaaaaaa (1 run), bbbbbbbb" in text
+    assert (
+        "⚠ snli runs rest on 2 different resolved task configurations: cccccccc (1 run), "
+        "not recorded (1 run)." in text
+    )
+    assert "biLM elmo checkpoint=default [fingerprint not recorded]" in text
+    assert "result versions: snli not recorded / harness not recorded" in text
+    mixed = dataclasses.replace(
+        table, rows=(*table.rows, Row("SNLI paper (acc)", paper_spec(), DEV_ACC))
+    )
+    store.add(mixed.expected(mixed.rows[1], mixed.columns[1])[0], pattern(70))
+    text = render(mixed, store.records, {})
+    assert "⚠ runs differ in data: demo (2 runs), data (1 run)." in text
+    assert "⚠ runs differ in preset: mini (2 runs), paper (1 run)." in text
+
+
+def test_caption_works_for_records_without_identity() -> None:
+    """A provenance without ``identity`` (records of older stores) renders without versions."""
+    table = dataclasses.replace(one_column_table((0,)), caption=("Setup.",))
+    old = dataclasses.replace(make_record(make_spec(), 0.5), provenance=PROVENANCE)
+    text = render(table, [old], {})
+    assert "_Rests on 1 run: commit 0000000; device cpu; biLM elmo checkpoint=default " in text
+    assert "result versions" not in text
+
+
+# ------------------------------------------------------------------------- stale and CSV
+
+
+def test_stale_runs_are_marked_and_listed() -> None:
+    base = make_spec()
+    table = TableSpec(
+        "table1",
+        "T1",
+        (Row("SNLI (acc)", base, DEV_ACC),),
+        (
+            RunsColumn("Baseline", baseline_fields()),
+            RunsColumn("ELMo", {}),
+            IncreaseColumn("Increase", "ELMo", "Baseline"),
+        ),
+    )
+    store = Store()
+    store.add(base, pattern(60))
+    store.add(baseline_of(base), pattern(50))
+    assert "‡" not in render(table, store.records, {}, stale=["not-a-run-of-this-table"])
+    text = render(table, store.records, {}, stale=[base.run_id])
+    cells = body_cells(text, "SNLI")
+    assert cells[1] == "50.0 (n=1)" and cells[3] == "60.0 ‡ (n=1)" and cells[5].endswith("‡")
+    assert f"(--reuse-stale): {base.run_id}." in text
+    (_, elmo, _) = csv.DictReader(
+        io.StringIO(render(table, store.records, {}, "csv", stale=[base.run_id]))
+    )
+    assert elmo["stale_run_ids"] == base.run_id
+
+
+def test_csv_carries_split_setup_test_and_paper_columns() -> None:
+    table = dataclasses.replace(versus_table(make_spec()), split="dev", paper_split="dev")
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50), 1: pattern(51, shift=1)})
+    fill(store, table, "Last Only", {0: pattern(70), 1: pattern(72), 2: pattern(71, shift=2)})
+    text = render(table, store.records, {}, "csv", store.attachment)
+    reader = csv.DictReader(io.StringIO(text))
+    assert tuple(reader.fieldnames or ()) == CSV_FIELDS
+    for name in ("split", "preset", "biLM", "data", "n_seeds_a", "n_seeds_b", "n_units", "p"):
+        assert name in CSV_FIELDS
+    baseline, elmo = list(reader)
+    cell = compute_cells(table, store.records, {}, store.attachment)[0][1]
+    assert cell.test is not None
+    assert (elmo["split"], elmo["preset"], elmo["data"]) == ("dev", "mini", "demo")
+    assert (baseline["biLM"], elmo["biLM"]) == ("none", "elmo checkpoint=default")
+    assert (elmo["n_seeds_a"], elmo["n_seeds_b"], elmo["n_units"]) == ("3", "2", "100")
+    assert float(elmo["p"]) == pytest.approx(cell.test.p_value, rel=1e-5)
+    assert float(elmo["p_holm"]) == pytest.approx(cell.test.adjusted_p, rel=1e-5)
+    assert float(elmo["ci_low"]) == pytest.approx(cell.test.low * 100, abs=1e-3)
+    assert float(elmo["ci_high"]) == pytest.approx(cell.test.high * 100, abs=1e-3)
+    assert float(elmo["difference"]) == pytest.approx(71.0 - 50.5, abs=1e-3)
+    assert elmo["test_samples"] == str(cell.test.samples)
+    assert baseline["p"] == "" and baseline["n_seeds_a"] == ""
+    assert elmo["paper_comparable"] == "false"
+    assert elmo["paper_incomparable_because"].startswith("DEMO data, preset mini")

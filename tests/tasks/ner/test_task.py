@@ -284,3 +284,35 @@ def test_unit_statistics_sum_to_the_conlleval_f1() -> None:
     f1 = recipe.score(predictions, dev)["f1"]
     assert 0.3 < f1 < 0.95
     assert abs(span_f1_from_totals(totals) - f1) < 1e-12
+
+
+def test_unit_ids_are_the_sentences_file_and_line() -> None:
+    """Unit ids are ``FILE:LINE`` of each sentence's first word: unique, the same for two
+    different predictions on the same data, and locating the sentence in its file."""
+    recipe = setup("mini", TINY, None)
+    dev = recipe.splits["dev"]
+    all_o = recipe.unit_statistics([["O"] * len(ex.tags) for ex in dev], dev)
+    gold = recipe.unit_statistics([list(ex.tags) for ex in dev], dev)
+    assert all_o.ids == gold.ids and all_o.rows != gold.rows
+    assert len(set(gold.ids)) == len(dev)
+    lines = Path(dev[0].path).read_text(encoding="utf-8").splitlines()
+    for unit, ex in zip(gold.ids, dev, strict=True):
+        name, line = unit.rsplit(":", 1)
+        assert name == "eng.testa" and lines[int(line) - 1].split()[0] == ex.tokens[0]
+    subset = recipe.unit_statistics([list(ex.tags) for ex in dev[5:9]], dev[5:9])
+    assert subset.ids == gold.ids[5:9]  # a sentence's id does not depend on its position
+
+
+def test_unit_ids_of_repeated_locations_are_disambiguated_in_order() -> None:
+    """Sentences without a location (line 0, e.g. built in code) still get unique ids."""
+    from tasks.ner.task import unit_ids
+
+    a = TaggedSentence(("a",), ("O",), 3, "/x/f.txt")
+    bare = TaggedSentence(("b",), ("O",))
+    assert unit_ids([a, bare, bare, a, bare]) == (
+        "f.txt:3",
+        ":0",
+        ":0#2",
+        "f.txt:3#2",
+        ":0#3",
+    )

@@ -165,3 +165,28 @@ def test_unit_statistics_sum_to_the_srl_eval_f1(recipe: SrlRecipe) -> None:
     f1 = recipe.score(predictions, dev)["f1"]
     assert 0.0 < f1 < 1.0
     assert abs(span_f1_from_totals(totals) - f1) < 1e-12
+
+
+def test_unit_ids_are_the_sentences_document_part_and_index(recipe: SrlRecipe) -> None:
+    """A unit is a sentence (all its propositions): id ``DOCUMENT_PART:INDEX``, unique and the
+    same for two different predictions on the same data."""
+    dev = recipe.splits["dev"]
+    guess = recipe.unit_statistics(_adjacent_guess(dev), dev)
+    gold = recipe.unit_statistics({ex.key: ex.instance.tags for ex in dev}, dev)
+    assert guess.ids == gold.ids and guess.rows != gold.rows
+    sentences = recipe.sentences["dev"]
+    assert gold.ids == tuple(f"{s.document_id}_{s.part}:{s.index}" for s in sentences)
+    assert len(set(gold.ids)) == len(sentences) > len({s.document_id for s in sentences})
+    assert gold.ids[0] == "demo/austen/development_0000_0:0"
+    subset = recipe.unit_statistics(_adjacent_guess(dev[:3]), dev[:3])
+    assert subset.ids == gold.ids  # every sentence of the split, whatever the examples
+
+
+def test_unit_ids_of_a_repeated_document_are_disambiguated_in_order(recipe: SrlRecipe) -> None:
+    """The same document part read twice (two files sharing an id) repeats sentence ids."""
+    from tasks.srl.task import unit_ids
+
+    first, second = recipe.sentences["dev"][:2]
+    ids = unit_ids([first, second, first, first])
+    key = f"{first.document_id}_{first.part}"
+    assert ids == (f"{key}:0", f"{key}:1", f"{key}:0#2", f"{key}:0#3")
