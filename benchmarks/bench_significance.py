@@ -68,6 +68,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``experiments`` importable
     sys.path.insert(0, str(REPO))
 
+from benchmarks.common import cpu_name  # noqa: E402
 from experiments.significance import (  # noqa: E402
     ALPHA,
     SAMPLES,
@@ -293,17 +294,6 @@ def run_setting(setting: Setting, index: int, units: int, samples: int, seed: in
         setting.width_sum += 100.0 * (new.high - new.low)
         sd = (np.std(resampled.observed_a, ddof=1) + np.std(resampled.observed_b, ddof=1)) / 2
         setting.sd_sum += 100.0 * float(sd)
-
-
-def cpu_name() -> str:
-    """The CPU model from /proc/cpuinfo (or the platform's processor string)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

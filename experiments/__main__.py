@@ -33,7 +33,7 @@ from bilm.devices import DeviceError
 from bilm.pretrained import cache_root
 from experiments import named
 from experiments.executors import Reuse, SweepError, run_sweep
-from experiments.identity import PORTABLE_FIELDS, reuse_differences, run_identity
+from experiments.identity import current_records, run_identity
 from experiments.render import Row, RunsColumn, TableSpec, load_paper, render
 from experiments.spec import RunSpec, derive, expand_sweep
 from experiments.store import ResultsStore, RunRecord
@@ -332,6 +332,7 @@ def _run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> 
         eval_lines=not args.quiet and in_workers,
         max_skipped=args.max_skipped,
         cache_budget=args.cache_budget,
+        fresh=getattr(args, "rerun", False),
     )
     store = ResultsStore(args.store)
     unique = list({s.run_id: s for s in specs}.values())
@@ -409,35 +410,21 @@ def _grid_table(
 
 def _current_records(
     tables: Sequence[TableSpec], records: Sequence[RunRecord], reuse_stale: bool
-) -> tuple[list[RunRecord], set[str]]:
-    """The records a table may use, and the stale ones among them.
-
-    A record of a table's run whose recorded identity no longer matches what the code and files
-    give now (data, representation, resolved configuration, result versions:
-    :data:`experiments.identity.PORTABLE_FIELDS`) is left out (its cell shows it as missing)
-    unless ``reuse_stale``, when it is kept and returned as stale (the table marks it).
-    """
+) -> tuple[list[RunRecord], frozenset[str]]:
+    """The records the tables may use (:func:`experiments.identity.current_records` over the
+    tables' runs), and the stale ones among them; prints the runs left out."""
     wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
-    kept, stale, left_out = [], set(), {}
-    for record in records:
-        if record.run_id in wanted:
-            now = run_identity(record.spec, device="cpu")
-            reasons = reuse_differences(record.provenance.identity, now, PORTABLE_FIELDS)
-            if reasons and not reuse_stale:
-                left_out[record.run_id] = "; ".join(reasons)
-                continue
-            if reasons:
-                stale.add(record.run_id)
-        kept.append(record)
-    if left_out:
+    found = current_records(records, reuse_stale, only=wanted)
+    if found.left_out:
         print(
-            f"{len(left_out)} stored run(s) left out of the tables: what they were made from no "
-            "longer matches (rerun the command to train them again, or pass --reuse-stale):",
+            f"{len(found.left_out)} stored run(s) left out of the tables: what they were made "
+            "from no longer matches (rerun the command to train them again, or pass "
+            "--reuse-stale):",
             file=sys.stderr,
         )
-        for rid, why in sorted(left_out.items()):
+        for rid, why in sorted(found.left_out.items()):
             print(f"  {rid}: {why}", file=sys.stderr)
-    return kept, stale
+    return found.kept, found.stale
 
 
 def _write_tables(

@@ -144,7 +144,7 @@ def run_sweep(
     )
     waited: list[RunSpec] = []
     while pending:
-        mine = tally.claim(pending, waited)
+        mine = tally.claim(pending, waited, identities, reuse)
         if mine:
             _execute(mine, run_one, tally, executor, address, max_parallel, ray_options)
         # runs another process was training: wait for it, then reuse its record or train
@@ -154,6 +154,11 @@ def run_sweep(
     if result.failed:
         raise SweepError(result)
     return result
+
+
+def _after_other(reuse: Reuse) -> Reuse:
+    """The policy for a run another process has just stored: ``--rerun`` is satisfied by it."""
+    return "matching" if reuse == "never" else reuse
 
 
 def _execute(
@@ -189,11 +194,12 @@ class _Tally:
     stale: dict[str, str] = field(default_factory=dict)
     replace: dict[str, str] = field(default_factory=dict)  # stale records to supersede
     claims: dict[str, Claim] = field(default_factory=dict)
+    seen: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # identity looked at
 
     def needs_run(self, spec: RunSpec, identity: RunIdentity | None, reuse: Reuse) -> bool:
         """Whether ``spec`` must be trained; reports the reused ones."""
         rid = spec.run_id
-        stored = self.store.identity_of(rid)
+        stored = self.seen[rid] = self.store.identity_of(rid)
         if stored is None:
             return True
         reasons = reuse_differences(stored, identity) if identity is not None else []
@@ -210,18 +216,30 @@ class _Tally:
             self.on_event("stale" if reasons else "stored", spec, self.stale.get(rid, ""))
         return False
 
-    def claim(self, pending: list[RunSpec], waited: list[RunSpec]) -> list[RunSpec]:
+    def claim(
+        self,
+        pending: list[RunSpec],
+        waited: list[RunSpec],
+        identities: Mapping[str, RunIdentity],
+        reuse: Reuse,
+    ) -> list[RunSpec]:
         """The specs this process may train now; the ones another process is training go to
-        ``waited``."""
+        ``waited``. A run another process stored between the first look and the claim is
+        looked at again under the claim, and reused when it may be."""
         mine = []
         for spec in pending:
             claim = self.store.claim(spec, wait=False)
             if claim is None:
                 logger.info("run %s is being trained by another process; waiting", spec.run_id)
                 waited.append(spec)
-            else:
-                self.claims[spec.run_id] = claim
-                mine.append(spec)
+                continue
+            if self.store.identity_of(spec.run_id) != self.seen.get(spec.run_id):
+                self.replace.pop(spec.run_id, None)
+                if not self.needs_run(spec, identities.get(spec.run_id), _after_other(reuse)):
+                    claim.release()
+                    continue
+            self.claims[spec.run_id] = claim
+            mine.append(spec)
         return mine
 
     def after_wait(self, spec: RunSpec, identity: RunIdentity | None, reuse: Reuse) -> bool:
@@ -229,10 +247,8 @@ class _Tally:
         claim = self.store.claim(spec, wait=True)
         assert claim is not None
         claim.release()  # needs_run decides afresh; claim() takes it again if it must run
-        if reuse == "never":
-            reuse = "matching"  # the other process has just rerun it
         self.replace.pop(spec.run_id, None)
-        return self.needs_run(spec, identity, reuse)
+        return self.needs_run(spec, identity, _after_other(reuse))
 
     def _release(self, rid: str) -> None:
         claim = self.claims.pop(rid, None)

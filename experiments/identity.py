@@ -9,8 +9,9 @@ and code, reading no data set into memory), and is stored with every record
 (``env.json → provenance.identity``):
 
 - ``data``: every file below the data folder (the bundled DEMO folder for ``data="demo"``) and
-  every file the resolved configuration names (``train_file``, ``word_vectors``, ...), by
-  content; ``data_files`` lists them one by one;
+  every file the resolved configuration names (``train_file``, ``word_vectors``, ...; the
+  embedded GloVe package's files for ``word_vectors="glove"``), by content; ``data_files`` lists
+  them one by one;
 - ``representation``: the weights' files by content (``checkpoint``, ``options``/``weights``,
   GloVe, CoVe, the shipped default biLM, a published model's pinned SHA-256), the
   representation's options and state policy, and for ``package.module:Factory`` the source file
@@ -48,11 +49,14 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from experiments.store import RunRecord
 
 from experiments.spec import RunSpec
 
@@ -84,6 +88,9 @@ PORTABLE_FIELDS: tuple[str, ...] = (
 _FILE_OPTIONS = ("checkpoint", "options", "weights", "path", "glove_path", "vocab")
 #: Packages whose sources make up the harness hash of :class:`CodeVersion`.
 _SOURCE_PACKAGES = ("bilm", "tasks", "experiments")
+#: A ``*vectors`` configuration value naming the embedded GloVe 6B 50-d package
+#: (``tasks.common.vocab.word_vectors``): its files are fingerprinted like a named file.
+EMBEDDED_GLOVE = "glove"
 _REPO = Path(__file__).resolve().parents[1]
 
 
@@ -305,6 +312,12 @@ def _named_files(value: Any, prefix: str = "") -> dict[str, Path]:
     if isinstance(value, Mapping):
         for key, inner in value.items():
             found.update(_named_files(inner, f"{prefix}{key}."))
+    elif value == EMBEDDED_GLOVE and prefix.rstrip(".").endswith("vectors"):
+        from tasks.representations.glove import _glove_package_files
+
+        key = prefix.rstrip(".")
+        npy, vocab = _glove_package_files()  # the embedded GloVe 6B 50-d package's files
+        found[f"{key}.matrix"], found[f"{key}.vocab"] = Path(npy), Path(vocab)
     elif isinstance(value, str) and value not in ("", ".", "..") and len(value) < 4096:
         path = Path(value).expanduser()
         if (os.sep in value or "." in value) and (path.is_file() or path.is_dir()):
@@ -441,7 +454,52 @@ def run_identity(
     )
 
 
+@dataclass(frozen=True)
+class CurrentRecords:
+    """Stored records split by whether they still stand for their spec (:func:`current_records`).
+
+    Attributes:
+        kept: the records a table may use (stale ones only when asked to reuse them).
+        stale: run ids of kept records whose identity no longer matches (``--reuse-stale``).
+        left_out: run id → why, for stale records left out.
+    """
+
+    kept: list[RunRecord]
+    stale: frozenset[str]
+    left_out: Mapping[str, str]
+
+
+def current_records(
+    records: Sequence[RunRecord],
+    reuse_stale: bool = False,
+    only: Collection[str] | None = None,
+) -> CurrentRecords:
+    """The records whose recorded identity still matches what the code and files give now in
+    :data:`PORTABLE_FIELDS` (data, representation, resolved configuration, result versions;
+    the device, precision and threads a record was made with are shown, not required).
+
+    Args:
+        records: stored records.
+        reuse_stale: keep stale records too (and name them in :attr:`CurrentRecords.stale`).
+        only: check just these run ids (the runs a table uses); others are kept unchecked.
+    """
+    kept, stale, left_out = [], set(), {}
+    for record in records:
+        if only is None or record.run_id in only:
+            now = run_identity(record.spec, device="cpu")
+            reasons = reuse_differences(record.provenance.identity, now, PORTABLE_FIELDS)
+            if reasons and not reuse_stale:
+                left_out[record.run_id] = "; ".join(reasons)
+                continue
+            if reasons:
+                stale.add(record.run_id)
+        kept.append(record)
+    return CurrentRecords(kept, frozenset(stale), left_out)
+
+
 __all__ = [
+    "CurrentRecords",
+    "current_records",
     "HARNESS_RESULT_VERSION",
     "PORTABLE_FIELDS",
     "REUSE_FIELDS",

@@ -1154,10 +1154,11 @@ def _notes(
 #: One sentence per test scheme of :mod:`experiments.significance` (``Comparison.scheme``).
 SCHEMES = {
     "seed-aware": (
-        "seed-aware test: the difference of the two seed means, its variance that of a paired "
-        "bootstrap over the evaluation units (questions, pairs, sentences or documents as the "
-        "task defines them) plus each side's variance over its training seeds, against "
-        "Student's t with Welch–Satterthwaite df"
+        "seed-aware test: the difference of the two seed means, its variance the test-set "
+        "part from a paired bootstrap over the evaluation units (questions, pairs, sentences "
+        "or documents as the task defines them; covariances between different runs, so "
+        "seed × unit noise counts once) plus each side's variance over its training seeds, "
+        "against Student's t with Welch–Satterthwaite df"
     ),
     "pooled": (
         "pooled paired bootstrap over the evaluation units with the seeds held fixed "

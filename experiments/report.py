@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import named
+from experiments.identity import current_records
 from experiments.render import (
     MISSING,
     Row,
@@ -227,11 +228,14 @@ def build_report(
     from tasks.registry import TASKS
 
     store = ResultsStore(store_root)
-    records = [
-        r
-        for r in store.records()
-        if (preset is None or r.spec.preset == preset) and (data is None or r.spec.data == data)
-    ]
+    current = current_records(
+        [
+            r
+            for r in store.records()
+            if (preset is None or r.spec.preset == preset) and (data is None or r.spec.data == data)
+        ]
+    )
+    records = current.kept
     known = [r for r in records if r.spec.task in TASKS]
     paper = load_paper()
     attachments = _attachment_reader(store)
@@ -242,6 +246,14 @@ def build_report(
         f"</code>: {len(records)} run{'s' if len(records) != 1 else ''}"
         f"{_filters(preset, data)}.</p>",
     ]
+    if current.left_out:
+        body.append(
+            f"<p class='meta'>Left out: {len(current.left_out)} stored run"
+            f"{'s' if len(current.left_out) != 1 else ''} whose recorded identity (data, "
+            "representation, resolved configuration, result versions) no longer matches: "
+            + _e(", ".join(sorted(current.left_out)))
+            + ". Rerun their commands to train them again.</p>"
+        )
     if any(r.spec.data == DEMO for r in records):
         body.append(
             "<p class='warn'><span class='demo'>DEMO</span> Numbers marked DEMO come from the "

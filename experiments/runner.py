@@ -95,6 +95,9 @@ class RunOptions:
             :meth:`tasks.common.io.ReadStats.skipped_share`); a run on a split over it, or on
             an empty split, stops at set-up with an error naming the file and the counts by
             reason. 0.5 by default: the bundled demo sets skip nothing that counts.
+        fresh: start from scratch even where the work folder holds a checkpoint of this run
+            under the same identity (``--rerun``: a forced retraining must not re-score the
+            old weights); it is overwritten at the first evaluation.
     """
 
     work_root: Path = Path("runs/work")
@@ -107,6 +110,7 @@ class RunOptions:
     eval_lines: bool = False
     cache_budget: str | int | None = None
     max_skipped: float = 0.5
+    fresh: bool = False
 
 
 @dataclass
@@ -760,7 +764,7 @@ def train(
     cfg = run.train_config
     state = LoopState(lr=cfg.optimizer.lr)
     best_weights: dict[str, torch.Tensor] | None = None
-    loaded = _load(run)
+    loaded = None if options.fresh else _load(run)
     if loaded is not None:
         state, best_weights = loaded
     if sink is None:

@@ -247,7 +247,7 @@ class ResultsStore:
                 for name, text in files.items():
                     _write_synced(tmp / name, text)
                 _fsync_dir(tmp)
-                if final.exists():
+                if replace and final.exists():
                     self._supersede(final, record, reason)
                 os.rename(tmp, final)  # atomic; fails when a non-empty `final` exists
                 _fsync_dir(task_dir)

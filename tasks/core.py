@@ -203,6 +203,22 @@ class UnitStatistics:
             raise ValueError("unit ids must be unique")
 
 
+def unique_unit_ids(ids: Sequence[str]) -> tuple[str, ...]:
+    """``ids`` made unique for :class:`UnitStatistics`: each repeat of an earlier id gets
+    ``#2``, ``#3`` … (the next number not yet taken), in order, and the first occurrence keeps
+    the bare id, so the ids are equal across runs on the same data."""
+    seen: set[str] = set()
+    out = []
+    for base in ids:
+        unit, n = base, 1
+        while unit in seen:
+            n += 1
+            unit = f"{base}#{n}"
+        seen.add(unit)
+        out.append(unit)
+    return tuple(out)
+
+
 def accuracy_from_totals(totals: Sequence[float]) -> float:
     """Accuracy from the column sums of ``(correct, 1)`` unit rows (0 for no units)."""
     return totals[0] / totals[1] if totals[1] else 0.0

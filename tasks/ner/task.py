@@ -37,6 +37,7 @@ from tasks.core import (
     UnitStatistics,
     iter_batches,
     span_f1_from_totals,
+    unique_unit_ids,
 )
 from tasks.ner.config import PRESETS, NerConfig, preset
 from tasks.ner.data import (
@@ -203,22 +204,7 @@ def unit_ids(examples: Sequence[TaggedSentence]) -> tuple[str, ...]:
     Returns:
         One id per sentence, unique.
     """
-    return _disambiguated([f"{Path(ex.path).name}:{ex.line}" for ex in examples])
-
-
-def _disambiguated(ids: Sequence[str]) -> tuple[str, ...]:
-    """``ids`` with each repeat of an earlier id suffixed ``#2``, ``#3`` … (the next number not
-    yet taken), in order; the first occurrence keeps the bare id."""
-    seen: set[str] = set()
-    out = []
-    for base in ids:
-        unit, n = base, 1
-        while unit in seen:
-            n += 1
-            unit = f"{base}#{n}"
-        seen.add(unit)
-        out.append(unit)
-    return tuple(out)
+    return unique_unit_ids([f"{Path(ex.path).name}:{ex.line}" for ex in examples])
 
 
 def official_scores(result: ConllevalResult) -> dict[str, float]:

@@ -31,6 +31,7 @@ from tasks.core import (
     UnitStatistics,
     iter_batches,
     span_f1_from_totals,
+    unique_unit_ids,
 )
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig, preset
 from tasks.srl.data import (
@@ -258,17 +259,7 @@ def unit_ids(sentences: Sequence[Sentence]) -> tuple[str, ...]:
     Returns:
         One id per sentence, unique.
     """
-    seen: set[str] = set()
-    out = []
-    for sentence in sentences:
-        base = f"{sentence.document_id}_{sentence.part}:{sentence.index}"
-        unit, n = base, 1
-        while unit in seen:
-            n += 1
-            unit = f"{base}#{n}"
-        seen.add(unit)
-        out.append(unit)
-    return tuple(out)
+    return unique_unit_ids([f"{s.document_id}_{s.part}:{s.index}" for s in sentences])
 
 
 def configure(preset_name: str, overrides: Sequence[str]) -> SrlConfig:

@@ -10,7 +10,9 @@ import pytest
 from tests.conftest import REPO
 
 
-@pytest.mark.parametrize("script", ["bench_bilm.py", "bench_pretrain.py", "bench_cache.py"])
+@pytest.mark.parametrize(
+    "script", ["bench_bilm.py", "bench_pretrain.py", "bench_cache.py", "bench_significance.py"]
+)
 def test_script_help(script: str) -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / script), "--help"],

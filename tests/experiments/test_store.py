@@ -1,11 +1,14 @@
-"""ResultsStore: round trip, append-only, atomic puts, concurrent writers, provenance."""
+"""ResultsStore: round trip, append-only, atomic puts, concurrent writers (threads and
+processes), provenance, replacing stale records (superseded/), run claims."""
 
 from __future__ import annotations
 
 import json
 import math
+import signal
 import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -19,6 +22,7 @@ from experiments.store import (
     fingerprint_files,
 )
 from tests.experiments.helpers import PROVENANCE, make_record, make_spec
+from tests.experiments.store_workers import await_ready, fake_identity, identified_record, start
 
 
 def test_put_get_round_trip(tmp_path: Path) -> None:
@@ -90,9 +94,20 @@ def test_a_killed_writer_leaves_only_an_invisible_temporary_folder(tmp_path: Pat
     assert store.remove_partial() == [partial] and not partial.exists()
 
 
+def _unlocked(path: Path, blocking: bool) -> IO[str]:
+    """``_lock_file`` of a filesystem without ``flock`` (or Windows): the file, opened, unlocked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("a+")
+
+
 def test_writer_that_loses_the_rename_race_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without a working lock (simulated: ``_lock_file`` opens the file unlocked, as on a
+    filesystem without ``flock``; with the real lock the rival ``put``, called from inside the
+    first one, would wait for it forever), the rename into place still decides: the writer
+    that finishes second raises :class:`RunExistsError` and the first record stays."""
+    monkeypatch.setattr(store_module, "_lock_file", _unlocked)
     store = ResultsStore(tmp_path)
     record = make_record(make_spec(), 0.25)
     real_write = store_module._write_synced
@@ -108,7 +123,7 @@ def test_writer_that_loses_the_rename_race_raises(
     with pytest.raises(RunExistsError):
         store.put(record)
     assert store.get(record.run_id).metrics == {"accuracy": 0.75}
-    assert store.partial() == []
+    assert store.partial() == [] and store.superseded(record.run_id) == []
 
 
 def test_concurrent_puts_of_one_run_id_one_wins(tmp_path: Path) -> None:
@@ -182,3 +197,154 @@ def test_fingerprint_files(tmp_path: Path) -> None:
     (tmp_path / "b" / "sub" / "y.txt").write_text("World")
     assert fingerprint_files(tmp_path / "a") != fingerprint_files(tmp_path / "b")
     assert len(fingerprint_files(tmp_path / "a" / "x.txt")) == 32
+
+
+# ------------------------------------------------------------- replacing stale records (#20)
+def test_replace_moves_the_old_record_to_superseded_with_a_note(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    spec = make_spec()
+    rid = spec.run_id
+    first = store.put(identified_record(spec, 0.5, fake_identity("d1")))
+    with pytest.raises(RunExistsError):  # replace=False: append-only as before
+        store.put(identified_record(spec, 0.6, fake_identity("d2")))
+    assert store.superseded(rid) == [] and store.get(rid).metrics == {"accuracy": 0.5}
+    newer = identified_record(spec, 0.7, fake_identity("d2"))
+    assert store.put(newer, replace=True, reason="data changed (changed train.txt)") == first
+    old = tmp_path / "snli" / "superseded" / f"{rid}.1"
+    assert store.superseded(rid) == [old]
+    assert json.loads((old / "metrics.json").read_text()) == {"accuracy": 0.5}
+    note = json.loads((old / "superseded.json").read_text())
+    assert note["reason"] == "data changed (changed train.txt)"
+    assert note["by_identity"] == fake_identity("d2").to_dict()
+    assert isinstance(note["superseded_unix"], float)
+    # readers see the new record only; the superseded one is no run of the store
+    assert store.get(rid).metrics == {"accuracy": 0.7}
+    assert store.run_ids() == [rid] and len(store.records()) == 1 and store.partial() == []
+    assert store.identity_of(rid) == fake_identity("d2").to_dict()
+    store.put(identified_record(spec, 0.8, fake_identity("d3")), replace=True)
+    second = tmp_path / "snli" / "superseded" / f"{rid}.2"
+    assert store.superseded(rid) == [old, second]
+    assert json.loads((second / "metrics.json").read_text()) == {"accuracy": 0.7}
+    assert json.loads((second / "superseded.json").read_text())["reason"] == "replaced"
+    assert store.get(rid).metrics == {"accuracy": 0.8}
+
+
+def test_superseded_records_are_listed_oldest_first_past_nine(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    spec = make_spec()
+    store.put(make_record(spec, 0.0))
+    for n in range(1, 12):
+        store.put(make_record(spec, n / 100), replace=True, reason=f"change {n}")
+    found = store.superseded(spec.run_id)
+    assert [p.name for p in found] == [f"{spec.run_id}.{n}" for n in range(1, 12)]
+    values = [json.loads((p / "metrics.json").read_text())["accuracy"] for p in found]
+    assert values == [n / 100 for n in range(11)]
+    assert store.superseded(make_spec(seed=9).run_id) == []
+
+
+def test_identity_of_old_and_missing_records(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    old = make_record(make_spec(seed=0))  # no identity: a record older than store format 2
+    store.put(old)
+    assert store.identity_of(old.run_id) == {}
+    assert store.identity_of(make_spec(seed=1).run_id) is None
+    new = identified_record(make_spec(seed=2), 0.5, fake_identity())
+    store.put(new)
+    assert store.identity_of(new.run_id) == fake_identity().to_dict()
+    assert store.get(new.run_id).provenance.identity == fake_identity().to_dict()
+
+
+def test_two_processes_putting_one_run_id_store_exactly_one_record(tmp_path: Path) -> None:
+    """Two processes start their ``put`` of the same run at one moment: one wins, the other
+    gets :class:`RunExistsError`; one whole record (all files from the winner), nothing
+    superseded, no temporary folder left."""
+    root = tmp_path / "store"
+    values = (0.1, 0.2)
+    go = tmp_path / "go"
+    readies = [tmp_path / f"ready-{v}" for v in values]
+    workers = [
+        start("put", str(root), str(v), str(ready), str(go))
+        for v, ready in zip(values, readies, strict=True)
+    ]
+    try:
+        for ready, worker in zip(readies, workers, strict=True):
+            await_ready(ready, worker)
+        go.touch()
+        outcomes = []
+        for worker in workers:
+            out, err = worker.communicate(timeout=60)
+            assert worker.returncode == 0, err
+            outcomes.append(out.split())
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+    assert sorted(o[0] for o in outcomes) == ["lost", "won"]
+    (winner,) = (float(v) for o, v in outcomes if o == "won")
+    store = ResultsStore(root)
+    spec = make_spec()
+    assert store.run_ids() == [spec.run_id]
+    assert store.get(spec.run_id) == make_record(spec, winner)  # no file of a loser in it
+    assert store.partial() == [] and store.superseded(spec.run_id) == []
+    leftovers = [p.name for p in (root / "snli").iterdir() if p.name.startswith(".tmp")]
+    assert leftovers == []
+
+
+def test_a_claim_held_by_another_process_is_refused_until_released(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path / "store")
+    spec = make_spec(seed=4)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    holder = start("hold", str(store.root), "4", str(ready), str(go))
+    try:
+        await_ready(ready, holder)
+        assert store.claim(spec, wait=False) is None
+        other = store.claim(make_spec(seed=5), wait=False)  # other runs are free
+        assert other is not None
+        other.release()
+        go.touch()
+        _, err = holder.communicate(timeout=60)
+        assert holder.returncode == 0, err
+    finally:
+        holder.kill()
+        holder.wait()
+    claim = store.claim(spec, wait=False)
+    assert claim is not None and claim.run_id == spec.run_id
+    claim.release()
+    claim.release()  # a second release is harmless
+    assert not store.has(spec.run_id)  # the holder stored nothing
+
+
+def test_the_claim_of_a_killed_process_is_free_again(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path / "store")
+    spec = make_spec(seed=4)
+    ready = tmp_path / "ready"
+    holder = start("hold", str(store.root), "4", str(ready), str(tmp_path / "never"))
+    try:
+        await_ready(ready, holder)
+        assert store.claim(spec, wait=False) is None
+    finally:
+        holder.send_signal(signal.SIGKILL)  # no chance to release: the kernel does
+        holder.communicate(timeout=60)
+    assert holder.returncode == -signal.SIGKILL
+    claim = store.claim(spec, wait=False)
+    assert claim is not None
+    claim.release()
+
+
+def test_a_waiting_claim_is_granted_when_the_holder_releases(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path / "store")
+    spec = make_spec(seed=4)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    holder = start("hold", str(store.root), "4", str(ready), str(go), "--data", "d1")
+    try:
+        await_ready(ready, holder)
+        threading.Timer(0.3, go.touch).start()
+        claim = store.claim(spec, wait=True)  # blocks until the holder stored and released
+        assert claim is not None
+        assert store.identity_of(spec.run_id) == fake_identity("d1").to_dict()
+        claim.release()
+        holder.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert holder.returncode == 0

@@ -1,0 +1,30 @@
+"""The command line in a second process, slowed down so that a test can interrupt it mid-run:
+``python -m tests.experiments.cli_workers SECONDS ARGS...`` runs
+``experiments.__main__.main(ARGS)`` with a pause of SECONDS before every training batch (the
+numbers a run produces do not change: nothing random is drawn in the pause)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+
+from experiments import runner
+from experiments.__main__ import main as cli_main
+
+
+def main(argv: Sequence[str]) -> int:
+    """Slow every batch down by ``argv[0]`` seconds, then run the command line ``argv[1:]``."""
+    delay = float(argv[0])
+    real = runner._train_batch
+
+    def slow(run: runner._Run, state: runner.LoopState, batch: object) -> None:
+        time.sleep(delay)
+        real(run, state, batch)
+
+    runner._train_batch = slow  # type: ignore[assignment]
+    return cli_main(list(argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
