@@ -486,8 +486,12 @@ def current_records(
     kept, stale, left_out = [], set(), {}
     for record in records:
         if only is None or record.run_id in only:
-            now = run_identity(record.spec, device="cpu")
-            reasons = reuse_differences(record.provenance.identity, now, PORTABLE_FIELDS)
+            try:
+                now = run_identity(record.spec, device="cpu")
+            except KeyError as error:  # e.g. a task that is not registered here
+                reasons = [f"its identity cannot be computed here ({error.args[0]})"]
+            else:
+                reasons = reuse_differences(record.provenance.identity, now, PORTABLE_FIELDS)
             if reasons and not reuse_stale:
                 left_out[record.run_id] = "; ".join(reasons)
                 continue

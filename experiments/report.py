@@ -228,13 +228,13 @@ def build_report(
     from tasks.registry import TASKS
 
     store = ResultsStore(store_root)
-    current = current_records(
-        [
-            r
-            for r in store.records()
-            if (preset is None or r.spec.preset == preset) and (data is None or r.spec.data == data)
-        ]
-    )
+    chosen = [
+        r
+        for r in store.records()
+        if (preset is None or r.spec.preset == preset) and (data is None or r.spec.data == data)
+    ]
+    # runs of tasks not registered here are listed, not checked (their identity needs the task)
+    current = current_records(chosen, only={r.run_id for r in chosen if r.spec.task in TASKS})
     records = current.kept
     known = [r for r in records if r.spec.task in TASKS]
     paper = load_paper()

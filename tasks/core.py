@@ -300,7 +300,7 @@ class TaskSpec:
         elmo_dropout: dropout on the mixed ELMo vectors in the paper's configuration of this
             task (paper §3.3 and allennlp: 0.5 unless the task's config says otherwise).
         seeds: how many seeds the task's own reproductions average by default (the paper
-            reports a mean over 5 seeds for NER and SST-5; 3 elsewhere).
+            reports a mean over 5 seeds for SNLI, NER and SST-5; 3 elsewhere).
         table_split: the split of the Table 1 numbers of the task's own reproductions unless
             ``--eval-split`` says otherwise: ``test`` where the data has a labelled test
             split (the paper's Table 1 is test), ``dev`` where it has none (SQuAD).

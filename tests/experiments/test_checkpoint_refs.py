@@ -29,6 +29,7 @@ def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
         work=work,
         recipe=SimpleNamespace(config={"word_vectors": "random:8"}),
         train_config={"epochs": 1},
+        identity="",  # experiments.runner._Run.identity: no run identity checked
     )
 
 

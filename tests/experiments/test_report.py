@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 
 from experiments import named, report
+from experiments.identity import run_identity
 from experiments.render import load_paper, render
 from experiments.spec import RunSpec, derive
 from experiments.store import ResultsStore, RunRecord
+from tasks.registry import TASKS
 from tests.experiments import toy_task
 from tests.experiments.helpers import PROVENANCE
 
@@ -42,7 +44,13 @@ def fake_record(spec: RunSpec, value: float) -> RunRecord:
     return RunRecord(
         spec=spec,
         metrics={"dev_accuracy": value, "best_epoch": 2.0, "epochs_run": 3.0},
-        provenance=dataclasses.replace(PROVENANCE, git_sha="c0ffee" + "0" * 34),
+        # the identity the run would have now: a record the report may show (a record without
+        # one, or with another, is left out as stale; tests/experiments/test_reuse_cli.py)
+        provenance=dataclasses.replace(
+            PROVENANCE,
+            git_sha="c0ffee" + "0" * 34,
+            identity=run_identity(spec, device="cpu").to_dict() if spec.task in TASKS else {},
+        ),
         log=log,
         timings={"started_unix": 1.7e9, "wall_s": 12.0},
     )
