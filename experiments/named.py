@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from experiments.render import (
     Row,
     RunsColumn,
     TableSpec,
+    bilm_description,
     cove_table,
     load_paper,
     table1,
@@ -293,17 +293,7 @@ def describe_setup(
     """Caption lines: which biLM, preset, data, seeds and changes a table's runs used.
 
     ``seeds``: one list for every row, or row seeds → the tasks that use them."""
-    if "published" in rep_config:
-        bilm = f"published ELMo {rep_config['published']!r} (Peters et al. 2018)"
-    elif "weights" in rep_config:
-        bilm = f"official-format biLM {Path(str(rep_config['weights'])).name}"
-    elif "checkpoint" in rep_config:
-        bilm = f"biLM checkpoint {Path(str(rep_config['checkpoint'])).name}"
-    else:
-        bilm = (
-            "the shipped small English biLM (elmo-bench-small-en, 3.0 M parameters, trained on "
-            "2.3 M tokens), not the published ELMo"
-        )
+    bilm = bilm_description(rep_config, detail=True)
     what = "the bundled DEMO set (generated; not the task's dataset)" if data == "demo" else data
     changes = f"; changes: {' '.join(overrides)}" if overrides else ""
     groups = seeds if isinstance(seeds, Mapping) else {tuple(seeds): []}

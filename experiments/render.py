@@ -321,21 +321,28 @@ def paper_comparable(table: TableSpec, row: Row) -> tuple[bool, str]:
     return not reasons, ", ".join(reasons)
 
 
-def bilm_description(config: Mapping[str, Any]) -> str:
+def bilm_description(config: Mapping[str, Any], detail: bool = False) -> str:
     """An ELMo configuration in words, e.g. ``"the shipped small biLM, not the published ELMo"``
-    (for the paper's ``{"published": "original"}``: ``"the published ELMo 'original'"``)."""
+    (for the paper's ``{"published": "original"}``: ``"the published ELMo 'original' (Peters et
+    al. 2018)"``); ``detail`` adds the shipped biLM's size and training data. The one wording of
+    a biLM in captions and footnotes."""
     if "published" in config:
         name = config["published"]
         if name == PUBLISHED_ELMO:
-            return f"the published ELMo {name!r}"
+            return f"the published ELMo {name!r} (Peters et al. 2018)"
         return f"the published ELMo {name!r}, not the paper's {PUBLISHED_ELMO!r}"
     if "weights" in config:
-        return (
-            f"official-format weights {Path(str(config['weights'])).name}, not the published ELMo"
+        what = f"official-format weights {Path(str(config['weights'])).name}"
+    elif "checkpoint" in config:
+        what = f"checkpoint {Path(str(config['checkpoint'])).name}"
+    elif detail:
+        what = (
+            "the shipped small English biLM (elmo-bench-small-en, 3.0 M parameters, trained on "
+            "2.3 M tokens)"
         )
-    if "checkpoint" in config:
-        return f"checkpoint {Path(str(config['checkpoint'])).name}, not the published ELMo"
-    return "the shipped small biLM, not the published ELMo"
+    else:
+        what = "the shipped small biLM"
+    return f"{what}, not the published ELMo"
 
 
 def config_label(spec: RunSpec) -> str:
