@@ -112,15 +112,16 @@ def _in_place(session: nox.Session) -> None:
         session.run("python", "-m", "pip", "install", "-e", ".[dev]")
 
 
-def _reproduce(session: nox.Session, name: str) -> None:
+def _reproduce(session: nox.Session, name: str, *extra: str) -> None:
+    """``python -m experiments reproduce NAME`` with ``extra`` arguments, then the target's.
+
+    The store defaults to the clone's git-ignored runs/store (a fresh machine trains every
+    run) and tables/plots go to runs/tables, runs/plots: a nox target never rewrites tracked
+    files, except `committed_results`, which passes `--store results/runs --out results`.
+    Two runs at once, one CPU thread each (the CLI's default): a CPU result then does not
+    depend on the machine's core count, and a 2-core machine runs baseline and ELMo side by
+    side. A later --max-parallel / --threads in the arguments wins."""
     _in_place(session)
-    # The store defaults to the clone's git-ignored runs/store (a fresh machine trains every
-    # run) and tables/plots go to runs/tables, runs/plots: a nox target never rewrites tracked
-    # files. The committed results/ come only from `python -m experiments render NAME
-    # --store results/runs --out results`.
-    # Two runs at once, one CPU thread each (the CLI's default): a CPU result then does not
-    # depend on the machine's core count, and a 2-core machine runs baseline and ELMo side by
-    # side. A later --max-parallel / --threads in the arguments wins.
     session.run(
         "python",
         "-m",
@@ -129,6 +130,7 @@ def _reproduce(session: nox.Session, name: str) -> None:
         name,
         "--max-parallel",
         "2",
+        *extra,
         *session.posargs,
         env={"OMP_WAIT_POLICY": "PASSIVE"},
     )
@@ -241,24 +243,10 @@ def committed_results(session: nox.Session) -> None:
     trained into `results/runs` (finished runs whose identity still matches are reused: an
     unchanged checkout trains nothing) and rendered into `results/tables` and `results/plots`.
     Extra arguments go to every `reproduce` call (e.g. `-- --max-parallel 4`)."""
-    _in_place(session)
     for name, seeds in COMMITTED_TABLES.items():
-        session.run(
-            "python",
-            "-m",
-            "experiments",
-            "reproduce",
-            name,
-            *(["--seeds", seeds] if seeds else []),
-            "--store",
-            "results/runs",
-            "--out",
-            "results",
-            "--max-parallel",
-            "2",
-            "--quiet",
-            *session.posargs,
-            env={"OMP_WAIT_POLICY": "PASSIVE"},
+        seed_args = ("--seeds", seeds) if seeds else ()
+        _reproduce(
+            session, name, *seed_args, "--store", "results/runs", "--out", "results", "--quiet"
         )
 
 

@@ -245,10 +245,7 @@ def content_digest(path: str | os.PathLike[str]) -> str:
     """
     target = Path(path)
     if target.is_dir():
-        digest = hashlib.blake2b(digest_size=16)
-        for name, value in sorted(folder_digests(target).items()):
-            digest.update(f"{name}\0{value}\0".encode())
-        return digest.hexdigest()
+        return _combined(folder_digests(target))
     stat = target.stat()
     key = (str(target.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _DIGESTS:
