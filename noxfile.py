@@ -20,8 +20,9 @@ def _install(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Ruff lint and format check over the whole repository."""
-    session.install("ruff>=0.5")
+    """Ruff lint and format check over the whole repository; mypy over the library and the
+    harness' contracts (the files listed in pyproject.toml's ``[tool.mypy]``)."""
+    _install(session)  # mypy needs torch's and numpy's types
     session.run("ruff", "check", ".")
     session.run(
         "ruff",
@@ -34,6 +35,7 @@ def lint(session: nox.Session) -> None:
         "tests/experiments",
         "scripts",
     )
+    session.run("mypy")
 
 
 @nox.session(python=PYTHON)

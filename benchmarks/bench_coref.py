@@ -41,8 +41,8 @@ if str(REPO) not in sys.path:  # run as a script: make ``tasks`` importable
     sys.path.insert(0, str(REPO))
 
 from tasks.common.inject import Injector  # noqa: E402
-from tasks.coref.config import preset  # noqa: E402
 from tasks.coref.model import CorefBatch, SpanRankingCoref  # noqa: E402
+from tasks.coref.task import TASK  # noqa: E402
 from tasks.representations import Layers, build_representation  # noqa: E402
 
 VOCAB, CHARS, GENRES, ELMO_DIM, ELMO_LAYERS = 20_000, 100, 8, 1024, 3
@@ -52,6 +52,7 @@ class _ElmoSized:
     """A frozen stand-in with ELMo's layer count and width (the batch carries random layers)."""
 
     name, output_dim, num_layers, trainable = "elmo-sized", ELMO_DIM, ELMO_LAYERS, False
+    state_policy, context_free_layers = "reset", 0
 
     def fingerprint(self) -> str:
         return "elmo-sized"
@@ -68,7 +69,7 @@ def _document(tokens: int, sentence: int, elmo: bool) -> CorefBatch:
     starts = torch.randperm(tokens - 3, generator=g)[:200].sort().values
     gold = torch.stack([starts, starts + torch.randint(0, 3, (200,), generator=g)], 1)
     clusters = torch.arange(200) % 40 + 1
-    layers = None
+    layers = Layers.empty(lengths)  # the baseline's: no layers
     if elmo:
         layers = Layers(torch.randn(ELMO_LAYERS, len(lengths), t, ELMO_DIM, generator=g), mask)
     return CorefBatch(
@@ -77,12 +78,13 @@ def _document(tokens: int, sentence: int, elmo: bool) -> CorefBatch:
 
 
 def _model(elmo: bool, block: int, whole: bool) -> SpanRankingCoref:
+    paper = TASK.configure("paper", ())
     config = dataclasses.replace(
-        preset("paper"),
+        paper,
         word_vectors="random:300",
         turian_vectors="random:50",
         antecedent_block=block,
-        max_training_sentences=10**6 if whole else preset("paper").max_training_sentences,
+        max_training_sentences=10**6 if whole else paper.max_training_sentences,
     )
     torch.manual_seed(0)
     rep = _ElmoSized() if elmo else build_representation("none")
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--sentence", type=int, default=25, help="tokens per sentence")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--block", type=int, default=preset("paper").antecedent_block)
+    parser.add_argument("--block", type=int, default=TASK.configure("paper", ()).antecedent_block)
     parser.add_argument("--no-elmo", action="store_true", help="without the ELMo-sized input")
     parser.add_argument("--phase", choices=("inference", "train"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

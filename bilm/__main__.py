@@ -87,7 +87,7 @@ behaviour, LSTM state carried from batch to batch by row), batches are consecuti
 --batch-size lines in file order, so the state flows through the file in order and the vectors
 depend on --batch-size, as with allennlp's command.
 
-The output is written to OUTPUT.tmp and renamed when complete."""
+The output is written to a hidden temporary file beside OUTPUT and renamed when complete."""
 
 
 def _configure_embed(parser: argparse.ArgumentParser) -> None:

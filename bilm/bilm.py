@@ -98,15 +98,16 @@ class BiLM(nn.Module):
         hidden = P if proj else lstm.dim
         if hidden != P:
             raise ValueError("lstm.projection_dim must be <= lstm.dim")
-        self.layers = nn.ModuleList(
-            nn.ModuleList(
-                LSTMWithProjection(
-                    P, lstm.dim, proj, lstm.cell_clip, lstm.proj_clip, reverse=d == 1
-                )
-                for d in range(2)
+        #: The ``(forward, backward)`` LSTM of each layer, bottom first.
+        self.lstms: tuple[tuple[LSTMWithProjection, LSTMWithProjection], ...] = tuple(
+            (
+                LSTMWithProjection(P, lstm.dim, proj, lstm.cell_clip, lstm.proj_clip, False),
+                LSTMWithProjection(P, lstm.dim, proj, lstm.cell_clip, lstm.proj_clip, True),
             )
             for _ in range(lstm.n_layers)
         )
+        # the same modules, registered: their weights are named ``layers.{layer}.{direction}.*``
+        self.layers = nn.ModuleList(nn.ModuleList(pair) for pair in self.lstms)
         # Carried / warm states: (layers, 2 directions, rows, width); not part of the weights.
         self._carry: tuple[Tensor, Tensor] | None = None
         self._warm: tuple[Tensor, Tensor] | None = None
@@ -169,8 +170,8 @@ class BiLM(nn.Module):
         Args:
             enabled: False returns to float32 arithmetic.
         """
-        for layer in self.layers:
-            for cell in layer:
+        for pair in self.lstms:
+            for cell in pair:
                 cell.quantize_int8(enabled)
         self.char_cnn.quantize_int8(enabled)
         self.clear_token_cache()
@@ -178,7 +179,7 @@ class BiLM(nn.Module):
     @property
     def int8(self) -> bool:
         """Whether inference uses int8 GEMMs (:meth:`quantize_int8`)."""
-        return self.layers[0][0].int8
+        return self.lstms[0][0].int8
 
     # ------------------------------------------------------------------ forward
     def forward(self, char_ids: Tensor) -> BiLMOutput:
@@ -325,7 +326,7 @@ class BiLM(nn.Module):
         final_h: list[Tensor] = []
         final_c: list[Tensor] = []
         inputs = (x_forward, x_backward)
-        for layer_index, layer in enumerate(self.layers):
+        for layer_index, pair in enumerate(self.lstms):
             outs = []
             for d in range(2):
                 layer_input = inputs[d]
@@ -335,7 +336,7 @@ class BiLM(nn.Module):
                 if layer_index > 0 or (self.training and self.dropout > 0):
                     words = index = None  # deeper layers' inputs depend on the context
                 state = (h0[layer_index, d], c0[layer_index, d])
-                out, h_n, c_n = layer[d](layer_input, lens, *state, words, index)
+                out, h_n, c_n = pair[d](layer_input, lens, *state, words, index)
                 if layer_index > 0 and self.options.lstm.use_skip_connections:
                     out = out + layer_input  # residual from layer 1 on (ELMO_SPEC §7)
                 final_h.append(h_n)
@@ -343,7 +344,7 @@ class BiLM(nn.Module):
                 outs.append(out)  # (T, B, P)
             inputs = (outs[0], outs[1])
             outputs.append(inputs)
-        n_layers = len(self.layers)
+        n_layers = len(self.lstms)
         h = torch.stack(final_h).view(n_layers, 2, *final_h[0].shape)
         c = torch.stack(final_c).view(n_layers, 2, *final_c[0].shape)
         return outputs, h, c

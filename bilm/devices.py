@@ -137,7 +137,7 @@ def resolve_precision(device: torch.device, precision: str = "fp32") -> Precisio
         )
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise DeviceError(f"--precision bf16: {describe_device(device)} has no bfloat16 support")
-    return precision  # type: ignore[return-value]
+    return precision  # narrowed to Precision by the membership test above
 
 
 def autocast_dtype(precision: str) -> torch.dtype | None:

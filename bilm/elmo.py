@@ -62,10 +62,12 @@ class Elmo(nn.Module):
         self.fine_tune = fine_tune
         for p in bilm.parameters():
             p.requires_grad_(fine_tune)
-        self.mixes = nn.ModuleList(
+        #: One mix per output (typed view of :attr:`mixes`, the registered container).
+        self.scalar_mixes: tuple[ScalarMix, ...] = tuple(
             ScalarMix(bilm.num_layers, mode=mode, lam=lam, layer_norm=layer_norm)
             for _ in range(num_outputs)
         )
+        self.mixes = nn.ModuleList(self.scalar_mixes)
         self.dropout = nn.Dropout(dropout)
 
     @property
@@ -75,12 +77,12 @@ class Elmo(nn.Module):
 
     def penalty(self) -> Tensor:
         """Sum of the mixes' λ‖w‖² terms."""
-        return torch.stack([m.penalty() for m in self.mixes]).sum()
+        return torch.stack([m.penalty() for m in self.scalar_mixes]).sum()
 
     def forward(self, char_ids: Tensor) -> ElmoOutput:
         """``char_ids (batch, time, max_chars)`` → ``num_outputs × (batch, time, 2P)``."""
         out = run_bilm(self.bilm, char_ids, trainable=self.fine_tune)
-        reps = tuple(self.dropout(mix(out.layers, out.mask)) for mix in self.mixes)
+        reps = tuple(self.dropout(mix(out.layers, out.mask)) for mix in self.scalar_mixes)
         return ElmoOutput(reps, out.mask)
 
     def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> ElmoOutput:

@@ -25,8 +25,8 @@ state of batch row ``i`` flows into row ``i`` of the next batch, so batches are 
 ``batch_size`` lines in file order, exactly like allennlp's ``elmo`` command and the fixture
 protocol; the output then depends on ``batch_size``.
 
-The output is written to ``output + ".tmp"`` and renamed when complete, so a failed run never
-leaves a file that looks finished.
+The output is written to a hidden temporary file beside it and renamed when complete
+(:func:`bilm.files.atomic_path`), so a failed run never leaves a file that looks finished.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -48,6 +49,7 @@ from tqdm import tqdm
 from bilm.bilm import BiLM
 from bilm.chars import batch_to_ids
 from bilm.devices import exact_fp32
+from bilm.files import atomic_path
 
 LayerSelection = Literal["all", "average", "top"]
 LAYER_SELECTIONS: tuple[str, ...] = ("all", "average", "top")
@@ -367,86 +369,114 @@ def embed_file(
 
     Raises:
         EmbedError: missing input, invalid UTF-8 (file and line named), spaCy missing, bad
-            arguments. Nothing is left at ``output`` or ``output + ".tmp"`` after a failure.
+            arguments. After a failure ``output`` is as it was (absent, or the previous file)
+            and no temporary file is left beside it.
     """
+    _check_arguments(batch_size, layers, lines_per_chunk, max_tokens, token_cache)
+    input_path, output_path = Path(input), Path(output)
+    _check_paths(input_path, output_path)
+    budget = max_tokens if max_tokens is not None else batch_size * TOKENS_PER_ROW
+    chunk_size = _chunk_size(batch_size, lines_per_chunk)
+    tokenizer = spacy_tokenizer() if tokenize else whitespace_tokenize
+    total_lines = scan_input(input_path)  # fails fast on a missing file or invalid UTF-8
+    h5py = _h5py()
+
+    start = time.perf_counter()
+    sort = bilm.state != "carry"
+    index: dict[str, str] = {}
+    n_sentences = n_tokens = 0
+    with (
+        _inference(bilm, token_cache),
+        atomic_path(output_path) as tmp_path,  # output replaced only once everything is written
+        input_path.open("rb") as source,
+        h5py.File(tmp_path, "w") as sink,
+        _progress_bar(total_lines, progress) as bar,
+        torch.no_grad(),
+        exact_fp32(),
+    ):
+        for chunk in _chunks(iter_sentences(source, input_path, tokenizer), chunk_size):
+            if sentence_index:  # file order: a repeated sentence keeps its last key
+                index.update((" ".join(s.tokens), str(s.index)) for s in chunk)
+            for batch in plan_batches(chunk, batch_size, sort, budget):
+                n_tokens += _write_batch(bilm, batch, layers, sink)
+                trim_heap()  # the batch's buffers are released: return their pages
+                n_sentences += len(batch)
+                bar.update(len(batch))
+        if sentence_index:
+            dataset = sink.create_dataset(SENTENCE_INDEX_KEY, (1,), dtype=h5py.string_dtype())
+            dataset[0] = json.dumps(index)
+    return EmbedStats(n_sentences, n_tokens, time.perf_counter() - start, output_path)
+
+
+def _chunk_size(batch_size: int, lines_per_chunk: int | None) -> int:
+    """Lines per chunk: ``lines_per_chunk`` (default ``CHUNK_BATCHES`` batches), rounded up to a
+    multiple of ``batch_size``."""
+    size = lines_per_chunk or batch_size * CHUNK_BATCHES
+    return -(-size // batch_size) * batch_size
+
+
+def _progress_bar(total_lines: int, progress: bool) -> tqdm:
+    """A bar of sentences on stderr (hidden without ``progress`` or when stderr is no terminal)."""
+    disable = None if progress else True
+    return tqdm(total=total_lines, unit="sent", desc="embed", disable=disable, dynamic_ncols=True)
+
+
+def _check_arguments(
+    batch_size: int,
+    layers: str,
+    lines_per_chunk: int | None,
+    max_tokens: int | None,
+    token_cache: int,
+) -> None:
     if batch_size < 1:
         raise EmbedError(f"batch_size must be >= 1, got {batch_size}")
     if layers not in LAYER_SELECTIONS:
         raise EmbedError(f"layers must be one of {LAYER_SELECTIONS}, got {layers!r}")
-    input_path, output_path = Path(input), Path(output)
-    if output_path.is_dir():
-        raise EmbedError(f"{output_path}: output is a directory")
-    if not output_path.parent.is_dir():
-        raise EmbedError(f"{output_path.parent}: output directory does not exist")
-    if input_path.exists() and output_path.exists() and input_path.samefile(output_path):
-        raise EmbedError(f"{output_path}: output would overwrite the input")
     if lines_per_chunk is not None and lines_per_chunk < 1:
         raise EmbedError(f"lines_per_chunk must be >= 1, got {lines_per_chunk}")
     if max_tokens is not None and max_tokens < 1:
         raise EmbedError(f"max_tokens must be >= 1, got {max_tokens}")
     if token_cache < 0:
         raise EmbedError(f"token_cache must be >= 0, got {token_cache}")
-    budget = max_tokens if max_tokens is not None else batch_size * TOKENS_PER_ROW
-    chunk_size = lines_per_chunk or batch_size * CHUNK_BATCHES
-    chunk_size = -(-chunk_size // batch_size) * batch_size  # round up to a multiple of batch_size
-    tokenizer = spacy_tokenizer() if tokenize else whitespace_tokenize
-    total_lines = scan_input(input_path)  # fails fast on a missing file or invalid UTF-8
-    h5py = _h5py()
 
-    start = time.perf_counter()
-    tmp_path = output_path.with_name(output_path.name + ".tmp")
-    was_training = bilm.training
-    previous_cache = bilm._token_cache_size
+
+def _check_paths(input_path: Path, output_path: Path) -> None:
+    if output_path.is_dir():
+        raise EmbedError(f"{output_path}: output is a directory")
+    if not output_path.parent.is_dir():
+        raise EmbedError(f"{output_path.parent}: output directory does not exist")
+    if input_path.exists() and output_path.exists() and input_path.samefile(output_path):
+        raise EmbedError(f"{output_path}: output would overwrite the input")
+
+
+@contextmanager
+def _inference(bilm: BiLM, token_cache: int) -> Iterator[None]:
+    """``bilm`` in eval mode with a token cache of ``token_cache`` words; both restored after."""
+    was_training, previous_cache = bilm.training, bilm._token_cache_size
     bilm.eval()
     bilm.set_token_cache(token_cache)
-    sort = bilm.state != "carry"
-    device = next(bilm.parameters()).device
-    max_chars = bilm.options.char_cnn.max_characters_per_token
-    index: dict[str, str] = {}
-    n_sentences = n_tokens = 0
     try:
-        with (
-            input_path.open("rb") as source,
-            h5py.File(tmp_path, "w") as sink,
-            tqdm(
-                total=total_lines,
-                unit="sent",
-                desc="embed",
-                disable=None if progress else True,
-                dynamic_ncols=True,
-            ) as bar,
-            torch.no_grad(),
-            exact_fp32(),
-        ):
-            for chunk in _chunks(iter_sentences(source, input_path, tokenizer), chunk_size):
-                if sentence_index:
-                    for sentence in chunk:  # file order: a repeated sentence keeps its last key
-                        index[" ".join(sentence.tokens)] = str(sentence.index)
-                for batch in plan_batches(chunk, batch_size, sort, budget):
-                    char_ids = batch_to_ids([s.tokens for s in batch], max_chars)  # (B, T, 50)
-                    out = bilm(char_ids.to(device))
-                    vectors = select_layers(out.layers, layers).float().cpu().numpy()
-                    del out  # (L+1, B, T, 2P): released as soon as the batch is written
-                    for row, sentence in enumerate(batch):
-                        n = len(sentence.tokens)
-                        if layers == "all":
-                            data = vectors[:, row, :n]  # (L+1, n, 2P)
-                        else:
-                            data = vectors[row, :n]  # (n, 2P)
-                        sink.create_dataset(str(sentence.index), data=data, dtype="float32")
-                        n_tokens += n
-                    del vectors, data  # no batch outlives its writing
-                    trim_heap()
-                    n_sentences += len(batch)
-                    bar.update(len(batch))
-            if sentence_index:
-                dataset = sink.create_dataset(SENTENCE_INDEX_KEY, (1,), dtype=h5py.string_dtype())
-                dataset[0] = json.dumps(index)
-        os.replace(tmp_path, output_path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
+        yield
     finally:
         bilm.train(was_training)
         bilm.set_token_cache(previous_cache)
-    return EmbedStats(n_sentences, n_tokens, time.perf_counter() - start, output_path)
+
+
+def _write_batch(bilm: BiLM, batch: list[Sentence], layers: LayerSelection, sink: Any) -> int:
+    """Embed one batch and write a dataset per sentence; returns the tokens written."""
+    device = next(bilm.parameters()).device
+    max_chars = bilm.options.char_cnn.max_characters_per_token
+    char_ids = batch_to_ids([s.tokens for s in batch], max_chars)  # (B, T, 50)
+    out = bilm(char_ids.to(device))
+    vectors = select_layers(out.layers, layers).float().cpu().numpy()
+    del out  # (L+1, B, T, 2P): released as soon as the batch is written
+    n_tokens = 0
+    for row, sentence in enumerate(batch):
+        n = len(sentence.tokens)
+        if layers == "all":
+            data = vectors[:, row, :n]  # (L+1, n, 2P)
+        else:
+            data = vectors[row, :n]  # (n, 2P)
+        sink.create_dataset(str(sentence.index), data=data, dtype="float32")
+        n_tokens += n
+    return n_tokens

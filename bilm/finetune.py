@@ -57,14 +57,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from bilm.bilm import BiLM
+from bilm.corpus import check_files, read_sentences
 from bilm.devices import resolve_device
-from bilm.lm_data import check_files, read_sentences
+from bilm.files import write_json
 from bilm.pretrain import (
     CHECKPOINT_NAME,
     LanguageModel,
@@ -126,8 +128,8 @@ def _load_source(
         raise ValueError("pass either checkpoint or options/weights, not both")
     if (options is None) != (weights is None):
         raise ValueError("options and weights go together: pass both")
-    if options is not None:
-        bilm = load_official(options, weights)  # type: ignore[arg-type]
+    if options is not None and weights is not None:
+        bilm = load_official(options, weights)
         return _Source(bilm, None, None, f"{options} + {weights}")
     if checkpoint is None:
         from bilm.pretrained import default_checkpoint_path
@@ -183,12 +185,6 @@ def _initial_model(
             bias[n_old:] = source.head["bias"][unk] - share
             bias[unk] -= share
     return {k: v.clone() for k, v in model.state_dict().items()}
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _eval(
@@ -258,8 +254,6 @@ def finetune(
     """
     start = time.perf_counter()
     out = Path(out_dir)
-    train_paths = [Path(p) for p in train_files]
-    valid = Path(valid_file)
     if epochs <= 0 or warmup_epochs <= 0:
         raise ValueError("epochs and warmup_epochs must be > 0")
     cfg = load_config(config) if isinstance(config, str) else config
@@ -267,98 +261,173 @@ def finetune(
         return _result(out)
     source = _load_source(checkpoint, options, weights)
     cfg = replace(cfg, model=source.bilm.options, eval_every=0)
+    train_paths = [Path(p) for p in train_files]
     counts, n_tokens, n_sentences = _scan(train_paths)
     if n_tokens == 0:
         raise ValueError(f"{[str(p) for p in train_paths]}: no training text")
-    if source.vocab is not None:
-        vocab = _extend(source.vocab, counts, cfg)
-    else:
-        vocab = Vocabulary.build(train_paths, min_count=cfg.min_count, max_size=cfg.max_vocab)
-    per_step = cfg.batch_size * cfg.unroll_steps
-    steps = max(1, math.ceil(epochs * (n_tokens + n_sentences) / per_step))
-    request = {
-        "source": source.name,
-        "train": [str(p) for p in train_paths],
-        "valid": str(valid),
-        "epochs": epochs,
-        "warmup_epochs": warmup_epochs if source.head is None else None,
-        "config": cfg.to_dict(),
-        "vocab_fingerprint": vocab.fingerprint(),
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / REQUEST_NAME).exists():
-        previous = json.loads((out / REQUEST_NAME).read_text(encoding="utf-8"))
-        if previous != json.loads(json.dumps(request)):
-            raise ValueError(f"{out}: holds a fine-tuning run started with other inputs")
-    else:
-        _write_json(out / REQUEST_NAME, request)
-
-    def hook(phase: str) -> Callable[[int, dict[str, float]], None] | None:
-        return None if on_step is None else (lambda step, m: on_step(phase, step, m))
-
-    initial = _initial_model(source, vocab, cfg)
-    before_path = out / BEFORE_NAME
-    warmup: TrainResult | None = None
-    if source.head is None:  # fresh softmax: warm it up with the biLM frozen, then "before"
-        warm_cfg = replace(
-            cfg,
-            dropout=0.0,
-            max_steps=max(1, math.ceil(warmup_epochs * (n_tokens + n_sentences) / per_step)),
-        )
-        warm_dir = out / WARMUP_DIR
-        if not before_path.exists():
-            warmup = train(
-                warm_cfg,
-                train_paths,
-                warm_dir,
-                valid_files=[valid],
-                progress=progress,
-                on_step=hook("warmup"),
-                device=device,
-                precision=precision,
-                vocab=vocab,
-                init_model=_loader(initial),
-                freeze_bilm=True,
-            )
-            assert warmup.perplexity is not None
-            _write_json(before_path, {**warmup.perplexity, "warmup_steps": warmup.steps})
-        initial = load_training_checkpoint(warm_dir / CHECKPOINT_NAME)["model"]
-    elif not before_path.exists():
-        _write_json(before_path, _eval(initial, cfg, vocab, valid, device))
-    before = json.loads(before_path.read_text(encoding="utf-8"))
-    logger.info("before fine-tuning: %s", before)
-
-    result = train(
-        replace(cfg, max_steps=steps),
-        train_paths,
-        out,
-        valid_files=[valid],
-        progress=progress,
-        on_step=hook("finetune"),
+    job = _Job(
+        out=out,
+        train_files=train_paths,
+        valid=Path(valid_file),
+        source=source,
+        config=cfg,
+        vocab=_vocabulary(source, counts, train_paths, cfg),
+        epoch_targets=n_tokens + n_sentences,
         device=device,
         precision=precision,
-        vocab=vocab,
-        init_model=_loader(initial),
+        progress=progress,
+        on_step=on_step,
     )
-    assert result.perplexity is not None
-    payload = load_training_checkpoint(out / CHECKPOINT_NAME)
-    model = build_model(replace(cfg, num_samples=None), len(vocab))
+    _check_request(job, epochs, warmup_epochs)
+    before, initial = _measure_before(job, warmup_epochs)
+    result = job.train(replace(cfg, max_steps=job.steps(epochs)), out, "finetune", initial)
+    _save_output(job, result)
+    report = _report(job, before, result, n_tokens, epochs)
+    write_json(out / PERPLEXITY_NAME, {**report, "seconds_this_call": _since(start)}, indent=2)
+    return _result(out)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One :func:`finetune` call's resolved inputs: what each of its steps works from.
+
+    Attributes:
+        out: the run directory.
+        train_files: the task's training text.
+        valid: its held-out text.
+        source: the input biLM (and softmax).
+        config: training hyper-parameters, ``model`` set to the input biLM's.
+        vocab: the softmax vocabulary *V* (module docstring).
+        epoch_targets: targets one epoch presents per direction (tokens + sentences).
+        device: where to train.
+        precision: autocast precision.
+        progress: tqdm bars.
+        on_step: the caller's ``(phase, step, metrics)`` callback.
+    """
+
+    out: Path
+    train_files: list[Path]
+    valid: Path
+    source: _Source
+    config: PretrainConfig
+    vocab: Vocabulary
+    epoch_targets: int
+    device: str | torch.device
+    precision: str
+    progress: bool
+    on_step: Callable[[str, int, dict[str, float]], None] | None
+
+    def steps(self, epochs: float) -> int:
+        """The step budget of ``epochs`` passes over the training text."""
+        per_step = self.config.batch_size * self.config.unroll_steps
+        return max(1, math.ceil(epochs * self.epoch_targets / per_step))
+
+    def train(
+        self,
+        config: PretrainConfig,
+        out_dir: Path,
+        phase: str,
+        initial: dict[str, torch.Tensor],
+        freeze_bilm: bool = False,
+    ) -> TrainResult:
+        """:func:`bilm.pretrain.train` from the LM state ``initial``, held-out perplexity at the
+        end; ``phase`` names it to the caller's callback."""
+        result = train(
+            config,
+            self.train_files,
+            out_dir,
+            valid_files=[self.valid],
+            progress=self.progress,
+            on_step=None if self.on_step is None else partial(self.on_step, phase),
+            device=self.device,
+            precision=self.precision,
+            vocab=self.vocab,
+            init_model=_loader(initial),
+            freeze_bilm=freeze_bilm,
+        )
+        assert result.perplexity is not None  # valid_files were given
+        return result
+
+
+def _vocabulary(
+    source: _Source, counts: Counter[str], train_files: list[Path], config: PretrainConfig
+) -> Vocabulary:
+    """*V*: the input's vocabulary extended by the task's words, or one built from the text."""
+    if source.vocab is not None:
+        return _extend(source.vocab, counts, config)
+    return Vocabulary.build(train_files, min_count=config.min_count, max_size=config.max_vocab)
+
+
+def _check_request(job: _Job, epochs: float, warmup_epochs: float) -> None:
+    """Write ``request.json``, or check that a run being resumed had the same inputs."""
+    request = {
+        "source": job.source.name,
+        "train": [str(p) for p in job.train_files],
+        "valid": str(job.valid),
+        "epochs": epochs,
+        "warmup_epochs": warmup_epochs if job.source.head is None else None,
+        "config": job.config.to_dict(),
+        "vocab_fingerprint": job.vocab.fingerprint(),
+    }
+    job.out.mkdir(parents=True, exist_ok=True)
+    path = job.out / REQUEST_NAME
+    if not path.exists():
+        write_json(path, request, indent=2)
+    elif json.loads(path.read_text(encoding="utf-8")) != json.loads(json.dumps(request)):
+        raise ValueError(f"{job.out}: holds a fine-tuning run started with other inputs")
+
+
+def _measure_before(
+    job: _Job, warmup_epochs: float
+) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """The "before" perplexity (stored in ``before.json``) and the LM state fine-tuning starts
+    from: the input's softmax extended, or a softmax warmed up with the biLM frozen."""
+    initial = _initial_model(job.source, job.vocab, job.config)
+    before_path = job.out / BEFORE_NAME
+    if job.source.head is None:  # fresh softmax: warm it up with the biLM frozen, then "before"
+        warm_dir = job.out / WARMUP_DIR
+        if not before_path.exists():
+            warm_cfg = replace(job.config, dropout=0.0, max_steps=job.steps(warmup_epochs))
+            warmup = job.train(warm_cfg, warm_dir, "warmup", initial, freeze_bilm=True)
+            assert warmup.perplexity is not None
+            write_json(before_path, {**warmup.perplexity, "warmup_steps": warmup.steps}, indent=2)
+        initial = load_training_checkpoint(warm_dir / CHECKPOINT_NAME)["model"]
+    elif not before_path.exists():
+        perplexity = _eval(initial, job.config, job.vocab, job.valid, job.device)
+        write_json(before_path, perplexity, indent=2)
+    before = json.loads(before_path.read_text(encoding="utf-8"))
+    logger.info("before fine-tuning: %s", before)
+    return before, initial
+
+
+def _save_output(job: _Job, result: TrainResult) -> None:
+    """``finetuned.safetensors``: the fine-tuned biLM with its softmax and *V*."""
+    payload = load_training_checkpoint(job.out / CHECKPOINT_NAME)
+    model = build_model(replace(job.config, num_samples=None), len(job.vocab))
     model.load_state_dict(payload["model"])
     save_language_model(
         model,
-        vocab,
-        out / OUTPUT_NAME,
+        job.vocab,
+        job.out / OUTPUT_NAME,
         metadata={
-            "name": f"finetuned:{out.name}",
-            "finetuned_from": source.name,
-            "finetune_train": json.dumps([str(p) for p in train_paths]),
+            "name": f"finetuned:{job.out.name}",
+            "finetuned_from": job.source.name,
+            "finetune_train": json.dumps([str(p) for p in job.train_files]),
             "steps": str(result.steps),
         },
     )
-    report = {
+
+
+def _report(
+    job: _Job, before: dict[str, Any], result: TrainResult, n_tokens: int, epochs: float
+) -> dict[str, Any]:
+    """The content of ``perplexity.json`` (without the call's duration)."""
+    assert result.perplexity is not None
+    source = job.source
+    return {
         "before": {k: v for k, v in before.items() if k != "warmup_steps"},
         "after": result.perplexity,
-        "valid": str(valid),
+        "valid": str(job.valid),
         "tokens": result.tokens,
         "train_tokens_per_epoch": n_tokens,
         "epochs": epochs,
@@ -369,12 +438,13 @@ def finetune(
             else f"softmax-only warm-up, biLM frozen ({before.get('warmup_steps')} steps)"
         ),
         "source": source.name,
-        "vocab_size": len(vocab),
-        "new_words": len(vocab) - len(source.vocab) if source.vocab is not None else None,
-        "seconds_this_call": round(time.perf_counter() - start, 1),
+        "vocab_size": len(job.vocab),
+        "new_words": len(job.vocab) - len(source.vocab) if source.vocab is not None else None,
     }
-    _write_json(out / PERPLEXITY_NAME, report)
-    return _result(out)
+
+
+def _since(start: float) -> float:
+    return round(time.perf_counter() - start, 1)
 
 
 def _result(out: Path) -> FinetuneResult:

@@ -35,6 +35,8 @@ class SoftmaxHead(nn.Module):
         num_samples: negatives per batch for the sampled softmax; ``None`` = full softmax.
     """
 
+    proposal: Tensor  # (V,) log-uniform proposal probabilities: a non-persistent buffer
+
     def __init__(self, vocab_size: int, dim: int, num_samples: int | None = None) -> None:
         super().__init__()
         if num_samples is not None and num_samples >= vocab_size:

@@ -138,7 +138,8 @@ class LSTMWithProjection(nn.Module):
         self.w_proj: nn.Parameter | None = None
         if projection_dim is not None:
             self.w_proj = nn.Parameter(torch.empty(cell_dim, projection_dim))
-        self._packed_cache: dict[str, tuple[tuple[int, ...], Tensor]] = {}
+        # weight name -> ((data_ptr, version, shape) of the packed weight, packed weight)
+        self._packed_cache: dict[str, tuple[tuple[int, int, tuple[int, ...]], Tensor]] = {}
         # int8 packed (input, state, projection) products; None = float arithmetic.
         self._int8: tuple[object, object, object | None] | None = None
 

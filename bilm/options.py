@@ -7,9 +7,12 @@ the network is derived from these fields; nothing else in the library types a di
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from bilm.files import write_json
 
 Activation = Literal["relu", "tanh"]
 
@@ -118,7 +121,7 @@ class BiLMOptions:
         return opts
 
     @classmethod
-    def from_json(cls, path: str | Path) -> BiLMOptions:
+    def from_json(cls, path: str | os.PathLike[str]) -> BiLMOptions:
         """Read an official ``options.json`` file."""
         return cls.from_dict(read_json_file(path), source=str(path))
 
@@ -144,9 +147,9 @@ class BiLMOptions:
             },
         }
 
-    def to_json(self, path: str | Path, n_characters: int | None = None) -> None:
-        """Write an official ``options.json``."""
-        Path(path).write_text(json.dumps(self.to_dict(n_characters), indent=2) + "\n", "utf-8")
+    def to_json(self, path: str | os.PathLike[str], n_characters: int | None = None) -> None:
+        """Write an official ``options.json`` (atomically)."""
+        write_json(path, self.to_dict(n_characters), indent=2)
 
     def validate(self, source: str = "options") -> None:
         """Check value ranges.
@@ -177,7 +180,9 @@ class BiLMOptions:
 
 
 def read_json_file(
-    path: str | Path, error: type[ValueError] = OptionsError, missing: str | None = None
+    path: str | os.PathLike[str],
+    error: type[ValueError] = OptionsError,
+    missing: str | None = None,
 ) -> Any:
     """Parse a UTF-8 JSON file, raising ``error`` with a located message on failure.
 

@@ -49,6 +49,7 @@ from bilm.devices import (
     resolve_precision,
     torchrun_local_rank,
 )
+from bilm.files import save_torch, write_json, write_text
 from bilm.lm import SoftmaxHead
 from bilm.lm_data import BatchMode, BidirectionalLMStream, DirectionBatch, LMBatch, count_tokens
 from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions, read_json_file
@@ -59,6 +60,9 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "elmo-bench-pretrain/1"
 CHECKPOINT_NAME = "checkpoint.pt"
+VOCAB_NAME = "vocab.txt"
+CONFIG_NAME = "config.json"
+LOG_NAME = "log.jsonl"
 #: Fields that may change when resuming (the run's length and bookkeeping, not its numbers).
 SCHEDULE_FIELDS = ("max_steps", "max_minutes", "checkpoint_every", "eval_every", "log_every")
 
@@ -204,17 +208,9 @@ class LanguageModel(nn.Module):
 
 
 # ------------------------------------------------------------------------------ checkpointing
-def atomic_save(payload: dict[str, Any], path: Path) -> None:
-    """``torch.save`` to a temporary file, fsync, rename: readers see the old or the new file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with tmp.open("wb") as handle:
-            torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+#: ``torch.save`` to a temporary file, fsync, rename: readers see the old or the new file. Kept
+#: under this name for ``experiments.runner``; :func:`bilm.files.save_torch` is the one definition.
+atomic_save = save_torch
 
 
 def load_training_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -407,6 +403,54 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
+@dataclass
+class _PretrainRun:
+    """Everything one :func:`train` call works with; the loop reads and advances only this.
+
+    Attributes:
+        config: the hyper-parameters.
+        out: the run directory.
+        vocab: the softmax vocabulary.
+        model: the language model, on ``device``.
+        trained: what steps run through: ``model`` or its ``DistributedDataParallel`` wrapper.
+        optimizer: over ``model``'s parameters.
+        scaler: the gradient scaler (disabled unless fp16 on CUDA).
+        sampler: generator of the sampled-softmax negatives (same seed on every rank).
+        stream: this rank's batches.
+        device: where the model, batches and carried state live.
+        precision: autocast precision of the forward pass.
+        rank: this process's rank.
+        world: number of processes.
+        resumed: this call continues a checkpoint.
+        state: LSTM state carried into the next batch (``None``: zeros).
+        step: optimizer steps done (over all calls).
+        tokens: text tokens per direction seen (over all calls and ranks).
+    """
+
+    config: PretrainConfig
+    out: Path
+    vocab: Vocabulary
+    model: LanguageModel
+    trained: nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    sampler: torch.Generator
+    stream: BidirectionalLMStream
+    device: torch.device
+    precision: Precision
+    rank: int
+    world: int
+    resumed: bool
+    state: tuple[Tensor, Tensor] | None = None
+    step: int = 0
+    tokens: int = 0
+
+    @property
+    def checkpoint_path(self) -> Path:
+        """``out/checkpoint.pt``."""
+        return self.out / CHECKPOINT_NAME
+
+
 def train(
     config: PretrainConfig,
     train_files: Sequence[str | os.PathLike[str]],
@@ -453,6 +497,70 @@ def train(
         bilm.devices.DeviceError: a device or precision this machine cannot run.
         ValueError: on resume, ``vocab`` differs from the run's ``vocab.txt``.
     """
+    run = _set_up(config, train_files, out_dir, device, precision, vocab, init_model, freeze_bilm)
+    report = _Reporter(run, wandb_project, progress)
+    start = time.perf_counter()
+    steps_this_call = 0
+    perplexity = None
+    try:
+        while run.step < config.max_steps and not _must_stop(
+            config, stop_after, steps_this_call, start
+        ):
+            batch = next(run.stream, None)
+            if batch is None:  # a finite stream ran out
+                break
+            out = _train_step(run, batch)
+            steps_this_call += 1
+            metrics = {
+                "loss": out.loss.item(),
+                "loss_fwd": out.loss_fwd.item(),
+                "loss_bwd": out.loss_bwd.item(),
+            }
+            if on_step:
+                on_step(run.step, metrics)
+            report.step(run, out, metrics)
+            if _due(config.eval_every, run.step) and valid_files and run.rank == 0:
+                perplexity = _evaluate(run, valid_files, report)
+            if _due(config.checkpoint_every, run.step):
+                _save_checkpoint(run)
+        _save_checkpoint(run)
+        if valid_files and run.rank == 0:
+            perplexity = _evaluate(run, valid_files, report)
+    finally:
+        report.close()
+    seconds = time.perf_counter() - start
+    return TrainResult(run.step, run.tokens, seconds, perplexity, run.checkpoint_path)
+
+
+def _must_stop(
+    config: PretrainConfig, stop_after: int | None, steps_this_call: int, start: float
+) -> bool:
+    """This call's budget is spent: ``stop_after`` steps, or ``config.max_minutes``."""
+    if stop_after is not None and steps_this_call >= stop_after:
+        return True
+    minutes = config.max_minutes
+    if not minutes:
+        return False
+    return time.perf_counter() - start > 60 * minutes
+
+
+def _due(every: int, step: int) -> bool:
+    """``step`` is a multiple of ``every`` (never when ``every`` is 0)."""
+    return bool(every) and step % every == 0
+
+
+# -------------------------------------------------------------------- training: the steps
+def _set_up(
+    config: PretrainConfig,
+    train_files: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    device: str | torch.device,
+    precision: str,
+    vocab: Vocabulary | None,
+    init_model: Callable[[LanguageModel], None] | None,
+    freeze_bilm: bool,
+) -> _PretrainRun:
+    """The run's state: a fresh one, or the checkpoint's in ``out_dir`` (see :func:`train`)."""
     rank, world = _world()
     if not isinstance(device, torch.device):
         device = resolve_device(device, local_rank=torchrun_local_rank() if world > 1 else None)
@@ -461,22 +569,8 @@ def train(
         torch.cuda.set_device(device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    ckpt_path = out / CHECKPOINT_NAME
-    vocab_path = out / "vocab.txt"
-    resume = ckpt_path.exists()
-    if resume:
-        given, vocab = vocab, Vocabulary.load(vocab_path)
-        if given is not None and given != vocab:
-            raise ValueError(f"{vocab_path}: the run was started with another vocabulary")
-    else:
-        if vocab is None:
-            vocab = Vocabulary.build(
-                train_files, min_count=config.min_count, max_size=config.max_vocab
-            )
-        if rank == 0:
-            vocab.save(vocab_path)
-            (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
+    resume = (out / CHECKPOINT_NAME).exists()
+    vocab = _run_vocabulary(config, train_files, out, vocab, resume, rank)
     model = build_model(config, len(vocab))  # initialised on the CPU: same everywhere
     if init_model is not None and not resume:
         init_model(model)
@@ -493,202 +587,244 @@ def train(
         rank=rank,
         world_size=world,
     )
-    optimizer = build_optimizer(config, model)
-    scaler = make_scaler(device, amp)
-    sampler = torch.Generator(device=device).manual_seed(config.seed + 1)
-    state: tuple[Tensor, Tensor] | None = None
-    step, tokens = 0, 0
+    run = _PretrainRun(
+        config=config,
+        out=out,
+        vocab=vocab,
+        model=model,
+        trained=model,  # wrapped by DDP below, once the checkpoint is loaded
+        optimizer=build_optimizer(config, model),
+        scaler=make_scaler(device, amp),
+        sampler=torch.Generator(device=device).manual_seed(config.seed + 1),
+        stream=stream,
+        device=device,
+        precision=amp,
+        rank=rank,
+        world=world,
+        resumed=resume,
+    )
     if resume:
-        payload = load_training_checkpoint(ckpt_path)
-        if payload["vocab_fingerprint"] != vocab.fingerprint():
-            raise ValueError(
-                f"{ckpt_path}: checkpoint was trained with another vocabulary than {vocab_path}"
-            )
-        if payload["config"] != _identity(config):
-            raise ValueError(f"{ckpt_path}: checkpoint was written with another config")
-        model.load_state_dict(payload["model"])
-        optimizer.load_state_dict(payload["optimizer"])  # moves its state to the params' device
-        stream.load_state_dict(json.loads(payload["data"])[rank])
-        state = _state_to(payload["lstm_state"][rank], device) if payload["lstm_state"] else None
-        step, tokens = payload["step"], payload["tokens"]
-        torch.set_rng_state(payload["rng_torch"][rank])
-        saved_type = torch.device(payload.get("device", "cpu")).type
-        saved_precision = payload.get("precision", "fp32")
-        if saved_type == device.type:
-            sampler.set_state(payload["rng_sampler"])
-            if device.type == "cuda" and payload.get("rng_cuda"):
-                torch.cuda.set_rng_state(payload["rng_cuda"][rank], device)
-        else:  # generator states differ between device types: reseed, deterministically
-            sampler.manual_seed(config.seed + 1 + step)
-        if payload.get("scaler") and scaler.is_enabled():
-            scaler.load_state_dict(payload["scaler"])
-        if (saved_type, saved_precision) != (device.type, amp):
-            logger.warning(
-                "%s: written on %s with %s, resumed on %s with %s: the run continues, but it "
-                "will not reproduce an uninterrupted run exactly",
-                ckpt_path,
-                saved_type,
-                saved_precision,
-                device.type,
-                amp,
-            )
-        _truncate_log(out / "log.jsonl", step)
-        logger.info("resumed from %s at step %d", ckpt_path, step)
-
-    trained: nn.Module = model
+        _resume(run)
     if world > 1:
         device_ids = [device.index] if device.type == "cuda" else None
-        trained = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        run.trained = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     model.train()
-    session = {
-        "device": str(device),
-        "device_name": describe_device(device),
-        "precision": amp,
-        "world_size": world,
-        "resumed": resume,
-        "torch": torch.__version__,
-    }
-    logger.info("training on %s, %s, %d process(es)", describe_device(device), amp, world)
-    log = (out / "log.jsonl").open("a", encoding="utf-8") if rank == 0 else None
-    if log:  # one record per call: where and how the following steps ran
-        log.write(json.dumps({"step": step, "session": session}) + "\n")
-        log.flush()
-    run = _wandb(wandb_project, config, out, session) if (wandb_project and rank == 0) else None
-    bar = None
-    if progress and rank == 0:
-        from tqdm.auto import tqdm
+    return run
 
-        bar = tqdm(total=config.max_steps, initial=step, unit="step", dynamic_ncols=True)
-    start = time.perf_counter()
-    steps_this_call = 0
-    perplexity = None
-    window_tokens, window_start = 0, time.perf_counter()
 
-    def save() -> None:
-        cpu = torch.device("cpu")  # gathered as CPU tensors: all_gather_object pickles them
-        data_states = [stream.state_dict()]
-        lstm_states = [_state_to(state, cpu)]
-        rng = [torch.get_rng_state()]
-        rng_cuda = [torch.cuda.get_rng_state(device)] if device.type == "cuda" else []
-        if world > 1:
-            gathered: list[Any] = [None] * world
-            mine = (data_states[0], lstm_states[0], rng[0], rng_cuda[0] if rng_cuda else None)
-            dist.all_gather_object(gathered, mine)
-            data_states = [g[0] for g in gathered]
-            lstm_states = [g[1] for g in gathered]
-            rng = [g[2] for g in gathered]
-            rng_cuda = [g[3] for g in gathered] if rng_cuda else []
-        if rank == 0:
-            payload = {
-                "format": CHECKPOINT_FORMAT,
-                "step": step,
-                "tokens": tokens,
-                "config": _identity(config),
-                "vocab_fingerprint": vocab.fingerprint(),
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "data": json.dumps(data_states),
-                "lstm_state": lstm_states if state is not None else [],
-                "rng_torch": rng,
-                "rng_cuda": rng_cuda,
-                "rng_sampler": sampler.get_state(),
-                "scaler": scaler.state_dict(),
-                "device": str(device),
-                "precision": amp,
-            }
-            atomic_save(payload, ckpt_path)
-        if world > 1:
-            dist.barrier()
+def _run_vocabulary(
+    config: PretrainConfig,
+    train_files: Sequence[str | os.PathLike[str]],
+    out: Path,
+    vocab: Vocabulary | None,
+    resume: bool,
+    rank: int,
+) -> Vocabulary:
+    """The run's ``vocab.txt`` on resume; else ``vocab`` (or one built), saved with the config."""
+    vocab_path = out / VOCAB_NAME
+    if resume:
+        stored = Vocabulary.load(vocab_path)
+        if vocab is not None and vocab != stored:
+            raise ValueError(f"{vocab_path}: the run was started with another vocabulary")
+        return stored
+    if vocab is None:
+        vocab = Vocabulary.build(train_files, min_count=config.min_count, max_size=config.max_vocab)
+    if rank == 0:
+        vocab.save(vocab_path)
+        write_json(out / CONFIG_NAME, config.to_dict(), indent=2)
+    return vocab
 
+
+def _resume(run: _PretrainRun) -> None:
+    """Load ``run``'s checkpoint into it: weights, optimizer, streams, carried state, RNGs."""
+    path = run.checkpoint_path
+    payload = load_training_checkpoint(path)
+    if payload["vocab_fingerprint"] != run.vocab.fingerprint():
+        raise ValueError(
+            f"{path}: checkpoint was trained with another vocabulary than {run.out / VOCAB_NAME}"
+        )
+    if payload["config"] != _identity(run.config):
+        raise ValueError(f"{path}: checkpoint was written with another config")
+    run.model.load_state_dict(payload["model"])
+    run.optimizer.load_state_dict(payload["optimizer"])  # moves its state to the params' device
+    run.stream.load_state_dict(json.loads(payload["data"])[run.rank])
+    lstm_states = payload["lstm_state"]
+    run.state = _state_to(lstm_states[run.rank], run.device) if lstm_states else None
+    run.step, run.tokens = payload["step"], payload["tokens"]
+    _restore_rng(run, payload)
+    if payload.get("scaler") and run.scaler.is_enabled():
+        run.scaler.load_state_dict(payload["scaler"])
+    saved = (torch.device(payload.get("device", "cpu")).type, payload.get("precision", "fp32"))
+    if saved != (run.device.type, run.precision):
+        logger.warning(
+            "%s: written on %s with %s, resumed on %s with %s: the run continues, but it "
+            "will not reproduce an uninterrupted run exactly",
+            path,
+            *saved,
+            run.device.type,
+            run.precision,
+        )
+    _truncate_log(run.out / LOG_NAME, run.step)
+    logger.info("resumed from %s at step %d", path, run.step)
+
+
+def _restore_rng(run: _PretrainRun, payload: dict[str, Any]) -> None:
+    """The RNG states of the checkpoint (the sampler's only from the same device type)."""
+    torch.set_rng_state(payload["rng_torch"][run.rank])
+    if torch.device(payload.get("device", "cpu")).type == run.device.type:
+        run.sampler.set_state(payload["rng_sampler"])
+        if run.device.type == "cuda" and payload.get("rng_cuda"):
+            torch.cuda.set_rng_state(payload["rng_cuda"][run.rank], run.device)
+    else:  # generator states differ between device types: reseed, deterministically
+        run.sampler.manual_seed(run.config.seed + 1 + run.step)
+
+
+def _train_step(run: _PretrainRun, batch: LMBatch) -> StepOutput:
+    """One optimizer step on ``batch``; advances ``run``'s state, step and token counters."""
+    if batch.reset_state:
+        run.state = None
     try:
-        while step < config.max_steps:
-            if stop_after is not None and steps_this_call >= stop_after:
-                break
-            if config.max_minutes and time.perf_counter() - start > 60 * config.max_minutes:
-                break
-            try:
-                batch = next(stream)
-            except StopIteration:
-                break
-            if batch.reset_state:
-                state = None
-            try:
-                out_step = training_step(
-                    trained,
-                    optimizer,
-                    batch,
-                    state,
-                    sampler,
-                    unroll_steps=config.unroll_steps,
-                    clip_norm=config.clip_norm,
-                    precision=amp,
-                    scaler=scaler,
-                )
-            except FloatingPointError as exc:
-                raise FloatingPointError(f"step {step + 1}: {exc}") from None
-            state, grad_norm = out_step.state, out_step.grad_norm
-            step += 1
-            steps_this_call += 1
-            batch_tokens = batch.forward.n_tokens * world  # text tokens per direction
-            tokens += batch_tokens
-            window_tokens += batch_tokens
-            metrics = {
-                "loss": out_step.loss.item(),
-                "loss_fwd": out_step.loss_fwd.item(),
-                "loss_bwd": out_step.loss_bwd.item(),
+        out = training_step(
+            run.trained,
+            run.optimizer,
+            batch,
+            run.state,
+            run.sampler,
+            unroll_steps=run.config.unroll_steps,
+            clip_norm=run.config.clip_norm,
+            precision=run.precision,
+            scaler=run.scaler,
+        )
+    except FloatingPointError as exc:
+        raise FloatingPointError(f"step {run.step + 1}: {exc}") from None
+    run.state = out.state
+    run.step += 1
+    run.tokens += batch.forward.n_tokens * run.world  # text tokens per direction
+    return out
+
+
+def _evaluate(
+    run: _PretrainRun, valid_files: Sequence[str | os.PathLike[str]], report: _Reporter
+) -> dict[str, float]:
+    """Held-out perplexity of the model now, logged at the current step."""
+    perplexity = evaluate_perplexity(run.model, run.vocab, valid_files)
+    report.evaluation(run.step, perplexity)
+    return perplexity
+
+
+def _save_checkpoint(run: _PretrainRun) -> None:
+    """Write ``checkpoint.pt`` atomically (rank 0) with every rank's streams, state and RNGs."""
+    cpu = torch.device("cpu")  # gathered as CPU tensors: all_gather_object pickles them
+    cuda = run.device.type == "cuda"
+    mine = (
+        run.stream.state_dict(),
+        _state_to(run.state, cpu),
+        torch.get_rng_state(),
+        torch.cuda.get_rng_state(run.device) if cuda else None,
+    )
+    ranks: list[Any] = [mine]
+    if run.world > 1:
+        ranks = [None] * run.world
+        dist.all_gather_object(ranks, mine)
+    if run.rank == 0:
+        payload = {
+            "format": CHECKPOINT_FORMAT,
+            "step": run.step,
+            "tokens": run.tokens,
+            "config": _identity(run.config),
+            "vocab_fingerprint": run.vocab.fingerprint(),
+            "model": run.model.state_dict(),
+            "optimizer": run.optimizer.state_dict(),
+            "data": json.dumps([r[0] for r in ranks]),
+            "lstm_state": [r[1] for r in ranks] if run.state is not None else [],
+            "rng_torch": [r[2] for r in ranks],
+            "rng_cuda": [r[3] for r in ranks] if cuda else [],
+            "rng_sampler": run.sampler.get_state(),
+            "scaler": run.scaler.state_dict(),
+            "device": str(run.device),
+            "precision": run.precision,
+        }
+        save_torch(payload, run.checkpoint_path)
+    if run.world > 1:
+        dist.barrier()
+
+
+# -------------------------------------------------------------------- training: the records
+class _Reporter:
+    """Where a run's records go on rank 0: ``log.jsonl``, W&B, the tqdm bar (none elsewhere).
+
+    The log gets one ``session`` record per call (where and how the following steps ran), a
+    record every ``log_every`` steps and one per evaluation.
+    """
+
+    def __init__(self, run: _PretrainRun, wandb_project: str | None, progress: bool) -> None:
+        session = {
+            "device": str(run.device),
+            "device_name": describe_device(run.device),
+            "precision": run.precision,
+            "world_size": run.world,
+            "resumed": run.resumed,
+            "torch": torch.__version__,
+        }
+        logger.info(
+            "training on %s, %s, %d process(es)", session["device_name"], run.precision, run.world
+        )
+        lead = run.rank == 0
+        self.log = (run.out / LOG_NAME).open("a", encoding="utf-8") if lead else None
+        self._write({"step": run.step, "session": session})
+        self.wandb = _wandb(wandb_project, run.config, run.out, session) if lead else None
+        self.bar: Any = None
+        if progress and lead:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(
+                total=run.config.max_steps, initial=run.step, unit="step", dynamic_ncols=True
+            )
+        self._window = (run.tokens, time.perf_counter())  # tokens and time at the window start
+
+    def step(self, run: _PretrainRun, out: StepOutput, metrics: dict[str, float]) -> None:
+        """After each step: a log record every ``log_every`` steps (and at the last one)."""
+        if _due(run.config.log_every, run.step) or run.step == run.config.max_steps:
+            tokens, since = self._window
+            record = {
+                "step": run.step,
+                "tokens": run.tokens,
+                **metrics,
+                "grad_norm": float(out.grad_norm),
+                "tokens_per_s": (run.tokens - tokens) / max(time.perf_counter() - since, 1e-9),
             }
-            if on_step:
-                on_step(step, metrics)
-            if step % config.log_every == 0 or step == config.max_steps:
-                elapsed = time.perf_counter() - window_start
-                record = {
-                    "step": step,
-                    "tokens": tokens,
-                    **metrics,
-                    "grad_norm": float(grad_norm),
-                    "tokens_per_s": window_tokens / max(elapsed, 1e-9),
-                }
-                if scaler.is_enabled():
-                    record["loss_scale"] = scaler.get_scale()
-                    record["skipped"] = out_step.skipped
-                window_tokens, window_start = 0, time.perf_counter()
-                if log:
-                    log.write(json.dumps(record) + "\n")
-                    log.flush()
-                if run:
-                    run.log(record, step=step)
-                if bar:
-                    bar.set_postfix(
-                        loss=f"{metrics['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}"
-                    )
-            if bar:
-                bar.update(1)
-            if config.eval_every and step % config.eval_every == 0 and valid_files and rank == 0:
-                perplexity = evaluate_perplexity(model, vocab, valid_files)
-                _log_eval(log, run, step, perplexity)
-            if step % config.checkpoint_every == 0:
-                save()
-        save()
-        if valid_files and rank == 0:
-            perplexity = evaluate_perplexity(model, vocab, valid_files)
-            _log_eval(log, run, step, perplexity)
-    finally:
-        if bar:
-            bar.close()
-        if log:
-            log.close()
-        if run:
-            run.finish()
-    return TrainResult(step, tokens, time.perf_counter() - start, perplexity, ckpt_path)
+            if run.scaler.is_enabled():
+                record["loss_scale"] = run.scaler.get_scale()
+                record["skipped"] = out.skipped
+            self._window = (run.tokens, time.perf_counter())
+            self._write(record)
+            if self.wandb:
+                self.wandb.log(record, step=run.step)
+            if self.bar:
+                loss, speed = f"{metrics['loss']:.3f}", f"{record['tokens_per_s']:.0f}"
+                self.bar.set_postfix(loss=loss, tok_s=speed)
+        if self.bar:
+            self.bar.update(1)
 
+    def evaluation(self, step: int, perplexity: dict[str, float]) -> None:
+        """A held-out perplexity measured at ``step``."""
+        self._write({"step": step, "eval": perplexity})
+        if self.wandb:
+            self.wandb.log({f"valid/{k}": v for k, v in perplexity.items()}, step=step)
 
-def _log_eval(log: Any, run: Any, step: int, perplexity: dict[str, float]) -> None:
-    record = {"step": step, "eval": perplexity}
-    if log:
-        log.write(json.dumps(record) + "\n")
-        log.flush()
-    if run:
-        run.log({f"valid/{k}": v for k, v in perplexity.items()}, step=step)
+    def close(self) -> None:
+        """Close the bar, the log file and the W&B run."""
+        if self.bar:
+            self.bar.close()
+        if self.log:
+            self.log.close()
+        if self.wandb:
+            self.wandb.finish()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self.log:
+            self.log.write(json.dumps(record) + "\n")
+            self.log.flush()
 
 
 def _truncate_log(path: Path, step: int) -> None:
@@ -703,17 +839,25 @@ def _truncate_log(path: Path, step: int) -> None:
             continue  # a line cut by the kill
         if record.get("step", 0) <= step and not ("eval" in record and record["step"] == step):
             keep.append(line)
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(k + "\n" for k in keep), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, "".join(k + "\n" for k in keep))
 
 
-def _wandb(project: str, config: PretrainConfig, out: Path, session: dict[str, Any]) -> Any:
+_WandbMode = Literal["online", "offline", "disabled", "shared"]
+_WANDB_MODES: tuple[_WandbMode, ...] = ("online", "offline", "disabled", "shared")
+
+
+def _wandb(project: str | None, config: PretrainConfig, out: Path, session: dict[str, Any]) -> Any:
+    """A W&B run (offline unless ``WANDB_MODE`` says otherwise), or ``None`` without a project."""
+    if not project:
+        return None
     try:
         import wandb
     except ImportError as exc:
         raise ImportError("W&B logging needs wandb: pip install wandb") from exc
-    mode = os.environ.get("WANDB_MODE", "offline")
+    wanted = os.environ.get("WANDB_MODE", "offline")
+    mode = next((m for m in _WANDB_MODES if m == wanted), None)
+    if mode is None:
+        raise ValueError(f"WANDB_MODE={wanted!r}: expected one of {', '.join(_WANDB_MODES)}")
     run_config = {**config.to_dict(), "session": session}
     return wandb.init(project=project, config=run_config, dir=str(out), mode=mode)
 
@@ -761,9 +905,9 @@ def load_language_model(path: str | os.PathLike[str]) -> tuple[LanguageModel, Vo
     if path.suffix == ".pt":
         payload = load_training_checkpoint(path)
         config = PretrainConfig.from_dict(
-            json.loads((path.parent / "config.json").read_text(encoding="utf-8"))
+            json.loads((path.parent / CONFIG_NAME).read_text(encoding="utf-8"))
         )
-        vocab = Vocabulary.load(path.parent / "vocab.txt")
+        vocab = Vocabulary.load(path.parent / VOCAB_NAME)
         model = build_model(replace(config, num_samples=None), len(vocab))
         model.load_state_dict(payload["model"])
         return model.eval(), vocab

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from bilm.files import atomic_path, write_text
 
 _S3 = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 
@@ -112,8 +113,7 @@ def download(
             return dest, digest
         dest.unlink()
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    try:
+    with atomic_path(dest) as tmp:  # dest appears only once complete and verified
         with urllib.request.urlopen(url) as response, tmp.open("wb") as out:  # noqa: S310
             total = response.headers.get("Content-Length")
             size = int(total) if total else None
@@ -126,9 +126,6 @@ def download(
         digest = sha256_of(tmp)
         if sha256 is not None and digest != sha256:
             raise ChecksumError(f"{url}: sha256 {digest} != expected {sha256}")
-        shutil.move(str(tmp), dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest, digest
 
 
@@ -190,7 +187,7 @@ def published_files(name: str, cache_dir: str | Path | None = None) -> tuple[Pat
                 f"{dest}, or pass the files yourself: --elmo OPTIONS.json WEIGHTS.hdf5"
             ) from None
         if not pin.exists():
-            pin.write_text(digest + "\n", encoding="utf-8")
+            write_text(pin, digest + "\n")  # atomic: a cut pin would block later downloads
         paths.append(path)
     return paths[0], paths[1]
 

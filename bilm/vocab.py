@@ -21,12 +21,10 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bilm.chars import BOS_TOKEN, EOS_TOKEN
-
-if TYPE_CHECKING:
-    from bilm.lm_data import SkipStats
+from bilm.corpus import DEFAULT_MAX_TOKENS_PER_LINE, SkipStats, check_files, read_sentences
+from bilm.files import write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -85,15 +83,16 @@ class Vocabulary:
     ) -> Vocabulary:
         """Count whitespace tokens over text files (streaming) and build a vocabulary.
 
-        Lines are read with the bad-input policy of :mod:`bilm.lm_data` (empty, over-long,
+        Lines are read with the bad-input policy of :mod:`bilm.corpus` (empty, over-long,
         invalid-UTF-8 and control-character lines are skipped and counted, never fatal).
 
         Args:
             files: text files of one tokenized sentence per line.
             min_count: keep words seen at least this many times.
             max_size: cap on the vocabulary size **including** the three special tokens.
-            max_tokens_per_line: lines with more tokens are skipped (default: the data module's).
-            stats: a :class:`bilm.lm_data.SkipStats` to add skipped-line counts to.
+            max_tokens_per_line: lines with more tokens are skipped (default:
+                :data:`bilm.DEFAULT_MAX_TOKENS_PER_LINE`).
+            stats: a :class:`bilm.corpus.SkipStats` to add skipped-line counts to.
 
         Returns:
             ``<S>``, ``</S>``, ``<UNK>``, then words by descending count, ties by token string.
@@ -103,18 +102,16 @@ class Vocabulary:
             FileNotFoundError: a file is missing (named in the message).
             ValueError: ``min_count < 1`` or ``max_size < 3``.
         """
-        from bilm import lm_data  # lm_data imports this module
-
         if min_count < 1:
             raise ValueError(f"min_count must be >= 1, got {min_count}")
         if max_size is not None and max_size < len(SPECIAL_TOKENS):
             raise ValueError(f"max_size must be >= {len(SPECIAL_TOKENS)} (the specials)")
-        paths = lm_data.check_files(files)
-        skip = stats if stats is not None else lm_data.SkipStats()
-        limit = max_tokens_per_line or lm_data.DEFAULT_MAX_TOKENS_PER_LINE
+        paths = check_files(files)
+        skip = stats if stats is not None else SkipStats()
+        limit = max_tokens_per_line or DEFAULT_MAX_TOKENS_PER_LINE
         counts: Counter[str] = Counter()
         for path in paths:
-            for tokens in lm_data.read_sentences(path, max_tokens_per_line=limit, stats=skip):
+            for tokens in read_sentences(path, max_tokens_per_line=limit, stats=skip):
                 counts.update(tokens)
         for reserved in (*SPECIAL_TOKENS, MAXTERMID):
             counts.pop(reserved, None)
@@ -159,10 +156,7 @@ class Vocabulary:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the vocab file (one token per line, ``\\n`` endings, UTF-8), atomically."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(self._file_bytes())
-        os.replace(tmp, path)
+        write_bytes(path, self._file_bytes())
 
     # ----------------------------------------------------------------------------------- lookup
     def encode(self, tokens: Iterable[str]) -> list[int]:

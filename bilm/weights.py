@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import torch
 from torch import Tensor
 
 from bilm.bilm import BiLM, StatePolicy
+from bilm.files import atomic_path
 from bilm.options import BiLMOptions
 
 #: TF LSTMCell gate block order is [i, j, f, o]; ours is [i, f, o, j] (sigmoid gates first).
@@ -84,7 +86,7 @@ def _copy(param: Tensor, array: np.ndarray) -> None:
         param.copy_(torch.from_numpy(array))
 
 
-def load_official_weights(bilm: BiLM, weights: str | Path) -> BiLM:
+def load_official_weights(bilm: BiLM, weights: str | os.PathLike[str]) -> BiLM:
     """Copy an official ELMo HDF5 file into ``bilm`` (whose options must match the file).
 
     Raises:
@@ -119,8 +121,8 @@ def load_official_weights(bilm: BiLM, weights: str | Path) -> BiLM:
         if cc.proj_weight is not None and cc.proj_bias is not None:
             _copy(cc.proj_weight, r.get("CNN_proj/W_proj", (F, P)))
             _copy(cc.proj_bias, r.get("CNN_proj/b_proj", (P,)))
-        hidden = bilm.layers[0][0].hidden_dim
-        for layer_index, layer in enumerate(bilm.layers):
+        hidden = bilm.lstms[0][0].hidden_dim
+        for layer_index, layer in enumerate(bilm.lstms):
             for d, cell in enumerate(layer):
                 prefix = r.first(_lstm_prefixes(d, layer_index, lstm.n_layers), "W_0")
                 kernel = r.get(f"{prefix}/W_0", (P + hidden, 4 * C))
@@ -139,7 +141,11 @@ def load_official_weights(bilm: BiLM, weights: str | Path) -> BiLM:
     return bilm
 
 
-def load_official(options: str | Path, weights: str | Path, state: StatePolicy = "reset") -> BiLM:
+def load_official(
+    options: str | os.PathLike[str],
+    weights: str | os.PathLike[str],
+    state: StatePolicy = "reset",
+) -> BiLM:
     """Build a :class:`BiLM` from an official ``options.json`` + HDF5 weight file.
 
     Args:
@@ -177,7 +183,7 @@ def _official_arrays(bilm: BiLM) -> Iterator[tuple[str, np.ndarray]]:
     if cc.proj_weight is not None and cc.proj_bias is not None:
         yield "CNN_proj/W_proj", arr(cc.proj_weight)
         yield "CNN_proj/b_proj", arr(cc.proj_bias)
-    for layer_index, layer in enumerate(bilm.layers):
+    for layer_index, layer in enumerate(bilm.lstms):
         for d, cell in enumerate(layer):
             prefix = _lstm_prefixes(d, layer_index, 2)[0]
             w = np.concatenate([arr(cell.w_input), arr(cell.w_state)], axis=0)
@@ -203,20 +209,16 @@ def export_official(bilm: BiLM, out_dir: str | Path, n_characters: int = 262) ->
             char rows), 261 if the file is meant for bilm-tf training code.
 
     Returns:
-        ``(options_path, weights_path)``. Files are written to temporaries and renamed.
+        ``(options_path, weights_path)``. Each file is written atomically (:mod:`bilm.files`).
     """
     h5py = _h5py()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     options_path, weights_path = out / "options.json", out / "weights.hdf5"
-    tmp = weights_path.with_suffix(".hdf5.tmp")
-    with h5py.File(tmp, "w") as handle:
+    with atomic_path(weights_path) as tmp, h5py.File(tmp, "w") as handle:
         for name, array in _official_arrays(bilm):
             handle.create_dataset(name, data=np.ascontiguousarray(array, dtype=np.float32))
-    tmp.replace(weights_path)
-    tmp_opts = options_path.with_suffix(".json.tmp")
-    bilm.options.to_json(tmp_opts, n_characters=n_characters)
-    tmp_opts.replace(options_path)
+    bilm.options.to_json(options_path, n_characters=n_characters)
     return options_path, weights_path
 
 
@@ -227,12 +229,12 @@ HEAD_PREFIX = "lm_head."
 
 def save_checkpoint(
     bilm: BiLM,
-    path: str | Path,
-    extra: dict[str, str] | None = None,
-    extra_tensors: dict[str, Tensor] | None = None,
+    path: str | os.PathLike[str],
+    extra: Mapping[str, str] | None = None,
+    extra_tensors: Mapping[str, Tensor] | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> Path:
-    """Save weights + options as one ``safetensors`` file (atomic: temp file, then rename).
+    """Save weights + options as one ``safetensors`` file, atomically (:mod:`bilm.files`).
 
     Args:
         bilm: the model.
@@ -257,9 +259,8 @@ def save_checkpoint(
         k: (v.detach().to(dtype) if v.is_floating_point() else v.detach()).contiguous().cpu()
         for k, v in tensors.items()
     }
-    tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp), metadata=metadata)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
     return path
 
 
@@ -349,7 +350,7 @@ def init_weights(bilm: BiLM, seed: int | None = None) -> BiLM:
         if cc.proj_weight is not None and cc.proj_bias is not None:
             normal(cc.proj_weight, math.sqrt(1.0 / F))
             cc.proj_bias.zero_()
-        for layer in bilm.layers:
+        for layer in bilm.lstms:
             for cell in layer:
                 fan_in = cell.input_dim + cell.hidden_dim
                 bound = math.sqrt(6.0 / (fan_in + 4 * cell.cell_dim))

@@ -125,14 +125,7 @@ def run_sweep(
     Raises:
         SweepError: after all other runs finished and were stored, if any run failed.
     """
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
-    if reuse not in REUSE:
-        raise ValueError(f"reuse must be one of {REUSE}, got {reuse!r}")
-    if max_parallel < 1:
-        raise ValueError(f"max_parallel must be >= 1, got {max_parallel}")
-    if address is not None and executor != "ray":
-        raise ValueError("address is only used with executor='ray'")
+    _check_sweep_options(executor, address, max_parallel, reuse)
     unique: dict[str, RunSpec] = {}
     for spec in specs:
         unique.setdefault(spec.run_id, spec)
@@ -154,6 +147,18 @@ def run_sweep(
     if result.failed:
         raise SweepError(result)
     return result
+
+
+def _check_sweep_options(executor: str, address: str | None, max_parallel: int, reuse: str) -> None:
+    """Raise a ValueError naming the first of :func:`run_sweep`'s options that is invalid."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if reuse not in REUSE:
+        raise ValueError(f"reuse must be one of {REUSE}, got {reuse!r}")
+    if max_parallel < 1:
+        raise ValueError(f"max_parallel must be >= 1, got {max_parallel}")
+    if address is not None and executor != "ray":
+        raise ValueError("address is only used with executor='ray'")
 
 
 def _after_other(reuse: Reuse) -> Reuse:

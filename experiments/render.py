@@ -677,8 +677,8 @@ def _provenance_lines(found: Sequence[RunRecord]) -> list[str]:
     entries: Counter[str] = Counter()
     for (label, _), keys in bilms.items():
         names = _bilm_names(keys)
-        for key, n in keys.items():
-            entries[f"{label} [{names[key]}]"] += n
+        for bilm_key, n in keys.items():
+            entries[f"{label} [{names[bilm_key]}]"] += n
     if entries:
         parts.append(f"biLM{plural[len(entries) > 1]} {_counted(entries)}")
     else:
@@ -1147,12 +1147,12 @@ def _notes(
         for why, labels in groups.items():
             notes.append(f"Paper cells left empty for {'; '.join(labels)}: {why}.")
     if any(" Δ " in cell for cells in body for cell in cells[1:]):
-        against = sorted(
+        pairs = sorted(
             {f"{c.label} vs {c.versus}" for c in table.columns if isinstance(c, RunsColumn)}
             - {f"{c.label} vs None" for c in table.columns}
         )
         notes.append(
-            f"Δ: difference of the column's mean to its reference column's ({'; '.join(against)}); "
+            f"Δ: difference of the column's mean to its reference column's ({'; '.join(pairs)}); "
             "it is the difference the test is about."
         )
     return notes

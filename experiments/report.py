@@ -17,11 +17,12 @@ named tables for each, so no task is named here.
 Typical use::
 
     python -m experiments report --store runs/store --out runs/report.html
+
+The command's options are in :mod:`experiments.cli.analyses`.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import dataclasses
 import datetime as dt
@@ -29,7 +30,6 @@ import functools
 import html
 import json
 import re
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bilm.files import write_text
 from experiments import named
 from experiments.identity import current_records
 from experiments.render import (
@@ -51,8 +52,6 @@ from experiments.render import (
 from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_of
 from experiments.store import ResultsStore, RunRecord
 
-DEFAULT_STORE = Path("runs/store")
-DEFAULT_OUT = Path("runs/report.html")
 DEMO = "demo"
 #: A run's W&B link: a stored attachment ``{"url": ...}`` or a log line's ``wandb_url``.
 WANDB_ATTACHMENT = "wandb.json"
@@ -139,49 +138,7 @@ class ReportFigure:
     png: bytes
 
 
-# ------------------------------------------------------------------------------ the command
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``report`` subcommand's options."""
-    parser.add_argument(
-        "--store", type=Path, default=DEFAULT_STORE, help=f"results store (default {DEFAULT_STORE})"
-    )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"the HTML file (default {DEFAULT_OUT})"
-    )
-    parser.add_argument(
-        "--seeds",
-        type=_seeds,
-        default=None,
-        help="comma-separated seeds per cell (default: every seed the store holds)",
-    )
-    parser.add_argument(
-        "--config", default=None, help="only this preset (default: every preset in the store)"
-    )
-    parser.add_argument(
-        "--data", default=None, help="only this data folder or 'demo' (default: every one stored)"
-    )
-    parser.add_argument(
-        "--eval-split",
-        choices=("dev", "test"),
-        help="split of Table 1's numbers (default: each task's own, test where its data has a "
-        "labelled test split)",
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    """Write the report; returns the exit status (0)."""
-    path = write_report(
-        args.store,
-        args.out,
-        seeds=args.seeds,
-        preset=args.config,
-        data=args.data,
-        eval_split=args.eval_split,
-    )
-    print(f"wrote {path}", file=sys.stderr)
-    return 0
-
-
+# ------------------------------------------------------------------------------ the page
 def write_report(
     store_root: str | Path,
     out_path: str | Path,
@@ -211,8 +168,7 @@ def write_report(
     )
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    return out
+    return write_text(out, text)
 
 
 def build_report(
@@ -755,10 +711,6 @@ def _filters(preset: str | None, data: str | None) -> str:
     parts = [f"preset {preset}" if preset else "", f"data {data}" if data else ""]
     shown = " and ".join(p for p in parts if p)
     return f" (only {_e(shown)})" if shown else ""
-
-
-def _seeds(text: str) -> tuple[int, ...]:
-    return tuple(int(s) for s in text.split(",") if s.strip())
 
 
 def _e(text: str) -> str:

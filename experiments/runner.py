@@ -1,20 +1,24 @@
 """The one training loop for every task.
 
-``train(spec, options)`` reads like a small training script, in named steps:
+``train(spec, options)`` reads like a small training script: set up, resume, then epochs of
+optimizer steps with an evaluation every epoch or every ``eval_every`` steps, then the selected
+weights score every requested split. Its named steps:
 
-1. :func:`_set_up`: the task's recipe and :class:`~tasks.core.TrainConfig`, the representation,
-   its injector and feature cache, the model, optimizer, EMA, on the requested device;
+1. :func:`_set_up`: :func:`_setup_data` (the task's recipe, its
+   :class:`~tasks.core.TrainConfig` and splits, checked), :func:`_setup_representation` (the
+   representation, fine-tuned when asked, read through the feature cache:
+   :mod:`experiments.represent`), :func:`_setup_model` (injector and task model on the device),
+   :func:`_setup_optimizer` (optimizer, EMA, grad scaler);
 2. :func:`_train_batch`: forward (autocast), loss + λ penalty of the scalar mixes
    (:func:`tasks.common.inject.mix_penalty`), NaN/inf guard, backward (scaled in fp16), clip,
    step, EMA, the per-step learning-rate schedule;
-3. :func:`_evaluate_and_select`: after every epoch or every ``eval_every`` steps, the dev metric
-   with the EMA weights (the task's official-parity scorer), model selection, early stopping, the
-   plateau schedule, log line, W&B;
-4. :func:`_save` / :func:`_load`: an atomic checkpoint after every evaluation, holding model,
-   optimizer, EMA, best weights, loop state, grad scaler and every RNG state, so a run killed at
-   any point resumes from its last evaluation and ends with identical metrics (batches are
-   planned from ``(seed, epoch)``, and a resumed epoch skips the batches already done);
-5. :func:`_finish`: the selected weights score every requested split (test only when asked)
+3. :func:`_evaluate`: the dev metric with the EMA weights (the task's official-parity scorer),
+   model selection, early stopping, the plateau schedule, log line, W&B, then the checkpoint
+   (:mod:`experiments.checkpoint`: model, optimizer, EMA, best weights, loop state, grad scaler
+   and every RNG state), so a run killed at any point resumes from its last evaluation and ends
+   with identical metrics (batches are planned from ``(seed, epoch)``, and a resumed epoch skips
+   the batches already done);
+4. :func:`_finish`: the selected weights score every requested split (test only when asked)
    and write their predictions in the task's official format.
 
 Frozen representations are read from the feature cache, so sweeps over λ / LastOnly / sites /
@@ -25,8 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import inspect
 import json
 import logging
 import math
@@ -36,35 +38,33 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
 from bilm.devices import autocast, describe_device, make_scaler, resolve_device, resolve_precision
-from bilm.pretrain import atomic_save
+from bilm.files import write_json, write_text
+from experiments.checkpoint import (
+    CHECKPOINT,
+    StaleCheckpoint,
+    Weights,
+    load_checkpoint,
+    save_checkpoint,
+)
+from experiments.represent import build_spec_representation, finetuned_bilm, make_represent
 from experiments.spec import RunSpec
 from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
-from tasks.common.feature_cache import FeatureCache
 from tasks.common.inject import Injector, mix_penalty
-from tasks.core import (
-    Represent,
-    TaskRecipe,
-    TaskSpec,
-    TrainConfig,
-    UnitStatistics,
-    batch_plan,
-    loss_of,
-)
+from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig, batch_plan, loss_of
 from tasks.registry import get_task
-from tasks.representations import REPRESENTATIONS, Layers, Representation, build_representation
+from tasks.representations import Representation
 
 logger = logging.getLogger(__name__)
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before the run is declared diverged
 LOSS_LOG_EVERY = 50  # optimizer steps between train-loss points sent to W&B
-CHECKPOINT = "checkpoint.pt"
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ class RunOptions:
 
 @dataclass
 class LoopState:
-    """Everything the loop carries between steps; JSON, so a checkpoint stores it exactly."""
+    """Everything the loop carries between steps. All but :attr:`best_weights` is JSON, so a
+    checkpoint stores it exactly (the best weights go beside it, as tensors)."""
 
     epoch: int = 0  # completed epochs
     batch: int = 0  # batches done in the current epoch
@@ -131,13 +132,20 @@ class LoopState:
     bad_in_a_row: int = 0
     losses: list[float] = field(default_factory=list)  # since the last evaluation
     log: list[dict[str, Any]] = field(default_factory=list)
+    # the selected weights (EMA weights when EMA is on); None before the first evaluation
+    best_weights: Weights | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self))
+        """The state without :attr:`best_weights`, as JSON."""
+        fields = dataclasses.fields(self)
+        return json.dumps(
+            {f.name: getattr(self, f.name) for f in fields if f.name != "best_weights"}
+        )
 
     @classmethod
-    def from_json(cls, text: str) -> LoopState:
-        return cls(**json.loads(text))
+    def from_json(cls, text: str, best_weights: Weights | None = None) -> LoopState:
+        """The state :meth:`to_json` wrote, with ``best_weights``."""
+        return cls(**json.loads(text), best_weights=best_weights)
 
 
 @dataclass
@@ -185,7 +193,7 @@ class _Run:
     task: TaskSpec
     recipe: TaskRecipe
     train_config: TrainConfig
-    splits: dict[str, Sequence[Any]]
+    splits: dict[str, list[Any]]
     representation: Representation
     represent: Represent
     injector: Injector
@@ -221,6 +229,7 @@ class EMA:
         }
 
     def update(self, model: nn.Module) -> None:
+        """One averaging step towards the model's current weights."""
         with torch.no_grad():
             for n, p in model.named_parameters():
                 if n in self.shadow:
@@ -243,44 +252,6 @@ class EMA:
             yield
         finally:
             self.swap(model)
-
-
-def make_represent(
-    representation: Representation | None,
-    sequences: Sequence[Sequence[str]],
-    cache_dir: Path | None,
-    progress: bool,
-    device: torch.device | None = None,
-    cache_budget: str | int | None = None,
-) -> Represent:
-    """A function from token sequences to layers: cache lookups for frozen representations.
-
-    Cached layers come back on the CPU (the runner moves whole batches); a live representation
-    gets its features on ``device`` (where the injector keeps the representation). The cache
-    entry stays open (never evicted) while the returned function lives; ``cache_budget`` is
-    :attr:`RunOptions.cache_budget`.
-    """
-    if representation is None or representation.num_layers == 0:
-        return lambda seqs: None
-    if cache_dir is not None and not representation.trainable:
-        unique = list(dict.fromkeys(tuple(s) for s in sequences))
-        cache = FeatureCache.build(
-            representation, unique, cache_dir, progress=progress, budget=cache_budget
-        )
-        index = {s: i for i, s in enumerate(unique)}
-
-        def cached(seqs: Sequence[Sequence[str]]) -> Layers:
-            return cache.lookup([index[tuple(s)] for s in seqs])
-
-        return cached
-
-    def live(seqs: Sequence[Sequence[str]]) -> Layers:
-        features = representation.featurize(seqs)
-        if device is not None:
-            features = {k: v.to(device) for k, v in features.items()}
-        return representation(features)
-
-    return live
 
 
 def to_device(value: Any, device: torch.device) -> Any:
@@ -317,78 +288,6 @@ def build_optimizer(
     return torch.optim.SGD(parameters, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
 
 
-def finetuned_bilm(
-    config: dict[str, Any],
-    train_text: Sequence[Sequence[str]],
-    valid_text: Sequence[Sequence[str]],
-    options: RunOptions,
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """The task-tuned biLM of paper §3.4 / A.1: the configured biLM fine-tuned as a language
-    model on the task's training text (held-out: its dev text), then frozen for the task.
-
-    Cached by biLM configuration + text fingerprints under ``$ELMO_BENCH_CACHE/finetuned`` (or
-    ``~/.cache/elmo-bench/finetuned``); resumable (:func:`bilm.finetune.finetune`).
-
-    Returns:
-        The representation configuration of the fine-tuned checkpoint, and the held-out
-        perplexities ``bilm_ppl_before`` / ``bilm_ppl_after`` (average of both directions).
-    """
-    import hashlib
-
-    from bilm.finetune import finetune
-    from bilm.pretrained import cache_root, published_files
-    from tasks.common.feature_cache import data_fingerprint
-
-    base = {k: v for k, v in config.items() if k != "finetune"}
-    epochs = float(config["finetune"]) if not isinstance(config["finetune"], bool) else 1.0
-    if "published" in base:
-        base["options"], base["weights"] = map(str, published_files(base.pop("published")))
-    key = json.dumps(
-        [base, epochs, data_fingerprint(train_text), data_fingerprint(valid_text)], sort_keys=True
-    )
-    folder = cache_root() / "finetuned" / hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
-    folder.mkdir(parents=True, exist_ok=True)
-    files = []
-    # distinct sequences only: a paragraph shared by several questions is read once
-    train_text = list(dict.fromkeys(tuple(t) for t in train_text))
-    valid_text = list(dict.fromkeys(tuple(t) for t in valid_text))
-    for name, text in (("train.txt", train_text), ("valid.txt", valid_text)):
-        path = folder / name
-        if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text("".join(" ".join(s) + "\n" for s in text if s), encoding="utf-8")
-            tmp.replace(path)
-        files.append(path)
-    result = finetune(
-        [files[0]],
-        files[1],
-        folder / "run",
-        checkpoint=base.get("checkpoint"),
-        options=base.get("options"),
-        weights=base.get("weights"),
-        epochs=epochs,
-        device=options.device,
-        precision=options.precision,
-        progress=options.progress,
-    )
-    tuned = {k: v for k, v in base.items() if k not in ("checkpoint", "options", "weights")}
-    tuned["checkpoint"] = str(result.checkpoint)
-    ppl = {"bilm_ppl_before": result.before["average"], "bilm_ppl_after": result.after["average"]}
-    logger.info("fine-tuned biLM %s: held-out perplexity %s", result.checkpoint, ppl)
-    return tuned, ppl
-
-
-def build_spec_representation(
-    spec: RunSpec, config: dict[str, Any] | None = None
-) -> Representation:
-    """The spec's representation; its state policy is the spec's ``state`` (the one source)."""
-    config = dict(spec.representation_config if config is None else config)
-    if spec.representation in REPRESENTATIONS:
-        if "state" in inspect.signature(REPRESENTATIONS[spec.representation]).parameters:
-            config["state"] = spec.state
-    return build_representation(spec.representation, **config)
-
-
 def training_subset(examples: Sequence[Any], fraction: float) -> list[Any]:
     """``fraction`` of ``examples`` (at least one), drawn by a fixed permutation and kept in
     their original order. The permutation does not depend on the run's seed, so every system
@@ -400,7 +299,9 @@ def training_subset(examples: Sequence[Any], fraction: float) -> list[Any]:
 
 
 # ------------------------------------------------------------------------------------ set-up
-def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
+def _set_up(spec: RunSpec, options: RunOptions, identity: str = "") -> _Run:
+    """Every object of the run, in the order that fixes its random numbers: the data, the
+    representation, then (reseeded) the model, then the optimizer."""
     task = get_task(spec.task)
     if spec.task_version != task.version:
         raise ValueError(
@@ -411,56 +312,15 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
     precision = resolve_precision(device, options.precision)
     if not 0.0 <= options.max_skipped <= 1.0:
         raise ValueError(f"max_skipped must be in [0, 1], got {options.max_skipped}")
-    work = Path(options.work_root) / spec.task / spec.run_id
     seed_everything(spec.seed)
-    recipe = task.setup(
-        spec.preset, list(spec.overrides), None if spec.data == "demo" else spec.data
-    )
-    train_config = recipe.train_config
-    if spec.max_epochs is not None:
-        train_config = dataclasses.replace(train_config, epochs=spec.max_epochs)
-    wanted = ("train", *spec.eval_splits)
-    missing = [s for s in wanted if s not in recipe.splits]
-    if missing:
-        raise ValueError(
-            f"{spec.task}: the data has no {'/'.join(missing)} split "
-            f"({task.data_help or 'see the task README'})"
-        )
-    splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
-    if spec.train_fraction is not None:
-        splits["train"] = training_subset(splits["train"], spec.train_fraction)
-    from tasks.common.io import require_usable
-
-    read_stats = getattr(recipe, "read_stats", None) or {}
-    for split in wanted:  # no training or scoring on nothing, or on a mostly skipped file
-        require_usable(split, len(splits[split]), read_stats.get(split), options.max_skipped)
+    recipe, train_config, splits = _setup_data(spec, task, options.max_skipped)
+    work = Path(options.work_root) / spec.task / spec.run_id
     work.mkdir(parents=True, exist_ok=True)
-    rep_config = dict(spec.representation_config)
-    finetune_ppl: dict[str, float] = {}
-    if rep_config.get("finetune"):
-        rep_config, finetune_ppl = finetuned_bilm(
-            rep_config,
-            recipe.sequences(splits["train"]),
-            recipe.sequences(splits["dev"]),
-            options,
-        )
-    representation = build_spec_representation(spec, rep_config)
-    sequences = recipe.sequences([e for s in wanted for e in splits[s]])
-    cache = Path(options.cache_dir) if options.cache_dir else None
-    represent = make_represent(
-        representation,
-        sequences,
-        cache,
-        options.progress,
-        device,
-        cache_budget=options.cache_budget,
+    representation, represent, finetune_ppl = _setup_representation(
+        spec, recipe, splits, options, device
     )
-    injector = Injector(representation, frozenset(spec.sites), spec.mix, dropout=spec.dropout)
-    seed_everything(spec.seed)  # model initialisation independent of what set-up consumed
-    model = recipe.build_model(injector).to(device)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = build_optimizer(train_config, trainable)
-    ema = EMA(model, train_config.ema) if train_config.ema else None
+    injector, model = _setup_model(spec, recipe, representation, device)
+    trainable, optimizer, ema = _setup_optimizer(train_config, model)
     return _Run(
         spec=spec,
         task=task,
@@ -480,7 +340,89 @@ def _set_up(spec: RunSpec, options: RunOptions) -> _Run:
         work=work,
         finetune_ppl=finetune_ppl,
         eval_lines=options.eval_lines,
+        identity=identity,
     )
+
+
+def _setup_data(
+    spec: RunSpec, task: TaskSpec, max_skipped: float
+) -> tuple[TaskRecipe, TrainConfig, dict[str, list[Any]]]:
+    """The task's recipe, its training configuration (the spec's epoch cap applied) and the
+    splits the run uses (``--limit``, the training fraction), each checked to be usable."""
+    from tasks.common.io import require_usable
+
+    recipe = task.setup(
+        spec.preset, list(spec.overrides), None if spec.data == "demo" else spec.data
+    )
+    train_config = recipe.train_config
+    if spec.max_epochs is not None:
+        train_config = dataclasses.replace(train_config, epochs=spec.max_epochs)
+    wanted = ("train", *spec.eval_splits)
+    missing = [s for s in wanted if s not in recipe.splits]
+    if missing:
+        raise ValueError(
+            f"{spec.task}: the data has no {'/'.join(missing)} split "
+            f"({task.data_help or 'see the task README'})"
+        )
+    splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
+    if spec.train_fraction is not None:
+        splits["train"] = training_subset(splits["train"], spec.train_fraction)
+    for split in wanted:  # no training or scoring on nothing, or on a mostly skipped file
+        require_usable(split, len(splits[split]), recipe.read_stats.get(split), max_skipped)
+    return recipe, train_config, splits
+
+
+def _setup_representation(
+    spec: RunSpec,
+    recipe: TaskRecipe,
+    splits: Mapping[str, Sequence[Any]],
+    options: RunOptions,
+    device: torch.device,
+) -> tuple[Representation, Represent, dict[str, float]]:
+    """The spec's representation (first fine-tuned on the task's text when its configuration
+    says ``finetune``), the function batches read it through (the feature cache of every
+    sequence of the run's splits, when frozen), and the fine-tuning perplexities."""
+    config = dict(spec.representation_config)
+    finetune_ppl: dict[str, float] = {}
+    if config.get("finetune"):
+        config, finetune_ppl = finetuned_bilm(
+            config,
+            recipe.sequences(splits["train"]),
+            recipe.sequences(splits["dev"]),
+            device=options.device,
+            precision=options.precision,
+            progress=options.progress,
+        )
+    representation = build_spec_representation(spec, config)
+    sequences = recipe.sequences([e for examples in splits.values() for e in examples])
+    represent = make_represent(
+        representation,
+        sequences,
+        Path(options.cache_dir) if options.cache_dir else None,
+        options.progress,
+        device,
+        cache_budget=options.cache_budget,
+    )
+    return representation, represent, finetune_ppl
+
+
+def _setup_model(
+    spec: RunSpec, recipe: TaskRecipe, representation: Representation, device: torch.device
+) -> tuple[Injector, nn.Module]:
+    """The injector of the spec's sites and mix, and the task model around it on ``device``
+    (initialised from the spec's seed, whatever the set-up drew before)."""
+    injector = Injector(representation, frozenset(spec.sites), spec.mix, dropout=spec.dropout)
+    seed_everything(spec.seed)
+    return injector, recipe.build_model(injector).to(device)
+
+
+def _setup_optimizer(
+    config: TrainConfig, model: nn.Module
+) -> tuple[list[nn.Parameter], torch.optim.Optimizer, EMA | None]:
+    """The trainable parameters, their optimizer and (when configured) their EMA."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    ema = EMA(model, config.ema) if config.ema else None
+    return trainable, build_optimizer(config, trainable), ema
 
 
 def _forward(run: _Run) -> Callable[[Any], Any]:
@@ -494,75 +436,6 @@ def _forward(run: _Run) -> Callable[[Any], Any]:
 
 
 # ------------------------------------------------------------------------------ checkpoints
-def _rng_state(device: torch.device) -> dict[str, Any]:
-    state = {
-        "torch": torch.get_rng_state(),
-        "numpy": json.dumps(np.random.get_state()[1].tolist()),
-        "numpy_pos": int(np.random.get_state()[2]),
-        "python": json.dumps(random.getstate()[1]),
-    }
-    if device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(device)
-    return state
-
-
-def _set_rng_state(state: dict[str, Any], device: torch.device) -> None:
-    torch.set_rng_state(state["torch"])
-    keys = np.array(json.loads(state["numpy"]), dtype=np.uint32)
-    np.random.set_state(("MT19937", keys, state["numpy_pos"], 0, 0.0))
-    random.setstate((3, tuple(json.loads(state["python"])), None))
-    if device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def _tensor_reference(tensor: torch.Tensor) -> dict[str, Any]:
-    """What a checkpoint stores instead of a frozen tensor: dtype, shape and the SHA-256 of
-    its bytes (the run rebuilds the tensor from its fingerprinted source; this checks it)."""
-    data = tensor.detach().cpu().contiguous()
-    raw = data.reshape(-1).view(torch.uint8)  # (numel * element_size,) any dtype, bf16 too
-    digest = hashlib.sha256(raw.numpy().tobytes()).hexdigest()
-    return {"dtype": str(data.dtype), "shape": list(data.shape), "sha256": digest}
-
-
-def _frozen_references(model: nn.Module) -> dict[str, dict[str, Any]]:
-    """Frozen parameters of ``model`` (``requires_grad=False``: the tasks' fixed word vectors,
-    a frozen representation's weights) by state-dict name → :func:`_tensor_reference`.
-
-    Nothing trains them, and :func:`_set_up` rebuilds them identically from the spec (word
-    vectors from their fingerprinted source), so checkpoints hold them by reference only.
-    """
-    state = model.state_dict(keep_vars=True)
-    return {
-        name: _tensor_reference(value)
-        for name, value in state.items()
-        if isinstance(value, nn.Parameter) and not value.requires_grad
-    }
-
-
-def _save(run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | None) -> None:
-    """Write the checkpoint; frozen parameters are stored by reference (dtype, shape, SHA-256),
-    not by value, in ``model`` and ``best_weights`` alike, so nothing is written twice."""
-    frozen = _frozen_references(run.model)
-    model = {k: v for k, v in run.model.state_dict().items() if k not in frozen}
-    if best_weights is not None:
-        best_weights = {k: v for k, v in best_weights.items() if k not in frozen}
-    atomic_save(
-        {
-            "model": model,
-            "frozen": frozen,
-            "optimizer": run.optimizer.state_dict(),
-            "ema": run.ema.shadow if run.ema is not None else {},
-            "best_weights": best_weights,
-            "scaler": run.scaler.state_dict(),
-            "state": state.to_json(),
-            "rng": _rng_state(run.device),
-            "config": _config_json(run),
-            "identity": run.identity,
-        },
-        run.work / CHECKPOINT,
-    )
-
-
 def _config_json(run: _Run) -> str:
     """The task and training configuration a checkpoint was written under."""
     return json.dumps(
@@ -572,47 +445,32 @@ def _config_json(run: _Run) -> str:
     )
 
 
-def _load(run: _Run) -> tuple[LoopState, dict[str, torch.Tensor] | None] | None:
+def _save(run: _Run, state: LoopState) -> None:
+    """The run's checkpoint (:func:`experiments.checkpoint.save_checkpoint`)."""
+    save_checkpoint(
+        run.work / CHECKPOINT,
+        run,
+        state=state.to_json(),
+        best_weights=state.best_weights,
+        config=_config_json(run),
+        identity=run.identity,
+    )
+
+
+def _load(run: _Run) -> LoopState | None:
+    """The loop state of the run's checkpoint, the run's objects restored from it; ``None``
+    when there is none, or it was written under other inputs (the run starts afresh)."""
     path = run.work / CHECKPOINT
     if not path.exists():
         return None
-    payload = torch.load(path, map_location=run.device, weights_only=True)
-    if payload.get("identity", "") != run.identity:
-        # made from other data, another representation, device, ... (a stale run trained
-        # again): resuming would continue the old run on the new inputs
-        logger.warning("%s was written from other inputs (run identity); starting afresh", path)
+    try:
+        restored = load_checkpoint(path, run, config=_config_json(run), identity=run.identity)
+    except StaleCheckpoint as stale:
+        logger.warning("%s; starting afresh", stale)
         return None
-    if payload.get("config") != _config_json(run):
-        # The same run id under another configuration (a preset changed without a version bump):
-        # resuming would mix two configurations, so this run starts again.
-        logger.warning("%s was written under another configuration; starting afresh", path)
-        return None
-    # Frozen parameters were stored by reference: the rebuilt model must hold the very same
-    # tensors (the same word-vector file, the same frozen representation), else resuming would
-    # mix two sets of inputs, so the run starts again, as under another configuration.
-    frozen: dict[str, dict[str, Any]] = payload.get("frozen", {})  # older checkpoints: none
-    live = run.model.state_dict()
-    changed = [n for n, ref in frozen.items() if n not in live or _tensor_reference(live[n]) != ref]
-    if changed:
-        logger.warning(
-            "%s was written with other frozen tensors (%s: their source, e.g. the word-vector "
-            "file, changed); starting afresh",
-            path,
-            ", ".join(changed),
-        )
-        return None
-    kept = {n: live[n] for n in frozen}  # the live tensors themselves, no copies
-    run.model.load_state_dict({**payload["model"], **kept})
-    run.optimizer.load_state_dict(payload["optimizer"])
-    if run.ema is not None:
-        run.ema.shadow = payload["ema"]
-    if payload["scaler"]:
-        run.scaler.load_state_dict(payload["scaler"])
-    _set_rng_state(payload["rng"], run.device)
-    state = LoopState.from_json(payload["state"])
+    state = LoopState.from_json(restored.state, restored.best_weights)
     logger.info("resumed %s at epoch %d, step %d", run.work, state.epoch, state.step)
-    best = payload["best_weights"]
-    return state, None if best is None else {**best, **kept}
+    return state
 
 
 # ----------------------------------------------------------------------------- one step
@@ -663,29 +521,10 @@ def _score(run: _Run, split: str) -> tuple[dict[str, float], Any]:
     return run.recipe.score(predictions, examples), predictions
 
 
-def _evaluate_and_select(
-    run: _Run, state: LoopState, sink: Sink, started: float
-) -> dict[str, torch.Tensor] | None:
-    """Score dev, update selection / early stopping / plateau schedule, log. Returns the new
-    best weights (EMA weights when EMA is on) when this evaluation is the best so far."""
-    metric = run.task.metric
-    context = run.ema.applied(run.model) if run.ema is not None else contextlib.nullcontext()
-    with context:
-        dev, _ = _score(run, "dev")
-        # frozen parameters never change: the live tensor, not a copy (a GloVe 840B matrix)
-        current = {
-            k: v.detach()
-            if isinstance(v, nn.Parameter) and not v.requires_grad
-            else v.detach().clone()
-            for k, v in run.model.state_dict(keep_vars=True).items()
-        }
-    run.model.train()
-    if metric.key not in dev:
-        raise KeyError(
-            f"the scorer returned {sorted(dev)}, not the selection metric {metric.key!r}"
-        )
-    sign = 1.0 if metric.higher_is_better else -1.0
-    value = sign * dev[metric.key]
+def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
+    """Score dev with the EMA weights, select (early stopping, plateau schedule), log the
+    evaluation, then save the checkpoint."""
+    dev, weights = _score_dev(run)
     record: dict[str, Any] = {
         "epoch": state.epoch + (1 if state.batch else 0),
         "step": state.step,
@@ -701,34 +540,77 @@ def _evaluate_and_select(
     numbers = {k: v for k, v in record.items() if isinstance(v, int | float) and k != "seconds"}
     sink.log(numbers, step=state.step)
     sink.log_mix(record["layer_weights"], record["gammas"], step=state.step)
-    improved = value > state.best
-    if improved:
-        state.best, state.best_epoch, state.best_step = value, record["epoch"], state.step
+    if _select(run, state, dev, record["epoch"]):
+        state.best_weights = weights
+    if run.eval_lines:
+        _print_evaluation(run, state, dev[run.task.metric.key], record)
+    _save(run, state)
+
+
+def _score_dev(run: _Run) -> tuple[dict[str, float], Weights]:
+    """The dev metrics of the weights evaluated (the EMA weights when EMA is on) and those
+    weights (frozen parameters never change: the live tensor, not a copy, e.g. a GloVe matrix)."""
+    context = run.ema.applied(run.model) if run.ema is not None else contextlib.nullcontext()
+    with context:
+        dev, _ = _score(run, "dev")
+        weights = {
+            k: v.detach()
+            if isinstance(v, nn.Parameter) and not v.requires_grad
+            else v.detach().clone()
+            for k, v in run.model.state_dict(keep_vars=True).items()
+        }
+    run.model.train()
+    if run.task.metric.key not in dev:
+        raise KeyError(
+            f"the scorer returned {sorted(dev)}, not the selection metric {run.task.metric.key!r}"
+        )
+    return dev, weights
+
+
+def _select(run: _Run, state: LoopState, dev: Mapping[str, float], epoch: int) -> bool:
+    """Model selection on the dev metrics: whether they are the best so far; otherwise count
+    the evaluation against patience and the plateau schedule (lowering the learning rate)."""
+    metric = run.task.metric
+    value = (1.0 if metric.higher_is_better else -1.0) * dev[metric.key]
+    if value > state.best:
+        state.best, state.best_epoch, state.best_step = value, epoch, state.step
         state.best_metrics = dict(dev)
         state.bad_evals = state.plateau_evals = 0
-    else:
-        state.bad_evals += 1
-        state.plateau_evals += 1
-        schedule = run.train_config.schedule
-        if schedule.kind == "plateau" and state.plateau_evals > schedule.patience:
-            state.lr = max(schedule.min_lr, state.lr * schedule.factor)
-            _set_lr(run.optimizer, state.lr)
-            state.plateau_evals = 0
-    if run.eval_lines:
-        print(
-            f"  {run.spec.run_id} {run.spec.task} {run.spec.representation} seed={run.spec.seed}"
-            f" epoch {record['epoch']}/{run.train_config.epochs}: dev {metric.key} "
-            f"{metric.display(dev[metric.key])} (best {metric.display(sign * state.best)} at epoch "
-            f"{state.best_epoch}) {record['seconds']:.0f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-    return current if improved else None
+        return True
+    state.bad_evals += 1
+    state.plateau_evals += 1
+    schedule = run.train_config.schedule
+    if schedule.kind == "plateau" and state.plateau_evals > schedule.patience:
+        state.lr = max(schedule.min_lr, state.lr * schedule.factor)
+        _set_lr(run.optimizer, state.lr)
+        state.plateau_evals = 0
+    return False
+
+
+def _print_evaluation(run: _Run, state: LoopState, value: float, record: Mapping[str, Any]) -> None:
+    """One stderr line: run, epoch, dev metric, best so far, seconds (``eval_lines``)."""
+    metric, spec = run.task.metric, run.spec
+    best = metric.display((1.0 if metric.higher_is_better else -1.0) * state.best)
+    print(
+        f"  {spec.run_id} {spec.task} {spec.representation} seed={spec.seed}"
+        f" epoch {record['epoch']}/{run.train_config.epochs}: dev {metric.key} "
+        f"{metric.display(value)} (best {best} at epoch {state.best_epoch}) "
+        f"{record['seconds']:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _stopped_early(run: _Run, state: LoopState) -> bool:
     patience = run.train_config.patience
     return patience is not None and state.bad_evals >= patience
+
+
+def _evaluation_due(config: TrainConfig, state: LoopState, end_of_epoch: bool) -> bool:
+    """Every ``eval_every`` optimizer steps, else at the end of every epoch."""
+    if config.eval_every is not None:
+        return state.step % config.eval_every == 0
+    return end_of_epoch
 
 
 # ----------------------------------------------------------------------------------- the loop
@@ -752,118 +634,121 @@ def train(
             run trained again starts afresh. ``None``: not checked (checkpoints without one).
     """
     started = time.perf_counter()
-    if options.threads is not None:
-        if options.threads < 1:
-            raise ValueError(f"threads must be >= 1, got {options.threads}")
-        torch.set_num_threads(options.threads)
-    run = _set_up(spec, options)
-    if identity is not None:
-        from experiments.identity import REUSE_FIELDS
-
-        run.identity = json.dumps({k: identity.get(k) for k in REUSE_FIELDS}, sort_keys=True)
-    cfg = run.train_config
-    state = LoopState(lr=cfg.optimizer.lr)
-    best_weights: dict[str, torch.Tensor] | None = None
-    loaded = None if options.fresh else _load(run)
-    if loaded is not None:
-        state, best_weights = loaded
-    if sink is None:
-        sink = _make_sink(run, options)
-    sizes = [run.recipe.size(e) for e in run.splits["train"]]
-    evals_this_call = 0
+    _set_threads(options.threads)
+    run = _set_up(spec, options, _reuse_key(identity))
+    cfg, train_split = run.train_config, run.splits["train"]
+    state = (None if options.fresh else _load(run)) or LoopState(lr=cfg.optimizer.lr)
+    sink = _make_sink(run, options) if sink is None else sink
+    sizes = [run.recipe.size(e) for e in train_split]
+    evals = 0
     try:
         while state.epoch < cfg.epochs and not _stopped_early(run, state):
             plan = batch_plan(sizes, cfg, spec.seed * 10_007 + state.epoch)
             run.model.train()
-            desc = f"{spec.task} epoch {state.epoch + 1}/{cfg.epochs}"
-            bar = _bar(plan, options.progress, desc, initial=state.batch)
-            for indices in bar:
-                batch = run.recipe.collate([run.splits["train"][i] for i in indices], run.represent)
+            bar = _progress_bar(options.progress, spec.task, state, cfg.epochs, len(plan))
+            for indices in plan[state.batch :]:
+                batch = run.recipe.collate([train_split[i] for i in indices], run.represent)
                 _train_batch(run, state, batch)
                 state.batch += 1
-                if state.losses and state.step % LOSS_LOG_EVERY == 0:
-                    sink.log({"train_loss_running": state.losses[-1], "lr": state.lr}, state.step)
-                if hasattr(bar, "set_postfix") and state.losses:
-                    bar.set_postfix(loss=f"{np.mean(state.losses[-50:]):.3f}")
+                _report_step(state, sink, bar)
                 end_of_epoch = state.batch == len(plan)
                 if end_of_epoch:
                     state.epoch, state.batch = state.epoch + 1, 0
-                due = cfg.eval_every is not None and state.step % cfg.eval_every == 0
-                if due or (cfg.eval_every is None and end_of_epoch):
-                    new_best = _evaluate_and_select(run, state, sink, started)
-                    if new_best is not None:
-                        best_weights = new_best
-                    _save(run, state, best_weights)
-                    evals_this_call += 1
-                    if _stopped_early(run, state) or evals_this_call == stop_after_evals:
+                if _evaluation_due(cfg, state, end_of_epoch):
+                    _evaluate(run, state, sink, started)
+                    evals += 1
+                    if _stopped_early(run, state) or evals == stop_after_evals:
                         break
-                if end_of_epoch:
-                    break
-            if hasattr(bar, "close"):
-                bar.close()
-            if evals_this_call == stop_after_evals:
+            bar.close()
+            if evals == stop_after_evals:
                 break
         finished = state.epoch >= cfg.epochs or _stopped_early(run, state)
         if finished and (not state.log or state.log[-1]["step"] != state.step):
-            new_best = _evaluate_and_select(run, state, sink, started)  # steps since the last eval
-            if new_best is not None:
-                best_weights = new_best
-            _save(run, state, best_weights)
-        outcome = _finish(run, state, best_weights, started)
+            _evaluate(run, state, sink, started)  # the steps since the last evaluation
+        outcome = _finish(run, state, started)
     except BaseException:
         sink.finish({})
         raise
     sink.finish({**outcome.metrics, "best_epoch": outcome.best_epoch})
-    url = getattr(getattr(sink, "run", None), "url", None)  # None for offline W&B runs
-    if isinstance(url, str) and url:  # stored with the record: the HTML report links it
-        path = run.work / "wandb.json"
-        path.write_text(json.dumps({"url": url}), encoding="utf-8")
-        outcome.predictions["wandb"] = path
+    _link_wandb_run(run, sink, outcome)
     return outcome
 
 
-def _write_units(units: UnitStatistics, path: Path) -> Path:
-    """Per-unit metric statistics (paired significance tests) as JSON, written atomically."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"ids": list(units.ids), "rows": [list(r) for r in units.rows]}))
-    tmp.replace(path)
-    return path
+def _set_threads(threads: int | None) -> None:
+    """CPU intra-op threads of this run (:attr:`RunOptions.threads`)."""
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
 
 
-def _finish(
-    run: _Run, state: LoopState, best_weights: dict[str, torch.Tensor] | None, started: float
-) -> TrainOutcome:
+def _reuse_key(identity: Mapping[str, Any] | None) -> str:
+    """The run identity's reuse fields as JSON (``""``: no identity checked)."""
+    if identity is None:
+        return ""
+    from experiments.identity import REUSE_FIELDS
+
+    return json.dumps({k: identity.get(k) for k in REUSE_FIELDS}, sort_keys=True)
+
+
+def _report_step(state: LoopState, sink: Sink, bar: _Bar) -> None:
+    """The running training loss to W&B (every :data:`LOSS_LOG_EVERY` steps) and the bar."""
+    if state.losses and state.step % LOSS_LOG_EVERY == 0:
+        sink.log({"train_loss_running": state.losses[-1], "lr": state.lr}, state.step)
+    bar.update(1)
+    if state.losses:
+        bar.set_postfix(loss=f"{np.mean(state.losses[-50:]):.3f}")
+
+
+class _Bar(Protocol):
+    """The part of tqdm's interface the loop uses."""
+
+    def update(self, n: int = 1) -> Any: ...
+
+    def set_postfix(self, **values: Any) -> Any: ...
+
+    def close(self) -> Any: ...
+
+
+class _NullBar:
+    """A progress bar that shows nothing (``RunOptions.progress`` off)."""
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to advance."""
+
+    def set_postfix(self, **values: Any) -> None:
+        """Nothing to show."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _progress_bar(progress: bool, task: str, state: LoopState, epochs: int, total: int) -> _Bar:
+    """A tqdm bar over the batches of the current epoch (starting at the batches done)."""
+    if not progress:
+        return _NullBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        desc=f"{task} epoch {state.epoch + 1}/{epochs}",
+        total=total,
+        initial=state.batch,
+        leave=False,
+        dynamic_ncols=True,
+    )
+
+
+# ------------------------------------------------------------------------------- the outcome
+def _finish(run: _Run, state: LoopState, started: float) -> TrainOutcome:
     """Load the selected weights, score every requested split, write their predictions."""
-    if best_weights is not None:
-        run.model.load_state_dict(best_weights)
-    metrics: dict[str, float] = {}
-    written: dict[str, Path] = {}
-    for split in run.spec.eval_splits:
-        scores, predictions = _score(run, split)
-        metrics.update({f"{split}_{k}": v for k, v in scores.items()})
-        path = run.work / f"predictions-{split}"
-        written[split] = run.recipe.write_predictions(predictions, run.splits[split], path)
-        units = getattr(run.recipe, "unit_statistics", None)
-        if units is not None:
-            written[f"units-{split}"] = _write_units(
-                units(predictions, run.splits[split]), run.work / f"units-{split}.json"
-            )
-    read_stats = getattr(run.recipe, "read_stats", None) or {}
-    if read_stats:  # skip counts of every split, stored with the run (shown under its tables)
-        path = run.work / "read-stats.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({s: st.as_dict() for s, st in read_stats.items()}, indent=1))
-        written["read-stats"] = tmp.replace(path)
+    if state.best_weights is not None:
+        run.model.load_state_dict(state.best_weights)
+    metrics, written = _score_splits(run)
     dev_now = {k[4:]: v for k, v in metrics.items() if k.startswith("dev_")}
     if state.best_metrics and dev_now != state.best_metrics:
         logger.warning(
             "dev metrics on reload %s differ from selection %s", dev_now, state.best_metrics
         )
-    device = describe_device(run.device)
-    if run.device.type == "cpu":
-        device += f", {torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''}"
-    if run.precision != "fp32":
-        device += f", {run.precision}"
     return TrainOutcome(
         metrics=metrics,
         best_epoch=state.best_epoch,
@@ -875,11 +760,47 @@ def _finish(
         seconds=time.perf_counter() - started,
         skipped_steps=state.skipped,
         representation_fingerprint=run.representation.fingerprint(),
-        device=device,
+        device=_device_label(run),
         predictions=written,
         counts={s: len(v) for s, v in run.splits.items()},
         finetune_ppl=dict(run.finetune_ppl),
     )
+
+
+def _score_splits(run: _Run) -> tuple[dict[str, float], dict[str, Path]]:
+    """``<split>_<metric>`` of every requested split, and the files written: the predictions
+    in the official format, the per-unit statistics (paired significance tests) and the
+    readers' skip counts of every split (shown under the run's tables)."""
+    metrics: dict[str, float] = {}
+    written: dict[str, Path] = {}
+    for split in run.spec.eval_splits:
+        scores, predictions = _score(run, split)
+        metrics.update({f"{split}_{k}": v for k, v in scores.items()})
+        examples = run.splits[split]
+        path = run.work / f"predictions-{split}"
+        written[split] = run.recipe.write_predictions(predictions, examples, path)
+        units = run.recipe.unit_statistics(predictions, examples)
+        written[f"units-{split}"] = write_json(
+            run.work / f"units-{split}.json",
+            {"ids": list(units.ids), "rows": [list(r) for r in units.rows]},
+        )
+    if run.recipe.read_stats:
+        stats = {s: st.as_dict() for s, st in run.recipe.read_stats.items()}
+        written["read-stats"] = write_text(
+            run.work / "read-stats.json", json.dumps(stats, indent=1)
+        )
+    return metrics, written
+
+
+def _device_label(run: _Run) -> str:
+    """The device that ran, with the CPU thread count and a precision other than fp32."""
+    label = describe_device(run.device)
+    if run.device.type == "cpu":
+        threads = torch.get_num_threads()
+        label += f", {threads} thread{'s' if threads > 1 else ''}"
+    if run.precision != "fp32":
+        label += f", {run.precision}"
+    return label
 
 
 def _make_sink(run: _Run, options: RunOptions) -> Sink:
@@ -896,25 +817,17 @@ def _make_sink(run: _Run, options: RunOptions) -> Sink:
     return WandbSink(options.wandb, name=run.spec.run_id, config=config, work_dir=run.work)
 
 
+def _link_wandb_run(run: _Run, sink: Sink, outcome: TrainOutcome) -> None:
+    """The W&B run's address, stored with the record (the HTML report links it)."""
+    url = getattr(getattr(sink, "run", None), "url", None)  # None for offline W&B runs
+    if isinstance(url, str) and url:
+        outcome.predictions["wandb"] = write_json(run.work / "wandb.json", {"url": url})
+
+
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
     return value
-
-
-def _bar(iterable: Any, progress: bool, desc: str, initial: int = 0) -> Any:
-    if not progress:
-        return iter(iterable[initial:]) if initial else iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        iterable[initial:],
-        desc=desc,
-        total=len(iterable),
-        initial=initial,
-        leave=False,
-        dynamic_ncols=True,
-    )
 
 
 # ------------------------------------------------------------------------------ RunSpec bridge
@@ -965,6 +878,7 @@ def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
 
 
 __all__ = [
+    "CHECKPOINT",
     "EMA",
     "LoopState",
     "RunOptions",
@@ -975,4 +889,5 @@ __all__ = [
     "seed_everything",
     "to_device",
     "train",
+    "training_subset",
 ]

@@ -293,7 +293,7 @@ def _normalise_sites(sites: object) -> tuple[str, ...]:
         sites = [s.strip() for s in sites.split(",") if s.strip()]
     if not isinstance(sites, Iterable):
         raise TypeError(f"sites must be a sequence of {SITES}, got {sites!r}")
-    result = tuple(sorted(set(sites)))  # type: ignore[arg-type]
+    result = tuple(sorted(set(sites)))
     bad = [s for s in result if s not in SITES]
     if bad:
         raise ValueError(f"unknown sites {bad}; valid: {list(SITES)}")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import hashlib
 import json
 import logging
@@ -53,6 +54,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bilm.files import write_text
 from experiments.spec import RUN_ID_LENGTH, RunSpec, spec_matches
 
 logger = logging.getLogger(__name__)
@@ -245,7 +247,7 @@ class ResultsStore:
             try:
                 tmp.mkdir()
                 for name, text in files.items():
-                    _write_synced(tmp / name, text)
+                    write_text(tmp / name, text)
                 _fsync_dir(tmp)
                 if replace and final.exists():
                     self._supersede(final, record, reason)
@@ -277,7 +279,7 @@ class ResultsStore:
             "by_identity": dict(by.provenance.identity),
             "by_code": dict(by.provenance.code),
         }
-        _write_synced(folder / SUPERSEDED_NOTE, json.dumps(note, indent=2, sort_keys=True) + "\n")
+        write_text(folder / SUPERSEDED_NOTE, json.dumps(note, indent=2, sort_keys=True) + "\n")
         target = old / f"{folder.name}.{n}"
         os.rename(folder, target)
         return target
@@ -466,7 +468,7 @@ def fingerprint_files(*paths: str | os.PathLike[str]) -> str:
             name = file.relative_to(given).as_posix() if given.is_dir() else file.name
             digest.update(f"{name}\0{file.stat().st_size}\0".encode())
             with file.open("rb") as handle:
-                for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                for chunk in iter(functools.partial(handle.read, 1 << 20), b""):
                     digest.update(chunk)
     return digest.hexdigest()
 
@@ -526,13 +528,6 @@ def _write_error(error: OSError, rid: str, final: Path) -> StoreWriteError:
         f"could not write run {rid} to {final}: {reason}; the store is unchanged "
         "(the partial copy was removed); free space and rerun: finished runs are kept",
     )
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def _fsync_dir(path: Path) -> None:

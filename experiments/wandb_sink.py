@@ -3,7 +3,8 @@
 The runner writes to a :class:`Sink`: scalars per step (``lr``, ``train_loss``, ``dev_<metric>``),
 the scalar-mix weights ``s_j`` and ``γ`` of every injection site (:meth:`Sink.log_mix`), and a
 final summary. :class:`WandbSink` opens one W&B run per training run; :func:`log_artifacts` logs
-rendered tables and plots as one artifact from a short ``render`` run.
+rendered tables and plots as one artifact from a short ``render`` run (:func:`log_outputs`: the
+command line's call of it).
 
 W&B never calls the network unless asked: the mode is ``WandbOptions.mode``, else the
 ``WANDB_MODE`` environment variable, else ``"offline"`` (runs are written under
@@ -299,3 +300,18 @@ def log_artifacts(
         run.log_artifact(artifact)
     finally:
         run.finish()
+
+
+def log_outputs(project: str | None, paths: Sequence[Path], *, group: str) -> None:
+    """A command's written tables and plots as one artifact (``--wandb PROJECT``).
+
+    The one place the command line logs artifacts: :func:`log_artifacts` with the artifact and
+    its short ``render`` run both named ``group`` (e.g. ``table1-mini-demo``), in that group.
+
+    Args:
+        project: the W&B project; ``None`` (no ``--wandb``): nothing is logged.
+        paths: the files written.
+        group: the command's group name (runs of one command share it).
+    """
+    if project:
+        log_artifacts(WandbOptions(project=project, group=group), paths, name=group)

@@ -3,33 +3,61 @@
 A task package exposes ``TASK``, a :class:`TaskSpec`; ``tasks/registry.py`` lists them in one dict
 literal. The runner and the rest of ``experiments/`` never name a task: everything task-specific
 sits behind :class:`TaskSpec` (metric, presets, sites, mix, paper keys, demo data, table rows) and
-:class:`TaskRecipe` (splits, training configuration, batches, model, predictions, official scorer).
+:class:`TaskRecipe` (splits, training configuration, batches, model, predictions, official scorer,
+unit statistics, read statistics).
 
 Only :class:`MixSpec` comes from ``bilm``; torch types are imported for type checking only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args
 
 from bilm.scalar_mix import MixSpec
+from tasks.common.overrides import apply_overrides
+from tasks.common.sites import SITES, Site
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
     from tasks.common.inject import Injector
+    from tasks.common.io import ReadStats
     from tasks.representations import Layers
 
-Site = Literal["input", "output"]
-SITES: tuple[str, ...] = get_args(Site)
+__all__ = [
+    "SITES",
+    "SPLITS",
+    "Batching",
+    "Forward",
+    "MetricSpec",
+    "Optimizer",
+    "RecipeBase",
+    "Represent",
+    "Schedule",
+    "Site",
+    "Split",
+    "TableRow",
+    "TaskRecipe",
+    "TaskSpec",
+    "TrainConfig",
+    "UnitStatistics",
+    "batch_plan",
+    "configure",
+    "iter_batches",
+    "loss_of",
+    "unique_unit_ids",
+]
+
 Split = Literal["train", "dev", "test"]
 SPLITS: tuple[str, ...] = get_args(Split)
+C = TypeVar("C")
 
-#: Turns token sequences into representation layers (runs the representation, or reads the cache).
-Represent = Callable[[Sequence[Sequence[str]]], "Layers | None"]
+#: Turns token sequences into representation layers (runs the representation, or reads the
+#: cache; the baseline's layers are empty).
+Represent = Callable[[Sequence[Sequence[str]]], "Layers"]
 #: Runs the task model on one batch (the runner moves it to the device, autocasts, no grad).
 Forward = Callable[[Any], Any]
 
@@ -219,28 +247,35 @@ def unique_unit_ids(ids: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def accuracy_from_totals(totals: Sequence[float]) -> float:
-    """Accuracy from the column sums of ``(correct, 1)`` unit rows (0 for no units)."""
-    return totals[0] / totals[1] if totals[1] else 0.0
-
-
-def span_f1_from_totals(totals: Sequence[float]) -> float:
-    """Micro F1 from the column sums of ``(correct, predicted, gold)`` unit rows (conlleval,
-    srl-eval): ``2c / (p + g)``, 0 when there is nothing to count."""
-    correct, predicted, gold = totals
-    return 2 * correct / (predicted + gold) if predicted + gold else 0.0
-
-
 class TaskRecipe(Protocol):
     """Data and model for one configuration of a task (built by :attr:`TaskSpec.setup`).
 
     The recipe never moves anything to a device: its batches are CPU tensors, the runner moves
-    them, and predictions go through the ``forward`` callable the runner hands in.
+    them, and predictions go through the ``forward`` callable the runner hands in. Attributes are
+    read-only here, so a dataclass with narrower types (``splits: dict[str, list[X]]``) conforms.
     """
 
-    config: Any  # the task's frozen configuration (recorded in logs)
-    train_config: TrainConfig
-    splits: Mapping[str, Sequence[Any]]  # "train", "dev" and, where available, "test"
+    @property
+    def config(self) -> Any:
+        """The task's frozen configuration (recorded in logs)."""
+        ...
+
+    @property
+    def train_config(self) -> TrainConfig:
+        """How the runner trains this configuration (:class:`RecipeBase` reads the config's)."""
+        ...
+
+    @property
+    def splits(self) -> Mapping[str, Sequence[Any]]:
+        """``"train"``, ``"dev"`` and, where available, ``"test"`` → examples."""
+        ...
+
+    @property
+    def read_stats(self) -> Mapping[str, ReadStats]:
+        """Split → examples, skips by reason and the file(s) read; counts what the reader and
+        the recipe's own policy dropped (the runner refuses an empty split or one where more
+        than ``RunOptions.max_skipped`` of the examples were skipped, and stores the counts)."""
+        ...
 
     def sequences(self, examples: Sequence[Any]) -> list[list[str]]:
         """Every token sequence the representation must see for these examples."""
@@ -267,17 +302,62 @@ class TaskRecipe(Protocol):
         ``python -m tasks.<task>.evaluate``)."""
         ...
 
+    def unit_statistics(self, predictions: Any, examples: Sequence[Any]) -> UnitStatistics:
+        """The selection metric's sufficient statistics per resampling unit (significance
+        tests): :attr:`TaskSpec.metric_from_totals` of their column sums is the metric."""
+        ...
+
     def write_predictions(self, predictions: Any, examples: Sequence[Any], path: Path) -> Path:
         """Write predictions in the official format; returns the file written."""
         ...
 
-    # Optional (significance tests; the runner stores them when present):
-    # def unit_statistics(self, predictions: Any, examples: Sequence[Any]) -> UnitStatistics
-    #
-    # Optional (bad-input checks; the runner refuses an empty split or one where more than
-    # ``RunOptions.max_skipped`` of the examples were skipped, and stores the counts):
-    # read_stats: Mapping[str, tasks.common.io.ReadStats]  # split → examples, skips by reason,
-    #     the file(s) read; counts what the reader and the recipe's own policy dropped
+
+class Configured(Protocol):
+    """A task configuration: frozen, with its training loop's configuration in ``train``."""
+
+    @property
+    def train(self) -> TrainConfig: ...
+
+
+class RecipeBase:
+    """What every recipe provides the same way: :attr:`train_config` is its config's ``train``.
+
+    A recipe dataclass inherits it and declares ``config`` with its own configuration type.
+    """
+
+    config: Configured
+
+    @property
+    def train_config(self) -> TrainConfig:
+        """The configuration's ``train`` field (epochs, batching, optimizer, schedule…)."""
+        return self.config.train
+
+
+def _no_preset(task: str, preset: str, presets: Iterable[str]) -> str:
+    """The one message for an unknown preset name."""
+    owner = f"task {task!r} has" if task else "there is"
+    return f"{owner} no preset {preset!r}; choose {', '.join(presets)}"
+
+
+def configure(
+    presets: Mapping[str, Callable[[], C]], preset: str, overrides: Sequence[str], task: str = ""
+) -> C:
+    """The configuration ``presets[preset]`` builds, with ``key=value`` ``overrides`` applied
+    and validated (reads no data).
+
+    Args:
+        presets: preset name → builder of its configuration; the first is the default.
+        preset: the preset's name.
+        overrides: ``key=value`` items (:func:`tasks.common.overrides.apply_overrides`).
+        task: the task's name, for the error message.
+
+    Raises:
+        ValueError: an unknown preset (the valid ones are listed, the default first), override
+            key or a bad value.
+    """
+    if preset not in presets:
+        raise ValueError(_no_preset(task, preset, presets))
+    return apply_overrides(presets[preset](), overrides)
 
 
 @dataclass(frozen=True)
@@ -289,12 +369,16 @@ class TaskSpec:
         version: bump when the reader, metric, model or a preset changes a number (part of
             run ids).
         metric: the selection metric (early stopping, tables).
-        presets: configuration names ``setup`` accepts; the first is the default.
+        configs: preset name → builder of its configuration (the task's ``config.PRESETS``);
+            the first is the default. :attr:`presets` lists the names, :meth:`configure`
+            builds one.
         default_sites: where the paper injects ELMo for this task.
         default_mix: the paper's λ / LastOnly / layer norm for this task.
         table_rows: the rows the task contributes to the paper's tables (first = main metric).
         setup: ``(preset, overrides, data_dir) -> TaskRecipe``; ``data_dir`` None = demo set.
         demo: ``() -> Path``: builds the bundled demo set if needed and returns its folder.
+        metric_from_totals: the selection metric (natural units) from the column sums of the
+            recipe's :class:`UnitStatistics` rows.
         paper_split: the split of the paper's Table 1 number for this task.
         data_help: what ``--data`` must hold (shown in errors and ``--help``).
         elmo_dropout: dropout on the mixed ELMo vectors in the paper's configuration of this
@@ -304,39 +388,30 @@ class TaskSpec:
         table_split: the split of the Table 1 numbers of the task's own reproductions unless
             ``--eval-split`` says otherwise: ``test`` where the data has a labelled test
             split (the paper's Table 1 is test), ``dev`` where it has none (SQuAD).
-        metric_from_totals: the selection metric (natural units) from the column sums of
-            :class:`UnitStatistics` rows; ``None`` when the recipe gives no unit statistics
-            (its comparisons then carry no significance test).
-        configure: ``(preset, overrides) -> configuration``: the task's configuration with the
-            overrides applied and validated, reading no data (the same step ``setup`` starts
-            with). The command line calls it before any run starts, so a bad ``--set`` key or
-            value is an error at once; raises ValueError (or KeyError) naming the problem.
-            ``None``: overrides are checked only when a run sets the task up.
     """
 
     name: str
     version: int
     metric: MetricSpec
-    presets: tuple[str, ...]
+    configs: Mapping[str, Callable[[], Any]]
     default_sites: frozenset[str]
     default_mix: MixSpec
     table_rows: tuple[TableRow, ...]
     setup: Callable[[str, Sequence[str], str | None], TaskRecipe]
     demo: Callable[[], Path]
+    metric_from_totals: Callable[[Sequence[float]], float]
     paper_split: Split = "test"
     data_help: str = ""
     elmo_dropout: float = 0.5
     seeds: int = 3
     table_split: Split = "dev"
-    metric_from_totals: Callable[[Sequence[float]], float] | None = None
-    configure: Callable[[str, Sequence[str]], Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.elmo_dropout < 1.0:
             raise ValueError(f"task {self.name!r}: elmo_dropout must be in [0, 1)")
         if self.seeds < 1:
             raise ValueError(f"task {self.name!r}: seeds must be >= 1")
-        if not self.presets:
+        if not self.configs:
             raise ValueError(f"task {self.name!r} declares no preset")
         bad = sorted(set(self.default_sites) - set(SITES))
         if bad:
@@ -344,12 +419,25 @@ class TaskSpec:
         if not self.table_rows or self.table_rows[0].metric.key != self.metric.key:
             raise ValueError(f"task {self.name!r}: the first table row must show {self.metric.key}")
 
+    @property
+    def presets(self) -> tuple[str, ...]:
+        """The preset names ``setup`` accepts, in order; the first is the default."""
+        return tuple(self.configs)
+
     def check_preset(self, preset: str) -> None:
         """Raise a ValueError listing the valid presets unless ``preset`` is one."""
-        if preset not in self.presets:
-            raise ValueError(
-                f"task {self.name!r} has no preset {preset!r}; choose {', '.join(self.presets)}"
-            )
+        if preset not in self.configs:
+            raise ValueError(_no_preset(self.name, preset, self.presets))
+
+    def configure(self, preset: str, overrides: Sequence[str]) -> Any:
+        """The preset's configuration with ``overrides`` applied and validated, reading no data
+        (the step ``setup`` starts with). The command line calls it before any run starts, so a
+        bad ``--set`` key or value is an error at once.
+
+        Raises:
+            ValueError: an unknown preset, override key or a bad value (naming the problem).
+        """
+        return configure(self.configs, preset, overrides, self.name)
 
 
 def loss_of(output: Any) -> Tensor:
@@ -370,14 +458,15 @@ def batch_plan(sizes: Sequence[int], config: TrainConfig, seed: int | None) -> l
     import random
 
     if config.batching == "document":
-        chunks = [[i] for i in range(len(sizes))]
+        chunks: list[list[int]] = [[i] for i in range(len(sizes))]
     else:
         order = sorted(range(len(sizes)), key=lambda i: sizes[i])
         if config.batching == "examples":
             step = config.batch_size
             chunks = [order[i : i + step] for i in range(0, len(order), step)]
         else:
-            chunks, current, longest = [], [], 0
+            chunks, longest = [], 0
+            current: list[int] = []
             for i in order:
                 longest_next = max(longest, sizes[i])
                 if current and longest_next * (len(current) + 1) > config.batch_size:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -67,3 +68,86 @@ def test_experiments_names_no_task() -> None:
                 if set(re.split(r"[._]", name.lower())) & TASK_NAMES:
                     hits.append(f"{path.name}:{node.lineno}: {name}")
     assert hits == []
+
+
+def _module_names() -> dict[str, Path]:
+    """Dotted name → file of every module in the three packages."""
+    modules = {}
+    for package in ("bilm", "tasks", "experiments"):
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The repository modules ``path`` imports anywhere (top level, in functions, under
+    ``TYPE_CHECKING``): each name resolved to the longest module prefix that exists."""
+
+    def resolve(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {resolve(name) for name in names} - {""}
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of more than one module (an import circle), sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(cycles)
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles() -> None:
+    """No two modules import each other, directly or around a ring — counting lazy and
+    ``TYPE_CHECKING`` imports (a package's ``__init__`` re-exporting its own modules is not a
+    circle)."""
+    modules = _module_names()
+    graph = {
+        name: {
+            dep for dep in _imports(path, modules) if dep != name and not name.startswith(dep + ".")
+        }
+        for name, path in modules.items()
+    }
+    assert import_cycles(graph) == []

@@ -201,6 +201,10 @@ class ConditionalRandomField(nn.Module):
         include_start_end: learn start and end scores.
     """
 
+    allowed_start: Tensor  # (L,) bool buffers, registered in __init__
+    allowed_moves: Tensor  # (L, L)
+    allowed_end: Tensor  # (L,)
+
     def __init__(
         self,
         num_labels: int,

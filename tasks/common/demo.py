@@ -10,9 +10,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from bilm.files import write_bytes
 
 
 def content_hash(data_dir: str | Path, sources: Iterable[str]) -> str:
@@ -32,11 +33,9 @@ def gzip_text(text: str) -> bytes:
     return buffer.getvalue()
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def _unpack(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    tmp.write_bytes(data)
-    os.replace(tmp, path)  # concurrent first uses never see half a file
+    write_bytes(path, data)  # atomic: concurrent first uses never see half a file
 
 
 def unpack_demo(
@@ -67,7 +66,7 @@ def unpack_demo(
         return out
     for dest, source in files.items():
         data = (Path(data_dir) / source).read_bytes()
-        _write_atomically(out / dest, gzip.decompress(data) if source.endswith(".gz") else data)
+        _unpack(out / dest, gzip.decompress(data) if source.endswith(".gz") else data)
     for dest, text in texts.items():
-        _write_atomically(out / dest, text.encode("utf-8"))
+        _unpack(out / dest, text.encode("utf-8"))
     return out

@@ -19,8 +19,8 @@ keyed by :meth:`Representation.fingerprint` and a SHA-256 of the token sequences
 either builds a new entry. The form is a storage detail, not part of the key: both forms give
 bit-identical lookups.
 
-**Reduced form.** A representation may declare ``context_free_layers: int`` (optional protocol
-attribute, default 0): its first ``k`` layers depend only on the token's own string, never on its
+**Reduced form.** A representation declares ``context_free_layers: int`` (a protocol attribute;
+0 claims nothing): its first ``k`` layers depend only on the token's own string, never on its
 neighbours (ELMo's layer 0 is the char-CNN of the word). Those layers are stored once per distinct
 word (``words.npy``) and referenced per token by a 4-byte row index, instead of ``k × dim``
 values per token. It stays exact even where a word's vector is not bit-stable across batches (a
@@ -70,6 +70,7 @@ import torch
 from tqdm import tqdm
 
 from bilm.devices import exact_fp32
+from bilm.files import write_json
 from tasks.representations import Layers, Representation
 
 try:  # POSIX advisory locks: an entry open in any process is never evicted
@@ -136,8 +137,7 @@ def _dtype_name(dtype: str | torch.dtype | type) -> str:
 
 def check_cacheable(representation: Representation) -> None:
     """Raise :class:`CacheError` when the representation's vectors may change between calls."""
-    policy = getattr(representation, "state_policy", None)
-    if policy == "carry":
+    if representation.state_policy == "carry":
         raise CacheError(
             f"cannot cache {representation.name!r}: its LSTM state policy is 'carry', so vectors "
             "depend on earlier batches and on batch order; build it with state='reset' (or 'warm')"
@@ -149,12 +149,12 @@ def check_cacheable(representation: Representation) -> None:
 
 
 def context_free_layers(representation: Representation) -> int:
-    """The representation's declared ``context_free_layers`` (0 when it declares none).
+    """The representation's declared ``context_free_layers``, checked.
 
     Raises:
         CacheError: the declaration is not an integer in ``0..num_layers``.
     """
-    k = getattr(representation, "context_free_layers", 0)
+    k = representation.context_free_layers
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= representation.num_layers:
         raise CacheError(
             f"{representation.name!r}: context_free_layers must be an int in "
@@ -400,7 +400,7 @@ class _NpyWriter:
             raise ValueError(f"{self.path.name}: got {values.dtype} {values.shape}")
         if values.size == 0:
             return
-        data = memoryview(np.ascontiguousarray(values)).cast("B")
+        data = np.ascontiguousarray(values).data.cast("B")
         offset = self.data_start + row * self.row_bytes
         while len(data):
             done = os.pwrite(self.fd, data, offset)
@@ -492,6 +492,123 @@ def _verify(folder: Path) -> dict[str, Any]:
             if _digests(path, size, pool) != record["sha256"]:
                 raise CorruptCacheError(f"{folder}: {name} checksum mismatch (corrupted bytes)")
     return meta
+
+
+# --------------------------------------------------------------------------- entry building
+@contextmanager
+def _building(root: Path, folder: Path) -> Iterator[Path]:
+    """A fresh hidden folder under ``root`` to write the entry ``folder`` into.
+
+    On any error the folder is removed (the root's other entries are untouched); a full disk is
+    re-raised as :class:`CacheSpaceError`.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}-", dir=root))
+    try:
+        yield tmp
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise CacheSpaceError(
+                exc.errno,
+                f"disk full while writing feature cache entry {folder.name} under {root}; "
+                "the partial entry was removed and the existing entries are intact (free "
+                "disk space or lower --cache-budget)",
+            ) from exc
+        raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _entry_meta(
+    representation: Representation, rep_fp: str, data_fp: str, sequences: int, dtype: str, k: int
+) -> dict[str, Any]:
+    """What ``meta.json`` records of an entry, besides its files' digests."""
+    return {
+        "format": FORMAT,
+        "name": representation.name,
+        "representation_fingerprint": rep_fp,
+        "data_fingerprint": data_fp,
+        "num_layers": representation.num_layers,
+        "output_dim": representation.output_dim,
+        "dtype": dtype,
+        "num_sequences": sequences,
+        "form": "reduced" if k else "full",
+        "context_free_layers": k,
+        "chunk_bytes": CHUNK_BYTES,
+    }
+
+
+def _write_meta(folder: Path, files: Sequence[str], meta: dict[str, Any]) -> None:
+    """Write ``meta.json`` (last): ``meta``, each file's size and chunk digests, its own digest."""
+    with _hash_pool() as pool:
+        meta["files"] = {
+            name: {"bytes": size, "sha256": _digests(folder / name, size, pool)}
+            for name in files
+            for size in [(folder / name).stat().st_size]
+        }
+    meta["meta_sha256"] = _meta_digest(meta)
+    write_json(folder / "meta.json", meta, indent=2)
+
+
+def _publish(tmp: Path, folder: Path) -> bool:
+    """Rename the written ``tmp`` to ``folder`` (atomic on one file system).
+
+    Returns:
+        False when another process published ``folder`` meanwhile (``tmp`` is then removed).
+    """
+    try:
+        os.rename(tmp, folder)
+    except OSError:
+        if not (folder / "meta.json").is_file():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False
+    return True
+
+
+def _longest_first(
+    representation: Representation,
+    sequences: Sequence[Sequence[str]],
+    lengths: np.ndarray,
+    batch_size: int,
+) -> Iterator[tuple[list[int], np.ndarray]]:
+    """The non-empty sequences run longest first (least padding), ``batch_size`` at a time.
+
+    Yields:
+        The batch's sequence indices and its layers, float32 ``(batch, time, num_layers, dim)``.
+
+    Raises:
+        CacheError: the representation returned layers of another shape than it declares.
+    """
+    order = sorted(range(len(sequences)), key=lambda i: -int(lengths[i]))  # longest first
+    order = [i for i in order if lengths[i] > 0]
+    num_layers, dim = representation.num_layers, representation.output_dim
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        out = representation(representation.featurize([sequences[i] for i in rows]))
+        expected = (num_layers, len(rows), int(lengths[rows[0]]), dim)
+        if tuple(out.tensors.shape) != expected:
+            raise CacheError(
+                f"{representation.name!r} returned {tuple(out.tensors.shape)}, expected {expected}"
+            )
+        yield rows, out.tensors.detach().float().cpu().permute(1, 2, 0, 3).numpy()  # (B, T, L, D)
+
+
+def _stored(values: np.ndarray, dtype: Any, sequence: int) -> np.ndarray:
+    """One sequence's float32 ``(len, L, D)`` values in the stored ``dtype``.
+
+    Raises:
+        OverflowError: a value does not fit ``dtype`` (or is NaN).
+    """
+    with np.errstate(over="ignore"):  # reported below, with advice
+        chunk = values.astype(dtype)  # (len, L, D)
+    if not np.isfinite(chunk).all():
+        raise OverflowError(
+            f"sequence {sequence}: values overflow {np.dtype(dtype).name} (or are NaN); "
+            "use dtype='float32'"
+        )
+    return chunk
 
 
 # ------------------------------------------------------------------------------------ cache
@@ -619,57 +736,13 @@ class FeatureCache:
         root.mkdir(parents=True, exist_ok=True)
         needed = cls._estimate_bytes(representation, sequences, dtype_name, k)
         _make_room(root, needed, resolve_budget(budget, root), folder.name)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}-", dir=root))
-        try:
+        with _building(root, folder) as tmp:
             files = cls._write(tmp, representation, sequences, dtype_name, k, batch_size, progress)
             (tmp / _USED).touch()
-            meta: dict[str, Any] = {
-                "format": FORMAT,
-                "name": representation.name,
-                "representation_fingerprint": rep_fp,
-                "data_fingerprint": data_fp,
-                "num_layers": representation.num_layers,
-                "output_dim": representation.output_dim,
-                "dtype": dtype_name,
-                "num_sequences": len(sequences),
-                "form": "reduced" if k else "full",
-                "context_free_layers": k,
-                "chunk_bytes": CHUNK_BYTES,
-            }
-            with _hash_pool() as pool:
-                meta["files"] = {
-                    name: {"bytes": size, "sha256": _digests(tmp / name, size, pool)}
-                    for name in files
-                    for size in [(tmp / name).stat().st_size]
-                }
-            meta["meta_sha256"] = _meta_digest(meta)
-            text = (json.dumps(meta, indent=2) + "\n").encode("utf-8")
-            fd = os.open(tmp / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                os.write(fd, text)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.rename(tmp, folder)  # atomic on one file system
-            except OSError:
-                if not (folder / "meta.json").is_file():
-                    raise
-                shutil.rmtree(tmp, ignore_errors=True)  # another process built it meanwhile
-                return cls._reuse(folder, rep_fp, data_fp)
-        except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise CacheSpaceError(
-                    exc.errno,
-                    f"disk full while writing feature cache entry {folder.name} under {root}; "
-                    "the partial entry was removed and the existing entries are intact (free "
-                    "disk space or lower --cache-budget)",
-                ) from exc
-            raise
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            meta = _entry_meta(representation, rep_fp, data_fp, len(sequences), dtype_name, k)
+            _write_meta(tmp, files, meta)
+            if not _publish(tmp, folder):
+                return cls._reuse(folder, rep_fp, data_fp)  # another process built it meanwhile
         return cls(folder, verify=False)  # its digests were just computed from these files
 
     @classmethod
@@ -726,43 +799,21 @@ class FeatureCache:
         lengths = np.array([len(s) for s in sequences], dtype=np.int64)  # (num_sequences,)
         offsets = np.zeros(len(sequences) + 1, dtype=np.int64)  # (num_sequences + 1,)
         np.cumsum(lengths, out=offsets[1:])
-        total, num_layers, dim = (
-            int(offsets[-1]),
-            representation.num_layers,
-            representation.output_dim,
-        )
+        total, dim = int(offsets[-1]), representation.output_dim
         _save(folder / "offsets.npy", offsets)
         name = "context.npy" if k else "layers.npy"
-        per_token = _NpyWriter(folder / name, np_dtype, (total, num_layers - k, dim))
+        per_token = _NpyWriter(folder / name, np_dtype, (total, representation.num_layers - k, dim))
         words = _WordTable(k, dim, np_dtype) if k else None
         token_rows = np.zeros(total, dtype=np.int32) if k else None  # (total_tokens,)
-        order = sorted(range(len(sequences)), key=lambda i: -int(lengths[i]))  # longest first
-        order = [i for i in order if lengths[i] > 0]
         try:
             with (
                 torch.no_grad(),
                 exact_fp32(),  # the cached features are the float32 ones, also on CUDA
                 tqdm(total=total, unit="tok", disable=not progress, leave=False) as bar,
             ):
-                for start in range(0, len(order), batch_size):
-                    rows = order[start : start + batch_size]
-                    out = representation(representation.featurize([sequences[i] for i in rows]))
-                    expected = (num_layers, len(rows), int(lengths[rows[0]]), dim)
-                    if tuple(out.tensors.shape) != expected:
-                        raise CacheError(
-                            f"{representation.name!r} returned {tuple(out.tensors.shape)}, "
-                            f"expected {expected}"
-                        )
-                    values = out.tensors.detach().float().cpu().permute(1, 2, 0, 3).numpy()
-                    # values: (B, T, L, D) float32
+                for rows, values in _longest_first(representation, sequences, lengths, batch_size):
                     for row, i in enumerate(rows):
-                        with np.errstate(over="ignore"):  # reported below, with advice
-                            chunk = values[row, : lengths[i]].astype(np_dtype)  # (len_i, L, D)
-                        if not np.isfinite(chunk).all():
-                            raise OverflowError(
-                                f"sequence {i}: values overflow {dtype_name} (or are NaN); "
-                                "use dtype='float32'"
-                            )
+                        chunk = _stored(values[row, : lengths[i]], np_dtype, i)  # (len_i, L, D)
                         per_token.write(int(offsets[i]), chunk[:, k:])  # (len_i, L - k, D)
                         if words is not None and token_rows is not None:
                             token_rows[offsets[i] : offsets[i + 1]] = words.rows(
@@ -924,7 +975,7 @@ class _WordTable:
         bits = np.uint16 if values.dtype.itemsize == 2 else np.uint32
         stored = self.values[rows].view(bits)  # (n, k, D)
         same = (stored == values.view(bits)).all(axis=(1, 2))  # (n,)
-        for t in np.flatnonzero(~same):
+        for t in np.flatnonzero(~same).tolist():
             word, want = tokens[t], values[t].view(bits)
             others = self.variants.setdefault(word, [])
             match = next((r for r in others if (self.values[r].view(bits) == want).all()), None)

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 
 from bilm.scalar_mix import MixSpec, ScalarMix
-from tasks.core import SITES, Site
+from tasks.common.sites import SITES, Site
 from tasks.representations import Layers, Representation
 
 __all__ = ["SITES", "Injected", "Injector", "MixSpec", "Site", "mix_penalty"]
@@ -115,10 +115,12 @@ class Injector(nn.Module):
         """Mix ``layers`` once per active site.
 
         Args:
-            layers: ``(num_layers, batch, time, dim)`` and mask, from :meth:`represent` or a cache.
+            layers: ``(num_layers, batch, time, dim)`` and mask, from :meth:`represent` or a cache;
+                the baseline's :meth:`Layers.empty` ``(0, batch, time, 0)`` when no site is active.
 
         Returns:
-            :class:`Injected` with site → ``(batch, time, dim)`` after dropout.
+            :class:`Injected` with site → ``(batch, time, dim)`` after dropout; with no active
+            site (the ``none`` representation) ``Injected({}, layers.mask)``, which adds nothing.
         """
         if not self.active_sites:
             return Injected({}, layers.mask)
@@ -157,22 +159,26 @@ class Injector(nn.Module):
             )
         return torch.cat([h, extra.to(h.dtype)], dim=-1)  # (batch, time, width + dim)
 
+    def _site_mixes(self) -> dict[str, ScalarMix]:
+        """Active site → its :class:`bilm.ScalarMix` (the modules of :attr:`mixes`, typed)."""
+        return {site: cast(ScalarMix, mix) for site, mix in self.mixes.items()}
+
     def penalty(self) -> Tensor:
         """Sum of the mixes' ``λ‖w‖²`` (a 0-dim tensor; 0 without mixes or in ``last`` mode)."""
         if not self.mixes:
             return torch.zeros(())
-        return torch.stack([mix.penalty() for mix in self.mixes.values()]).sum()
+        return torch.stack([mix.penalty() for mix in self._site_mixes().values()]).sum()
 
     def layer_weights(self) -> dict[str, list[float]]:
         """``softmax(w)`` per active site (one-hot on the top layer in ``last`` mode)."""
         return {
             site: [float(x) for x in mix.normalized_weights().detach().cpu()]
-            for site, mix in self.mixes.items()
+            for site, mix in self._site_mixes().items()
         }
 
     def gammas(self) -> dict[str, float]:
         """γ per active site."""
-        return {site: float(mix.gamma.detach()) for site, mix in self.mixes.items()}
+        return {site: float(mix.gamma.detach()) for site, mix in self._site_mixes().items()}
 
     def _apply(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Injector:
         super()._apply(fn, *args, **kwargs)

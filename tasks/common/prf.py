@@ -15,9 +15,15 @@ when its denominator is 0, and F1 is 0 when precision + recall is 0, as all thre
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["PRF", "OverallPercent"]
+from tasks.core import MetricSpec, UnitStatistics
+
+__all__ = ["F1", "PRF", "OverallPercent", "span_f1_from_totals", "span_statistics"]
+
+#: Micro F1 over spans (SRL, NER) as a fraction, shown in percent with one decimal.
+F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
 
 
 @dataclass(frozen=True)
@@ -134,3 +140,25 @@ class OverallPercent:
     def f1(self) -> float:
         """Overall F1, percent (conlleval's FB1)."""
         return self.overall.scores(100)[2]
+
+
+def span_statistics(ids: Iterable[str], counts: Iterable[PRF]) -> UnitStatistics:
+    """One ``(correct, predicted, gold)`` row per unit (a sentence: its spans' counts add).
+
+    Args:
+        ids: one stable id per unit.
+        counts: each unit's counter (:meth:`PRF.from_counts`; e.g. conlleval's or srl-eval's
+            ``overall`` of the unit alone).
+
+    Returns:
+        The units' statistics, in the order given.
+    """
+    rows = tuple((float(c.correct), float(c.predicted), float(c.gold)) for c in counts)
+    return UnitStatistics(tuple(ids), rows)
+
+
+def span_f1_from_totals(totals: Sequence[float]) -> float:
+    """Micro F1 from the column sums of ``(correct, predicted, gold)`` unit rows (conlleval,
+    srl-eval): ``2c / (p + g)``, 0 when there is nothing to count."""
+    correct, predicted, gold = totals
+    return 2 * correct / (predicted + gold) if predicted + gold else 0.0

@@ -35,14 +35,15 @@ import json
 import logging
 import os
 import shutil
-import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
+
+from bilm.files import temporary_sibling, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -152,15 +153,8 @@ def iter_text_vectors(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"GloVe text file: no such file {path}")
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=path.stat().st_size, unit="B", unit_scale=True, desc=f"converting {path.name}"
-        )
-    dim: int | None = None
-    line_no = 0
+    bar = _bytes_bar(path) if progress else None
+    splitter = _LineSplitter(path)
     count = 0
     with path.open("rb") as raw:
         handle = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
@@ -169,47 +163,12 @@ def iter_text_vectors(
             lines = block.decode("utf-8").split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
-            words: list[str] = []
-            rests: list[str] = []
-            first_line = line_no + 1
-            for line in lines:
-                line_no += 1
-                text = line.rstrip(" ")
-                if line_no == 1:
-                    head = text.split(" ")
-                    if len(head) == 2 and all(p.isdigit() for p in head):
-                        continue  # word2vec header "count dim"
-                if dim is None:
-                    parts = text.split(" ")
-                    if len(parts) < 2:
-                        if not line.strip():
-                            continue
-                        raise ValueError(f"{path}:{line_no}: expected 'word v1 ... vd'")
-                    dim = len(parts) - 1
-                if text.count(" ") == dim:  # the common case: a word without spaces
-                    cut = text.index(" ")
-                    words.append(text[:cut])
-                    rests.append(text[cut + 1 :])
-                else:
-                    parts = text.split(" ")
-                    if len(parts) < 2:
-                        if not line.strip():
-                            continue
-                        raise ValueError(f"{path}:{line_no}: expected 'word v1 ... vd'")
-                    if len(parts) - 1 < dim:
-                        raise ValueError(
-                            f"{path}:{line_no}: {len(parts) - 1} values, expected {dim}"
-                        )
-                    words.append(" ".join(parts[:-dim]))
-                    rests.append(" ".join(parts[-dim:]))
-                if max_words is not None and count + len(words) >= max_words:
-                    break
+            first_line = splitter.line_no + 1
+            words, rests = splitter.split(lines, None if max_words is None else max_words - count)
             if words:
-                assert dim is not None
-                matrix = _parse_values(rests, dim)
-                if matrix is None:  # something odd: the exact per-line parse says what
-                    done = lines[: line_no - first_line + 1]
-                    matrix = _parse_block_slowly(path, first_line, done, dim)
+                assert splitter.dim is not None
+                split = lines[: splitter.line_no - first_line + 1]  # the lines split above
+                matrix = _block_matrix(path, rests, split, first_line, splitter.dim)
                 count += len(words)
                 yield words, matrix
             if bar is not None:
@@ -222,6 +181,87 @@ def iter_text_vectors(
         bar.close()
     if count == 0:
         raise ValueError(f"{path}: no vectors found")
+
+
+def _bytes_bar(path: Path) -> Any:
+    """A tqdm bar over the file's bytes."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=path.stat().st_size, unit="B", unit_scale=True, desc=f"converting {path.name}"
+    )
+
+
+@dataclass
+class _LineSplitter:
+    """Splits the lines of a GloVe text file into words and value fields, in file order.
+
+    Attributes:
+        path: the file (for error messages).
+        dim: the vector width: the first line's field count minus one (None before it).
+        line_no: lines split so far (the 1-based number of the last one).
+    """
+
+    path: Path
+    dim: int | None = None
+    line_no: int = 0
+
+    def split(self, lines: Sequence[str], room: int | None) -> tuple[list[str], list[str]]:
+        """Words and value fields of the next ``lines``, stopping after ``room`` words (None:
+        all). Skips word2vec's ``count dim`` first line and blank lines.
+
+        Raises:
+            ValueError: a line without a vector, or with fewer than ``dim`` values.
+        """
+        words: list[str] = []
+        rests: list[str] = []
+        for line in lines:
+            self.line_no += 1
+            text = line.rstrip(" ")
+            if self.line_no == 1:
+                head = text.split(" ")
+                if len(head) == 2 and all(p.isdigit() for p in head):
+                    continue  # word2vec header "count dim"
+            if self.dim is None:
+                parts = text.split(" ")
+                if len(parts) < 2:
+                    if not line.strip():
+                        continue
+                    raise ValueError(f"{self.path}:{self.line_no}: expected 'word v1 ... vd'")
+                self.dim = len(parts) - 1
+            fields = self._fields(line, text, self.dim)
+            if fields is None:
+                continue  # a blank line
+            words.append(fields[0])
+            rests.append(fields[1])
+            if room is not None and len(words) >= room:
+                break
+        return words, rests
+
+    def _fields(self, line: str, text: str, dim: int) -> tuple[str, str] | None:
+        """``(word, values)`` of one line (``text``: without trailing spaces); None if blank."""
+        if text.count(" ") == dim:  # the common case: a word without spaces
+            cut = text.index(" ")
+            return text[:cut], text[cut + 1 :]
+        parts = text.split(" ")
+        if len(parts) < 2:
+            if not line.strip():
+                return None
+            raise ValueError(f"{self.path}:{self.line_no}: expected 'word v1 ... vd'")
+        if len(parts) - 1 < dim:
+            raise ValueError(f"{self.path}:{self.line_no}: {len(parts) - 1} values, expected {dim}")
+        return " ".join(parts[:-dim]), " ".join(parts[-dim:])
+
+
+def _block_matrix(
+    path: Path, rests: list[str], lines: list[str], first_line: int, dim: int
+) -> np.ndarray:
+    """``(len(rests), dim)`` float32 of a block's value fields; when they do not parse fast,
+    the exact per-line parse of its ``lines`` (from line ``first_line``) says what is wrong."""
+    matrix = _parse_values(rests, dim)
+    if matrix is None:  # something odd: the exact per-line parse says what
+        matrix = _parse_block_slowly(path, first_line, lines, dim)
+    return matrix
 
 
 def _parse_values(rests: list[str], dim: int) -> np.ndarray | None:
@@ -416,7 +456,7 @@ def converted(
         logger.warning("vectors cache entry %s is damaged (%s); converting again", folder, problem)
         shutil.rmtree(folder, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{fingerprint}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = temporary_sibling(folder)
     tmp.mkdir()
     try:
         logger.info("converting %s once into %s (memory-mapped on later runs)", source, folder)
@@ -430,7 +470,7 @@ def converted(
             "mtime_ns": stat.st_mtime_ns,
             **meta,
         }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        write_json(tmp / "meta.json", meta, indent=1)
         try:
             tmp.rename(folder)  # atomic; a concurrent converter that finished first wins
         except OSError:

@@ -1,5 +1,5 @@
-"""Word and character vocabularies, fixed word vectors and padded id tensors: the one place
-every task model turns tokens into ids.
+"""Word and character vocabularies, label ids, fixed word vectors and padded id tensors: the one
+place every task model turns tokens and labels into ids.
 
 Ids: 0 padding, 1 unknown, real entries from 2. Word vectors are fixed (not trained) as in the
 paper's baselines; their ``source`` is one of
@@ -14,14 +14,16 @@ paper's baselines; their ``source`` is one of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
 from tasks.common.vectors import VectorStore, open_vectors
 
 PAD, UNK = 0, 1
+E = TypeVar("E")
 GLOVE_840B = "glove-840b"
 GLOVE_840B_URL = "https://nlp.stanford.edu/data/glove.840B.300d.zip"
 
@@ -43,6 +45,59 @@ def require_word_vectors(source: str) -> None:
 def index(items: Iterable[str]) -> dict[str, int]:
     """Sorted distinct ``items`` → ids from 2 (0 padding, 1 unknown)."""
     return {item: i + 2 for i, item in enumerate(sorted(set(items)))}
+
+
+def word_index(
+    splits: Mapping[str, Sequence[E]],
+    tokens: Callable[[E], Iterable[str]],
+    index_splits: Sequence[str],
+    lowercase: bool,
+) -> dict[str, int]:
+    """The word vocabulary of the examples of ``index_splits`` (those present in ``splits``).
+
+    Which splits a task indexes is its own documented choice (e.g. SRL indexes train and dev,
+    as allennlp's vocabulary from its train and validation files): words outside the vocabulary
+    map to the unknown id, and with fixed vectors an indexed dev/test word keeps its vector.
+
+    Args:
+        splits: split → examples.
+        tokens: the tokens of one example as the model reads them.
+        index_splits: the splits whose tokens are indexed, e.g. ``("train", "dev", "test")``.
+        lowercase: index lowercased tokens.
+
+    Returns:
+        Sorted distinct tokens → ids from 2 (:func:`index`).
+    """
+    return index(
+        tok.lower() if lowercase else tok
+        for split in index_splits
+        for example in splits.get(split, ())
+        for tok in tokens(example)
+    )
+
+
+def label_index(labels: Sequence[str]) -> dict[str, int]:
+    """Label → its position in ``labels`` (the model's class or tag id)."""
+    return {label: i for i, label in enumerate(labels)}
+
+
+def pad_labels(
+    sequences: Sequence[Sequence[str]], ids: Mapping[str, int], unknown: int | None = None
+) -> torch.Tensor:
+    """Padded label ids (b, t) of label sequences (``t`` = the longest, at least 1; pads 0).
+
+    Args:
+        sequences: one label sequence per example (e.g. a sentence's tags).
+        ids: label → id (:func:`label_index`).
+        unknown: the id of a label missing from ``ids``; ``None`` raises a KeyError.
+    """
+    t = max(1, max((len(s) for s in sequences), default=0))
+    out = torch.zeros(len(sequences), t, dtype=torch.long)  # (b, t)
+    for row, labels in enumerate(sequences):
+        if labels:
+            row_ids = [ids[x] if unknown is None else ids.get(x, unknown) for x in labels]
+            out[row, : len(labels)] = torch.tensor(row_ids)
+    return out
 
 
 def char_vocabulary(tokens: Iterable[str], min_count: int = 1) -> dict[str, int]:

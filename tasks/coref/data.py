@@ -247,6 +247,22 @@ def load_split(
     return documents
 
 
+def load_splits(
+    folder: str | Path, max_tokens: int | None
+) -> tuple[dict[str, list[CorefDocument]], dict[str, ReadStats]]:
+    """Train, dev and test (:func:`load_split`) and their statistics: with local files for any
+    split, the splits that have them (test is optional); with none at all, the Hub's three.
+
+    Returns:
+        ``(splits, stats)``: split → documents; split → read statistics (every split's, read
+        or not).
+    """
+    stats = {s: ReadStats() for s in ("train", "dev", "test")}
+    local = any(split_files(folder, s) for s in stats)
+    wanted = [s for s in stats if not local or s != "test" or split_files(folder, s)]
+    return {s: load_split(s, folder, stats[s], max_tokens) for s in wanted}, stats
+
+
 def _hub_split(split: str, data_dir: str | Path, cache_dir: str | Path | None) -> Path:
     """Convert the Hub's ``conll2012_ontonotesv5`` (``english_v4``) split to a key file."""
     ds = require_datasets()

@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bilm.files import write_bytes, write_text
 from tasks.common.demo import content_hash as demo_hash
 from tasks.common.demo import gzip_text, unpack_demo
 
@@ -231,13 +232,51 @@ def annotate(
     run: Sequence[tuple[int, tuple[str, ...]]], stats: _Stats, document_id: str
 ) -> DemoDocument:
     """Chains and speakers of one run of sentences (the heuristic of the module docstring)."""
-    entities: list[_Entity] = []
-    inside = False
-    offset = 0
+    chains = _Chains()
+    inside = False  # inside quotes at the start of the sentence
+    offset = 0  # document-level position of the sentence's first token
     speakers_out = []
+    for s, (_, tokens) in enumerate(run):
+        quoted, inside_after = _quoted(tokens, inside)
+        names = _names(tokens, stats)
+        speaker, label = chains.speaker(tokens, quoted, names, s)
+        speakers_out.append(tuple(label if q else "Narrator" for q in quoted))
+        chains.link(tokens, quoted, names, speaker, s, offset)
+        inside = inside_after
+        offset += len(tokens)
+    clusters = tuple(
+        tuple(sorted(e.mentions)) for e in chains.entities if e.number >= 0 and len(e.mentions) >= 2
+    )
+    return DemoDocument(document_id, tuple(t for _, t in run), tuple(speakers_out), clusters)
 
-    def find(gender: str, name: tuple[str, ...]) -> _Entity | None:
-        for entity in reversed(entities):
+
+def _quoted(tokens: Sequence[str], inside: bool) -> tuple[list[bool], bool]:
+    """Whether each token is inside quotes (quote marks are not), and whether the sentence
+    ends inside them, given whether it starts inside."""
+    quoted = []
+    state = inside
+    for tok in tokens:
+        if tok == QUOTE:
+            state = not state
+            quoted.append(False)
+        else:
+            quoted.append(state)
+    return quoted, state
+
+
+_Names = list[tuple[int, int, str, tuple[str, ...]]]  # (start, end, gender, name): _names
+
+
+@dataclass
+class _Chains:
+    """The entities of a document so far, in order of first mention."""
+
+    entities: list[_Entity] = field(default_factory=list)
+
+    def find(self, gender: str, name: tuple[str, ...]) -> _Entity | None:
+        """The latest entity of that gender and name (a one-word name matches a longer one by
+        its first or last word)."""
+        for entity in reversed(self.entities):
             if entity.gender != gender:
                 continue
             if entity.name == name:
@@ -250,74 +289,70 @@ def annotate(
                 return entity
         return None
 
-    def recent(gender: str, sentence: int) -> _Entity | None:
+    def recent(self, gender: str, sentence: int) -> _Entity | None:
+        """The most recently mentioned entity of that gender, within the recent sentences."""
         best: _Entity | None = None
-        for entity in entities:
+        for entity in self.entities:
             if entity.gender == gender and sentence - entity.last_sentence <= RECENT_SENTENCES:
                 if best is None or entity.mentions[-1] > best.mentions[-1]:
                     best = entity
         return best
 
-    for s, (_, tokens) in enumerate(run):
-        quoted = []
-        state = inside
-        for tok in tokens:
-            if tok == QUOTE:
-                state = not state
-                quoted.append(False)
-            else:
-                quoted.append(state)
-        names = _names(tokens, stats)
-        # the speaker of quoted speech: a person named or referred to outside the quotes
-        speaker: _Entity | None = None
-        label = "-"
-        if any(quoted):
-            for start, end, gender, name in names:
-                if not quoted[start]:
-                    speaker = find(gender, name) or _Entity(gender, name, -1)
-                    label = "_".join(tokens[start : end + 1])
-                    break
-            if speaker is None:
-                for i, tok in enumerate(tokens):
-                    if not quoted[i] and tok in PRONOUNS and tok[0].islower():
-                        speaker = recent(PRONOUNS[tok], s)
-                        if speaker is not None:
-                            label = "_".join(speaker.name)
-                        break
-        speakers_out.append(tuple(label if q else "Narrator" for q in quoted))
+    def speaker(
+        self, tokens: Sequence[str], quoted: Sequence[bool], names: _Names, sentence: int
+    ) -> tuple[_Entity | None, str]:
+        """The speaker of the sentence's quoted speech and its label (``-`` when unknown): a
+        person named, else referred to by a pronoun, outside the quotes."""
+        if not any(quoted):
+            return None, "-"
+        for start, end, gender, name in names:
+            if not quoted[start]:
+                speaker = self.find(gender, name) or _Entity(gender, name, -1)
+                return speaker, "_".join(tokens[start : end + 1])
+        for i, tok in enumerate(tokens):
+            if not quoted[i] and tok in PRONOUNS and tok[0].islower():
+                recent = self.recent(PRONOUNS[tok], sentence)
+                return recent, "-" if recent is None else "_".join(recent.name)
+        return None, "-"
+
+    def link(
+        self,
+        tokens: Sequence[str],
+        quoted: Sequence[bool],
+        names: _Names,
+        speaker: _Entity | None,
+        sentence: int,
+        offset: int,
+    ) -> None:
+        """Add the sentence's mentions: names (a new entity when unseen), third-person pronouns
+        (the recent entity of their gender) and quoted first-person pronouns (the speaker)."""
         by_start = {start: (end, gender, name) for start, end, gender, name in names}
         i = 0
         while i < len(tokens):
             if i in by_start:
                 end, gender, name = by_start[i]
-                entity = find(gender, name)
+                entity = self.find(gender, name)
                 if entity is None:
                     if speaker is not None and speaker.number == -1 and speaker.name == name:
                         entity = speaker
-                        entity.number = len(entities)
+                        entity.number = len(self.entities)
                     else:
-                        entity = _Entity(gender, name, len(entities))
-                    entities.append(entity)
+                        entity = _Entity(gender, name, len(self.entities))
+                    self.entities.append(entity)
                 entity.mentions.append((offset + i, offset + end))
-                entity.last_sentence = s
+                entity.last_sentence = sentence
                 i = end + 1
                 continue
             tok = tokens[i]
             target: _Entity | None = None
             if tok in PRONOUNS:
-                target = recent(PRONOUNS[tok], s)
+                target = self.recent(PRONOUNS[tok], sentence)
             elif tok in FIRST_PERSON and quoted[i] and speaker is not None and speaker.number >= 0:
                 target = speaker
             if target is not None:
                 target.mentions.append((offset + i, offset + i))
-                target.last_sentence = s
+                target.last_sentence = sentence
             i += 1
-        inside = state
-        offset += len(tokens)
-    clusters = tuple(
-        tuple(sorted(e.mentions)) for e in entities if e.number >= 0 and len(e.mentions) >= 2
-    )
-    return DemoDocument(document_id, tuple(t for _, t in run), tuple(speakers_out), clusters)
 
 
 def generate(
@@ -380,9 +415,9 @@ def write(
     paths = []
     for split, documents in generate(corpus, counts).items():
         path = out / f"{split}.demo_gold_conll.gz"
-        path.write_bytes(gzip_text(to_conll(documents)))
+        write_bytes(path, gzip_text(to_conll(documents)))
         paths.append(path)
-    (out / "NOTICE.txt").write_text(NOTICE + "\n", encoding="utf-8")
+    write_text(out / "NOTICE.txt", NOTICE + "\n")
     return paths
 
 

@@ -35,6 +35,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from tasks.common.prf import PRF
+from tasks.core import MetricSpec
 
 __all__ = [
     "MAX_REPEATED_MENTIONS",
@@ -202,7 +203,8 @@ def ceafe(key: Sequence[Chain], response: Sequence[Chain]) -> PRF:
     for root in range(len(key)):
         if root in seen or not edges[root]:
             continue
-        keys, responses = {root}, set()
+        keys = {root}
+        responses: set[int] = set()
         frontier = [root]
         while frontier:  # the connected component of key cluster ``root``
             for j in edges[frontier.pop()] - responses:
@@ -351,3 +353,16 @@ def score_corpus(
         repeated += score.repeated_mentions
         count += 1
     return CorefScore(muc_total, bcub_total, ceafe_total, mention_total, repeated, count)
+
+
+#: The CoNLL average F1 (mean of MUC, B³ and CEAF-e F1) and its parts, shown in percent.
+CONLL_F1 = MetricSpec("conll_f1", label="Avg. F1", higher_is_better=True, scale=100.0, decimals=1)
+MUC_F1 = MetricSpec("muc_f1", label="MUC F1", scale=100.0, decimals=1)
+BCUB_F1 = MetricSpec("bcub_f1", label="B³ F1", scale=100.0, decimals=1)
+CEAFE_F1 = MetricSpec("ceafe_f1", label="CEAF-e F1", scale=100.0, decimals=1)
+
+
+def conll_f1_from_totals(totals: Sequence[float]) -> float:
+    """The CoNLL average F1 from the column sums of per-document rows of the MUC, B³ and
+    CEAF-e recall numerator / denominator and precision numerator / denominator (12 columns)."""
+    return sum(PRF(*totals[i : i + 4]).f1 for i in (0, 4, 8)) / 3

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
 from tasks.common.layers import BiLSTM
 from tasks.coref.config import CorefConfig
 from tasks.representations import Layers
@@ -62,7 +62,8 @@ class CorefBatch:
         gold_starts, gold_ends: (mentions,) document-level inclusive token spans of gold
             mentions (empty when the document has none); ``None`` without gold.
         gold_clusters: (mentions,) 1-based cluster of each gold mention.
-        layers: representation layers (e.g. ELMo) of the sentences, or ``None``.
+        layers: representation layers (e.g. ELMo) of the sentences (:meth:`Layers.empty`
+            without).
     """
 
     words: Tensor
@@ -70,10 +71,10 @@ class CorefBatch:
     mask: Tensor
     speakers: Tensor
     genre: Tensor
-    gold_starts: Tensor | None = None
-    gold_ends: Tensor | None = None
-    gold_clusters: Tensor | None = None
-    layers: Layers | None = None
+    gold_starts: Tensor | None
+    gold_ends: Tensor | None
+    gold_clusters: Tensor | None
+    layers: Layers
 
 
 @dataclass(frozen=True)
@@ -312,9 +313,7 @@ class SpanRankingCoref(nn.Module):
                 "gold_ends": batch.gold_ends[inside] - offset,
                 "gold_clusters": batch.gold_clusters[inside],
             }
-        layers = batch.layers
-        if layers is not None:
-            layers = Layers(layers.tensors[:, rows], layers.mask[rows])
+        layers = Layers(batch.layers.tensors[:, rows], batch.layers.mask[rows])
         return replace(
             batch,
             words=batch.words[rows],
@@ -329,7 +328,7 @@ class SpanRankingCoref(nn.Module):
         """Steps 1–2: flattened ``context`` (T, context_dim), ``text`` (T, text_dim) and the
         sentence index of each token (T,)."""
         mask = batch.mask
-        injected = self.injector(batch.layers) if batch.layers is not None else Injected({}, mask)
+        injected = self.injector(batch.layers)
         words = [table(batch.words) for table in self.word_tables]  # each (n, t, dim)
         text = self.lexical_dropout(
             torch.cat([*words, self.chars(batch.chars)], dim=-1)

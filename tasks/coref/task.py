@@ -18,23 +18,36 @@ from torch import nn
 from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
-from tasks.common.overrides import apply_overrides
-from tasks.common.prf import PRF
-from tasks.common.vocab import TokenIds, char_vocabulary, index, require_word_vectors, word_vectors
+from tasks.common.vocab import (
+    TokenIds,
+    char_vocabulary,
+    require_word_vectors,
+    word_index,
+    word_vectors,
+)
 from tasks.core import (
     Forward,
-    MetricSpec,
+    RecipeBase,
     Represent,
+    Split,
     TableRow,
     TaskSpec,
-    TrainConfig,
     UnitStatistics,
+    configure,
 )
-from tasks.coref.config import PRESETS, TURIAN_50D, TURIAN_URL, CorefConfig, preset
-from tasks.coref.data import CorefDocument, load_split, split_files
+from tasks.coref.config import PRESETS, TURIAN_50D, TURIAN_URL, CorefConfig
+from tasks.coref.data import CorefDocument, load_splits
 from tasks.coref.demo import ensure_demo
 from tasks.coref.evaluate import write_document_response
-from tasks.coref.metric import score_corpus, score_document
+from tasks.coref.metric import (
+    BCUB_F1,
+    CEAFE_F1,
+    CONLL_F1,
+    MUC_F1,
+    conll_f1_from_totals,
+    score_corpus,
+    score_document,
+)
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
 
 VERSION = 1  # bump when reader, metric, model or a preset changes a number
@@ -42,6 +55,10 @@ VERSION = 1  # bump when reader, metric, model or a preset changes a number
 
 #: OntoNotes genres (first component of the document id); id 0 = any other genre.
 GENRES = ("bc", "bn", "mz", "nw", "pt", "tc", "wb")
+
+#: The splits whose words the vocabulary indexes: every split read (the word vectors are fixed,
+#: so a dev/test word keeps its GloVe vector).
+WORD_SPLITS: tuple[Split, ...] = ("train", "dev", "test")
 
 Clusters = list[list[tuple[int, int]]]
 Predictions = dict[tuple[str, int], Clusters]
@@ -63,7 +80,7 @@ def require_turian(source: str) -> None:
 
 
 @dataclass
-class CorefRecipe:
+class CorefRecipe(RecipeBase):
     """Data, vocabularies and helpers for one configuration (a :class:`tasks.core.TaskRecipe`)."""
 
     config: CorefConfig
@@ -74,12 +91,8 @@ class CorefRecipe:
     stats: dict[str, ReadStats] = field(default_factory=dict)
 
     @property
-    def train_config(self) -> TrainConfig:
-        return self.config.train
-
-    @property
     def read_stats(self) -> dict[str, ReadStats]:
-        """Split → read statistics (optional member of :class:`tasks.core.TaskRecipe`)."""
+        """Split → read statistics of the splits read."""
         return {s: self.stats[s] for s in self.splits if s in self.stats}
 
     @property
@@ -194,32 +207,17 @@ class CorefRecipe:
         return out
 
 
-def configure(preset_name: str, overrides: Sequence[str]) -> CorefConfig:
-    """The preset's configuration with ``overrides`` applied and validated; reads no data
-    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
-
-    Raises:
-        ValueError: an unknown preset, override key or a bad value.
-    """
-    return apply_overrides(preset(preset_name), overrides)
-
-
-def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> CorefRecipe:
+def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> CorefRecipe:
     """Read data (demo set when ``data_dir`` is None), build vocabularies and word vectors."""
-    config = configure(preset_name, overrides)
+    config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     require_turian(config.turian_vectors)
     folder = Path(data_dir) if data_dir else ensure_demo()
-    stats = {s: ReadStats() for s in ("train", "dev", "test")}
-    # local files for any split: read them (test is optional); none at all: the Hub
-    local = any(split_files(folder, s) for s in stats)
-    wanted = [s for s in stats if not local or s != "test" or split_files(folder, s)]
-    splits = {s: load_split(s, folder, stats[s], config.max_document_tokens) for s in wanted}
+    splits, stats = load_splits(folder, config.max_document_tokens)
     recipe = CorefRecipe(config, splits, stats=stats)
-    every = [doc for docs in splits.values() for doc in docs]
     lower = config.lowercase_words
-    recipe.words = index(
-        w.lower() if lower else w for doc in every for words in doc.sentences for w in words
+    recipe.words = word_index(
+        splits, lambda doc: (w for words in doc.sentences for w in words), WORD_SPLITS, lower
     )
     recipe.chars = char_vocabulary(w for doc in splits["train"] for s in doc.sentences for w in s)
     vocab = list(recipe.words)
@@ -229,21 +227,11 @@ def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> C
     return recipe
 
 
-def conll_f1_from_totals(totals: Sequence[float]) -> float:
-    """The CoNLL average F1 from summed :meth:`CorefRecipe.unit_statistics` rows."""
-    return sum(PRF(*totals[i : i + 4]).f1 for i in (0, 4, 8)) / 3
-
-
-CONLL_F1 = MetricSpec("conll_f1", label="Avg. F1", higher_is_better=True, scale=100.0, decimals=1)
-MUC_F1 = MetricSpec("muc_f1", label="MUC F1", scale=100.0, decimals=1)
-BCUB_F1 = MetricSpec("bcub_f1", label="B³ F1", scale=100.0, decimals=1)
-CEAFE_F1 = MetricSpec("ceafe_f1", label="CEAF-e F1", scale=100.0, decimals=1)
-
 TASK = TaskSpec(
     name="coref",
     version=VERSION,
     metric=CONLL_F1,
-    presets=PRESETS,
+    configs=PRESETS,
     default_sites=frozenset({"input"}),  # source: paper A.6 (output site cost ≈ 0.7 F1) [R]
     default_mix=MixSpec("all", 0.0, False),  # source: paper A.6: λ = 0, no layer norm [R]
     table_rows=(
@@ -252,8 +240,7 @@ TASK = TaskSpec(
         TableRow("Coref", BCUB_F1, "coref_bcub"),
         TableRow("Coref", CEAFE_F1, "coref_ceafe"),
     ),
-    setup=setup,  # type: ignore[arg-type]
-    configure=configure,
+    setup=setup,
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (348 documents)
     table_split="test",  # the data has a labelled test split

@@ -12,7 +12,7 @@ The tag schemes and the lossless conversions between them live in :mod:`tasks.co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +22,8 @@ from tasks.common.spans import SCHEMES, Scheme, convert, split_tag, tags_to_span
 
 if TYPE_CHECKING:
     import datasets
+
+    from tasks.ner.config import NerConfig
 
 DOCSTART = "-DOCSTART-"
 NUM_COLUMNS = 4  # WORD POS CHUNK NER
@@ -323,3 +325,101 @@ def load_hf_tagging(name: str, feature: str = "ner_tags") -> dict[str, list[Tagg
             for n, row in enumerate(table, start=1)
         ]
     return out
+
+
+#: Split → sentences.
+Splits = dict[str, list[TaggedSentence]]
+
+
+def _read_folder(config: NerConfig, folder: Path) -> tuple[Splits, dict[str, ReadStats]]:
+    """The column files of ``folder`` (:func:`data_files`); over-long training sentences are
+    skipped (counted), over-long dev/test ones raise."""
+    stats: dict[str, ReadStats] = {}
+    splits: Splits = {}
+    for split, path in data_files(folder).items():
+        stats[split] = ReadStats(source=str(path))
+        splits[split] = list(
+            read_columns(
+                path,
+                config.tag_column,
+                max_tokens=config.max_sentence_tokens,
+                skip_long=split == "train",
+                stats=stats[split],
+            )
+        )
+    return splits, stats
+
+
+def _hold_out_dev(splits: Splits, stats: dict[str, ReadStats], n: int) -> None:
+    """Make the last ``n`` training sentences the dev split (``dev_from_train``)."""
+    if n >= len(splits["train"]):
+        raise ValueError(f"dev_from_train={n} leaves no training sentence")
+    splits["train"], splits["dev"] = splits["train"][:-n], splits["train"][-n:]
+    if "train" in stats:
+        stats["train"].examples -= n
+        stats["dev"] = ReadStats(n, source=f"{stats['train'].source} (last {n} sentences)")
+
+
+def load_splits(
+    config: NerConfig, data_dir: str | None, demo: Callable[[], Path]
+) -> tuple[Splits, dict[str, ReadStats]]:
+    """Sentences per split with the file's tags, and the read statistics: ``--data hf:NAME``
+    (a Hugging Face dataset), a folder of column files, or the DEMO set (``demo()``).
+
+    Raises:
+        FileNotFoundError: no dev split (and no ``dev_from_train``).
+        ValueError: ``dev_from_train`` leaves no training sentence.
+    """
+    if data_dir is not None and data_dir.startswith("hf:"):
+        splits = load_hf_tagging(data_dir[3:], config.hf_tag_feature)
+        stats = {s: ReadStats(len(v), source=f"{data_dir}[{s}]") for s, v in splits.items()}
+    else:
+        splits, stats = _read_folder(config, Path(data_dir) if data_dir else demo())
+    if config.dev_from_train > 0:
+        _hold_out_dev(splits, stats, config.dev_from_train)
+    if "dev" not in splits:
+        raise FileNotFoundError(
+            f"{data_dir}: no dev file (eng.testa or dev.txt); hold out the last N training "
+            "sentences with --set dev_from_train=N"
+        )
+    return splits, stats
+
+
+def encode_splits(raw: Splits, config: NerConfig) -> tuple[Splits, Scheme | None, Scheme | None]:
+    """The data's tag scheme (detected from the training tags with ``tag_scheme=auto``), every
+    tag checked against it, and the sentences in the CRF's label encoding.
+
+    Returns:
+        ``(splits, scheme, encoding)``: the sentences with tags in ``encoding`` (BIOUL for chunk
+        data unless ``label_encoding=source``; ``None`` for plain tags), the data's scheme.
+
+    Raises:
+        DataError: a tag outside the scheme (file and line).
+    """
+    scheme: Scheme | None
+    if config.tag_scheme == "auto":
+        scheme = detect_scheme(ex.tags for ex in raw["train"])
+    else:
+        scheme = None if config.tag_scheme == "none" else config.tag_scheme
+    for sentences in raw.values():
+        check_tags(sentences, scheme)
+    if scheme is None or config.label_encoding != "BIOUL" or scheme == "BIOUL":
+        return raw, scheme, scheme
+    splits = {
+        s: [
+            TaggedSentence(ex.tokens, tuple(convert(ex.tags, scheme, "BIOUL")), ex.line, ex.path)
+            for ex in sentences
+        ]
+        for s, sentences in raw.items()
+    }
+    return splits, scheme, "BIOUL"
+
+
+def tag_labels(encoding: Scheme | None, tags: Iterable[str]) -> list[str]:
+    """Label strings in id order: ``O`` first, then every prefix of the encoding for each chunk
+    type seen (so any valid sequence can be decoded); plain tags sorted."""
+    if encoding is None:
+        return sorted(set(tags))
+    prefixes = "BILU" if encoding == "BIOUL" else "BI"
+    types = sorted({t.split("-", 1)[1] for t in tags if t != "O"})
+    return ["O", *(f"{p}-{t}" for t in types for p in prefixes)]

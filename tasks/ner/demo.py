@@ -48,6 +48,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from bilm.files import write_bytes, write_text
 from tasks.common.demo import content_hash as demo_hash
 from tasks.common.demo import gzip_text, unpack_demo
 from tasks.common.spans import Span, spans_to_tags
@@ -245,9 +246,9 @@ def write(
     written = []
     for split, sentences in generate(corpus, seed, sizes).items():
         path = out / f"{FILES[split]}.gz"
-        path.write_bytes(conll_bytes(sentences))
+        write_bytes(path, conll_bytes(sentences))
         written.append(path)
-    (out / NOTICE_FILE).write_text(NOTICE, encoding="utf-8")
+    write_text(out / NOTICE_FILE, NOTICE)
     return [*written, out / NOTICE_FILE]
 
 

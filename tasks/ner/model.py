@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from tasks.common.crf import ConditionalRandomField
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
 from tasks.common.layers import BiLSTM, CharCNNEncoder, VariationalDropout
 from tasks.ner.config import NerConfig
 from tasks.representations import Layers
@@ -34,7 +34,7 @@ class TaggerBatch:
     chars: Tensor
     mask: Tensor
     tags: Tensor | None  # (batch, time) gold label ids, 0 at pads; None when unlabelled
-    layers: Layers | None = None  # representation layers (e.g. ELMo)
+    layers: Layers  # representation layers (e.g. ELMo; Layers.empty for the baseline)
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,7 @@ class CrfTagger(nn.Module):
     def emissions(self, batch: TaggerBatch) -> Tensor:
         """Steps 1–3: (batch, time) ids → (batch, time, labels) scores."""
         mask = batch.mask
-        layers = batch.layers
-        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        injected = self.injector(batch.layers)
         x = torch.cat([self.words(batch.words), self.chars(batch.chars)], dim=-1)  # (b, t, w+c)
         x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)
         h = self.lstm1(self.drop(x), mask)  # (b, t, 2·h1)

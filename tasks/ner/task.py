@@ -14,7 +14,7 @@ bundled **DEMO** set (``tasks/ner/demo.py``; not CoNLL-2003).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -24,30 +24,31 @@ from bilm.scalar_mix import MixSpec
 from tasks.common.crf import allowed_transitions
 from tasks.common.inject import Injector
 from tasks.common.io import ReadStats, require_package
-from tasks.common.overrides import apply_overrides
+from tasks.common.prf import F1, span_f1_from_totals, span_statistics
 from tasks.common.spans import Scheme, convert
-from tasks.common.vocab import TokenIds, char_vocabulary, index, require_word_vectors, word_vectors
+from tasks.common.vocab import (
+    TokenIds,
+    char_vocabulary,
+    label_index,
+    pad_labels,
+    require_word_vectors,
+    word_index,
+    word_vectors,
+)
 from tasks.core import (
     Forward,
-    MetricSpec,
+    RecipeBase,
     Represent,
+    Split,
     TableRow,
     TaskSpec,
-    TrainConfig,
     UnitStatistics,
+    configure,
     iter_batches,
-    span_f1_from_totals,
     unique_unit_ids,
 )
-from tasks.ner.config import PRESETS, NerConfig, preset
-from tasks.ner.data import (
-    TaggedSentence,
-    check_tags,
-    data_files,
-    detect_scheme,
-    load_hf_tagging,
-    read_columns,
-)
+from tasks.ner.config import PRESETS, NerConfig
+from tasks.ner.data import TaggedSentence, encode_splits, load_splits, tag_labels
 from tasks.ner.demo import ensure_demo
 from tasks.ner.evaluate import write_tagged
 from tasks.ner.metric import ConllevalResult, conlleval
@@ -59,9 +60,13 @@ VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v2: unit statistics keyed by the sentence's FILE:LINE instead of its position (stored v1 units
 #     cannot be paired with v2 ones); no metric changes
 
+#: The splits whose words the vocabulary indexes: every split read (allennlp's NER vocabulary
+#: extends over its validation and test files; the words' GloVe vectors are fine-tuned).
+WORD_SPLITS: tuple[Split, ...] = ("train", "dev", "test")
+
 
 @dataclass
-class NerRecipe:
+class NerRecipe(RecipeBase):
     """Data, label set and vocabularies for one configuration (a :class:`tasks.core.TaskRecipe`).
 
     Attributes:
@@ -84,12 +89,8 @@ class NerRecipe:
     stats: dict[str, ReadStats] = field(default_factory=dict)
 
     @property
-    def train_config(self) -> TrainConfig:
-        return self.config.train
-
-    @property
     def read_stats(self) -> dict[str, ReadStats]:
-        """Split → read statistics (optional member of :class:`tasks.core.TaskRecipe`)."""
+        """Split → read statistics of the splits read."""
         return {s: self.stats[s] for s in self.splits if s in self.stats}
 
     @property
@@ -117,10 +118,7 @@ class NerRecipe:
         """Padded word / char ids, gold label ids (0 at pads) and representation layers."""
         tokens = [ex.tokens for ex in examples]
         words, chars, mask = self.ids.pad(tokens)
-        label_id = {label: i for i, label in enumerate(self.labels)}
-        tags = torch.zeros_like(words)  # (b, t)
-        for row, ex in enumerate(examples):
-            tags[row, : len(ex.tags)] = torch.tensor([label_id[t] for t in ex.tags])
+        tags = pad_labels([ex.tags for ex in examples], label_index(self.labels))  # (b, t)
         return TaggerBatch(words, chars, mask, tags, represent([list(t) for t in tokens]))
 
     def build_model(self, injector: Injector) -> nn.Module:
@@ -169,11 +167,11 @@ class NerRecipe:
         for plain tags): chunk counts add over sentences, so the bootstrap resamples sentences.
         Unit ids: :func:`unit_ids` (``FILE:LINE`` of each sentence's first word)."""
         gold, predicted = self._scored_tags(predictions, examples)
-        rows = []
-        for g, p in zip(gold, predicted, strict=True):
-            overall = conlleval([g], [p], raw=self.scheme is None).overall
-            rows.append((float(overall.correct), float(overall.predicted), float(overall.gold)))
-        return UnitStatistics(unit_ids(examples), tuple(rows))
+        raw = self.scheme is None
+        counts = (
+            conlleval([g], [p], raw=raw).overall for g, p in zip(gold, predicted, strict=True)
+        )
+        return span_statistics(unit_ids(examples), counts)
 
     def write_predictions(
         self,
@@ -227,113 +225,35 @@ def seqeval_per_type(gold: list[list[str]], predicted: list[list[str]]) -> dict[
     return {f"f1_{name}": float(v["f1-score"]) for name, v in report.items() if name not in skip}
 
 
-def _read(config: NerConfig, data_dir: str | None) -> tuple[dict[str, list[TaggedSentence]], dict]:
-    """Sentences per split with the file's tags, and the read statistics."""
-    stats: dict[str, ReadStats] = {}
-    if data_dir is not None and data_dir.startswith("hf:"):
-        splits = load_hf_tagging(data_dir[3:], config.hf_tag_feature)
-        for split, sentences in splits.items():
-            stats[split] = ReadStats(len(sentences), source=f"{data_dir}[{split}]")
-    else:
-        folder = Path(data_dir) if data_dir else ensure_demo()
-        splits = {}
-        for split, path in data_files(folder).items():
-            stats[split] = ReadStats(source=str(path))
-            splits[split] = list(
-                read_columns(
-                    path,
-                    config.tag_column,
-                    max_tokens=config.max_sentence_tokens,
-                    skip_long=split == "train",
-                    stats=stats[split],
-                )
-            )
-    n = config.dev_from_train
-    if n > 0:
-        if n >= len(splits["train"]):
-            raise ValueError(f"dev_from_train={n} leaves no training sentence")
-        splits["train"], splits["dev"] = splits["train"][:-n], splits["train"][-n:]
-        if "train" in stats:
-            stats["train"].examples -= n
-            stats["dev"] = ReadStats(n, source=f"{stats['train'].source} (last {n} sentences)")
-    if "dev" not in splits:
-        raise FileNotFoundError(
-            f"{data_dir}: no dev file (eng.testa or dev.txt); hold out the last N training "
-            "sentences with --set dev_from_train=N"
-        )
-    return splits, stats
-
-
-def _labels(scheme: Scheme | None, tags: set[str]) -> list[str]:
-    """Label strings in id order: ``O`` first, then every prefix of the encoding for each chunk
-    type seen (so any valid sequence can be decoded); plain tags sorted."""
-    if scheme is None:
-        return sorted(tags)
-    prefixes = "BILU" if scheme == "BIOUL" else "BI"
-    types = sorted({t.split("-", 1)[1] for t in tags if t != "O"})
-    return ["O", *(f"{p}-{t}" for t in types for p in prefixes)]
-
-
-def configure(preset_name: str, overrides: Sequence[str]) -> NerConfig:
-    """The preset's configuration with ``overrides`` applied and validated; reads no data
-    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
-
-    Raises:
-        ValueError: an unknown preset, override key or a bad value.
-    """
-    return apply_overrides(preset(preset_name), overrides)
-
-
-def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> NerRecipe:
+def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> NerRecipe:
     """Read data (demo set when ``data_dir`` is None), detect the scheme, build vocabularies."""
-    config = configure(preset_name, overrides)
+    config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)
-    raw, stats = _read(config, data_dir)
-    if config.tag_scheme == "auto":
-        scheme = detect_scheme(ex.tags for ex in raw["train"])
-    else:
-        scheme = None if config.tag_scheme == "none" else config.tag_scheme
-    for sentences in raw.values():
-        check_tags(sentences, scheme)
-    encoding: Scheme | None = scheme
-    if scheme is not None and config.label_encoding == "BIOUL":
-        encoding = "BIOUL"
-    splits = raw
-    if scheme is not None and encoding != scheme:
-        splits = {
-            s: [
-                TaggedSentence(
-                    ex.tokens, tuple(convert(ex.tags, scheme, encoding)), ex.line, ex.path
-                )
-                for ex in sentences
-            ]
-            for s, sentences in raw.items()
-        }
-    labels = _labels(
-        encoding, {t for sentences in splits.values() for ex in sentences for t in ex.tags}
+    raw, stats = load_splits(config, data_dir, ensure_demo)
+    splits, scheme, encoding = encode_splits(raw, config)
+    labels = tag_labels(
+        encoding, (t for sentences in splits.values() for ex in sentences for t in ex.tags)
     )
     recipe = NerRecipe(config, splits, scheme, encoding, labels, stats=stats)
-    fold = str.lower if config.lowercase_words else str
-    recipe.words = index(
-        fold(tok) for sentences in splits.values() for ex in sentences for tok in ex.tokens
-    )
+    lower = config.lowercase_words
+    recipe.words = word_index(splits, lambda ex: ex.tokens, WORD_SPLITS, lower)
     recipe.chars = char_vocabulary(tok for ex in splits["train"] for tok in ex.tokens)
-    recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
+    recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), lower)
     return recipe
 
 
-F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=2)
+#: conlleval's F1, shown with two decimals as the paper's NER numbers (Table 1: 92.22).
+NER_F1 = replace(F1, decimals=2)
 
 TASK = TaskSpec(
     name="ner",
     version=VERSION,
-    metric=F1,
-    presets=PRESETS,
+    metric=NER_F1,
+    configs=PRESETS,
     default_sites=frozenset({"input"}),  # source: paper §3.3/§4 and allennlp ner_elmo.jsonnet
     default_mix=MixSpec("all", 0.1, False),  # source: paper A.7 [R], allennlp alpha 0.1
-    table_rows=(TableRow("NER", F1, "ner"),),
-    setup=setup,  # type: ignore[arg-type]
-    configure=configure,
+    table_rows=(TableRow("NER", NER_F1, "ner"),),
+    setup=setup,
     demo=ensure_demo,
     paper_split="test",  # CoNLL-2003 eng.testb, mean of 5 seeds
     table_split="test",  # the data has a labelled test split

@@ -24,8 +24,7 @@ Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_repr
     No representation (0 layers, width 0): the baseline; an Injector over it adds nothing.
 
 One file per entry (``elmo.py``, ``random_bilm.py``, ``glove.py``, ``cove.py``, ``none.py``); the
-contract (:class:`Layers`, :class:`Representation`, the optional ``state_policy`` attribute) and
-shared helpers live in ``base.py``.
+contract (:class:`Layers`, :class:`Representation`) and shared helpers live in ``base.py``.
 """
 
 from __future__ import annotations
@@ -153,4 +152,4 @@ def _imported(name: str) -> Callable[..., Representation]:
         target = getattr(target, part)
     if not callable(target):
         raise KeyError(f"representation {name!r}: {attribute!r} is not callable")
-    return target  # type: ignore[no-any-return]
+    return target

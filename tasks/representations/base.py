@@ -1,12 +1,8 @@
 """The representation contract (STYLE §3.1): :class:`Layers`, :class:`Representation`, helpers.
 
 Every representation returns **all** its layers; mixing them (Eq. 1: λ, LastOnly) happens outside,
-in :class:`tasks.common.inject.Injector`.
-
-Optional protocol attribute: ``state_policy`` (a :data:`bilm.StatePolicy`: ``"reset"``, ``"warm"``
-or ``"carry"``); a representation whose vectors depend on call order (``"carry"``) cannot be cached.
-Optional ``context_free_layers: int`` (default 0): layers ``0..k-1`` depend only on the token's own
-string (ELMo's char-CNN token layer: 1), so the feature cache stores them once per distinct word.
+in :class:`tasks.common.inject.Injector`. A task batch always carries :class:`Layers`: the
+baseline's are :meth:`Layers.empty` (no layers, width 0), which an injector turns into nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
+
+from bilm.bilm import StatePolicy
 
 __all__ = ["Layers", "Representation", "tensors_digest"]
 
@@ -48,6 +46,29 @@ class Layers:
                 f"got {self.mask.dtype} {tuple(self.mask.shape)}"
             )
 
+    @classmethod
+    def empty(cls, lengths: Sequence[int] | Tensor) -> Layers:
+        """No layers for a batch of sequences: what ``represent`` returns for the baseline.
+
+        The ``none`` representation, and the runner's ``make_represent`` when there is no
+        representation (or it has no layers), return these; an :class:`Injector` over them
+        adds nothing, so task models never special-case a missing representation.
+
+        Example (in a ``represent`` callable)::
+
+            return Layers.empty([len(s) for s in sequences])
+
+        Args:
+            lengths: ``(batch,)`` token count of each sequence.
+
+        Returns:
+            ``tensors`` ``(0, batch, time, 0)`` float32 zeros and the bool ``(batch, time)`` mask
+            (True at the first ``lengths[i]`` positions, ``time = max(lengths)``, 0 for no rows),
+            both on the CPU (or on the device of a ``lengths`` tensor).
+        """
+        mask = _mask_from_lengths(torch.as_tensor(lengths, dtype=torch.long))  # (batch, time)
+        return cls(torch.zeros(0, *mask.shape, 0, device=mask.device), mask)  # (0, b, t, 0)
+
     @property
     def num_layers(self) -> int:
         """Number of layers (first dimension of :attr:`tensors`)."""
@@ -67,12 +88,24 @@ class Representation(Protocol):
         output_dim: width of every layer (0 for ``none``).
         num_layers: number of layers returned (ELMo L + 1 = 3, GloVe 1, CoVe 2, none 0).
         trainable: whether gradients reach its parameters (frozen representations can be cached).
+        state_policy: the :data:`bilm.StatePolicy` of its LSTM state (``"reset"``, ``"warm"`` or
+            ``"carry"``; ``"reset"`` for a representation without state). A ``"carry"``
+            representation's vectors depend on call order, so it cannot be cached.
+        context_free_layers: ``k`` such that layers ``0..k-1`` depend only on the token's own
+            string (ELMo's char-CNN token layer: 1; 0 to claim nothing), so the feature cache
+            stores them once per distinct word.
     """
 
     name: str
     output_dim: int
     num_layers: int
     trainable: bool
+    context_free_layers: int
+
+    @property
+    def state_policy(self) -> StatePolicy:
+        """``"reset"``, ``"warm"`` or ``"carry"`` (a plain class attribute satisfies this)."""
+        ...
 
     def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
         """Token lists → CPU tensors (picklable; called in a ``DataLoader`` collate function)."""
@@ -95,9 +128,13 @@ def _lengths_mask(sentences: Sequence[Sequence[str]]) -> Tensor:
     """``(batch, max_len)`` bool mask, True at real tokens."""
     if isinstance(sentences, str):
         raise TypeError("featurize expects a list of token lists, got a string")
-    lengths = torch.tensor([len(s) for s in sentences], dtype=torch.long)  # (batch,)
-    time = int(lengths.max()) if len(sentences) else 0
-    return torch.arange(time)[None, :] < lengths[:, None]  # (batch, time)
+    return _mask_from_lengths(torch.tensor([len(s) for s in sentences], dtype=torch.long))
+
+
+def _mask_from_lengths(lengths: Tensor) -> Tensor:
+    """``(batch,)`` lengths → ``(batch, max_len)`` bool mask, True at real tokens."""
+    time = int(lengths.max()) if len(lengths) else 0
+    return torch.arange(time, device=lengths.device)[None, :] < lengths[:, None]  # (batch, time)
 
 
 def _digest(parts: Iterable[bytes | str]) -> str:
@@ -116,5 +153,5 @@ def tensors_digest(tensors: Mapping[str, Tensor]) -> str:
     for key in sorted(tensors):
         t = tensors[key].detach().cpu().contiguous()
         h.update(f"{key}|{t.dtype}|{tuple(t.shape)}\n".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy())  # raw bytes of any dtype
+        h.update(t.reshape(-1).view(torch.uint8).numpy().data)  # raw bytes of any dtype
     return h.hexdigest()

@@ -144,6 +144,7 @@ class CoveRepresentation(nn.Module):
 
     trainable = False
     state_policy: StatePolicy = "reset"
+    context_free_layers = 0
 
     def __init__(
         self,

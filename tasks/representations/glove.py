@@ -7,11 +7,13 @@ import importlib.util
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from bilm.bilm import StatePolicy
 from tasks.common.vectors import convert_text, converted, file_fingerprint, iter_text_vectors
 from tasks.representations.base import Layers, _digest, _lengths_mask
 
@@ -49,6 +51,8 @@ class GloveRepresentation(nn.Module):
     """
 
     trainable = False
+    state_policy: StatePolicy = "reset"
+    context_free_layers = 0  # claims nothing: the feature cache keeps GloVe in its full form
 
     def __init__(
         self,
@@ -262,7 +266,7 @@ def build_glove(
     vocab: str | Path | None = None,
     lowercase: bool | None = None,
     max_words: int | None = None,
-    cache_dir: str | Path | bool | None = None,
+    cache_dir: str | Path | Literal[False] | None = None,
 ) -> GloveRepresentation:
     """GloVe vectors as a one-layer representation.
 

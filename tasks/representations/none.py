@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import torch
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
@@ -14,10 +13,11 @@ __all__ = ["NoRepresentation", "build_none"]
 
 
 class NoRepresentation(nn.Module):
-    """The baseline: no layers, width 0. ``Layers.tensors`` is ``(0, batch, time, 0)``."""
+    """The baseline: no layers, width 0 (:meth:`Layers.empty`, ``(0, batch, time, 0)``)."""
 
     trainable = False
     state_policy: StatePolicy = "reset"
+    context_free_layers = 0
 
     def __init__(self, name: str = "none") -> None:
         super().__init__()
@@ -31,9 +31,9 @@ class NoRepresentation(nn.Module):
         return {"mask": _lengths_mask(sentences)}
 
     def forward(self, features: Mapping[str, Tensor]) -> Layers:
-        """Empty layers with the batch's mask."""
+        """:meth:`Layers.empty`: no layers, the batch's mask."""
         mask = features["mask"]  # (batch, time)
-        return Layers(torch.zeros(0, *mask.shape, 0), mask)  # (0, batch, time, 0)
+        return Layers.empty(mask.sum(dim=1))  # (0, batch, time, 0)
 
     def fingerprint(self) -> str:
         """Constant."""

@@ -12,14 +12,18 @@ give 549,367 / 9,842 / 9,824 examples.
 Also here: :class:`PlainPairReader` for ``{"premise", "hypothesis", "label"}`` JSON lines with any
 label set (MultiNLI-style user data), tokenised by :func:`tokenize`; :func:`pair_reader` picks the
 reader from the first record; :func:`split_file` finds a split in a ``--data`` folder;
-:func:`load_hf` reads ``stanfordnlp/snli`` through Hugging Face ``datasets``.
+:func:`load_hf` reads ``stanfordnlp/snli`` through Hugging Face ``datasets``; :func:`load_splits`
+reads every split from the sources in order (``tasks/snli/task.py`` lists them) and
+:func:`apply_policy` applies the model's policy for empty and over-long pairs.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +32,10 @@ from tasks.common.io import DataError, ReadStats, attribute_columns, iter_lines,
 
 if TYPE_CHECKING:
     import datasets
+
+    from tasks.snli.config import SnliConfig
+
+logger = logging.getLogger(__name__)
 
 LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 NO_GOLD_LABEL = "-"
@@ -388,3 +396,175 @@ def load_hf(split: str, *, cache_dir: str | Path | None = None) -> tuple[list[Sn
             )
         )
     return examples, skipped
+
+
+# ------------------------------------------------------------------------------ splits + policy
+SKIP_EMPTY = "empty premise or hypothesis"
+SKIP_LONG = "a side longer than max_tokens"
+#: Split → examples.
+Splits = dict[str, list[SnliExample]]
+
+
+def pair_tokens(example: SnliExample) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The PTB tokens of the binary parses when present, else :func:`tokenize` of the sentences
+    (plain and Hugging Face examples carry tokens already)."""
+    premise = example.premise_tokens
+    hypothesis = example.hypothesis_tokens
+    return (
+        premise if premise is not None else tokenize(example.premise),
+        hypothesis if hypothesis is not None else tokenize(example.hypothesis),
+    )
+
+
+def _resolve(name: str, data_dir: str | None) -> Path:
+    path = Path(name)
+    if not path.is_absolute() and data_dir is not None and not path.exists():
+        path = Path(data_dir) / name
+    if not path.is_file():
+        raise DataError(path, None, "no such file")
+    return path
+
+
+def _split_files(
+    config: SnliConfig, data_dir: str | None, demo: Callable[[], Path]
+) -> dict[str, Path]:
+    """Split → file: the config's explicit files, else the split files of the folder (``--data
+    DIR``, or the DEMO set when no file is given either)."""
+    explicit = {"train": config.train_file, "dev": config.dev_file, "test": config.test_file}
+    folder = Path(data_dir) if data_dir else (None if config.train_file else demo())
+    files: dict[str, Path] = {}
+    for split, name in explicit.items():
+        if name is not None:
+            files[split] = _resolve(name, data_dir)
+        elif folder is not None and (found := split_file(folder, split)) is not None:
+            files[split] = found
+    return files
+
+
+def _load_hub(
+    stats: dict[str, ReadStats] | None,
+) -> tuple[Splits, tuple[str, ...], dict[str, str]]:
+    """Every split of ``stanfordnlp/snli`` (pairs without a gold label skipped and counted)."""
+    splits: Splits = {}
+    for split in ("train", "dev", "test"):
+        splits[split], unlabeled = load_hf(split)
+        if stats is not None:
+            hub = ReadStats(len(splits[split]), source=f"hf:{HF_DATASET}[{split}]")
+            hub.skipped[SKIP_NO_GOLD] += unlabeled
+            stats[split] = hub
+        logger.info("%s %s: %d pairs without a gold label skipped", HF_DATASET, split, unlabeled)
+    return splits, LABELS, {s: f"hf:{HF_DATASET}" for s in splits}
+
+
+def _load_files(
+    files: Mapping[str, Path], stats: dict[str, ReadStats] | None
+) -> tuple[Splits, tuple[str, ...], dict[str, str]]:
+    """The splits of ``files``; the label set is SNLI's or the training file's."""
+    train_reader = pair_reader(files["train"])
+    train = list(train_reader)
+    readers = {"train": train_reader}
+    labels = (
+        LABELS
+        if isinstance(train_reader, SnliReader)
+        else tuple(dict.fromkeys(ex.label for ex in train))
+    )
+    splits = {"train": train}
+    for split in ("dev", "test"):
+        if split in files:
+            readers[split] = pair_reader(files[split], labels)
+            splits[split] = list(readers[split])
+    if stats is not None:
+        for split, reader in readers.items():
+            stats[split] = reader.stats
+            stats[split].source = str(files[split])
+    for split, path in files.items():
+        logger.info("%s: %s, %d labelled pairs", split, path, len(splits[split]))
+    return splits, labels, {s: str(p) for s, p in files.items()}
+
+
+def load_splits(
+    config: SnliConfig,
+    data_dir: str | None,
+    demo: Callable[[], Path],
+    stats: dict[str, ReadStats] | None = None,
+) -> tuple[Splits, tuple[str, ...], dict[str, str]]:
+    """Read train, dev and (when present) test; see ``tasks/snli/task.py`` for the sources.
+
+    Args:
+        config: the configuration (explicit files).
+        data_dir: ``--data DIR``, or None.
+        stats: when given, filled with each split's read statistics (pairs read, pairs without
+            a gold label skipped, the source).
+        demo: builds the DEMO set and returns its folder (read when neither ``data_dir`` nor
+            ``train_file`` is given).
+
+    Returns:
+        ``(splits, labels, sources)``: the labelled examples, the label set (the three SNLI
+        labels for official files; plain files: the training file's labels in order of first
+        appearance) and where each split came from.
+
+    Raises:
+        DataError: a file is missing or malformed, or a dev/test label is outside the label set.
+        SnliNotAvailable: no local files and no Hugging Face Hub.
+    """
+    files = _split_files(config, data_dir, demo)
+    if "train" in files and "dev" in files:
+        return _load_files(files, stats)
+    if data_dir is None:
+        raise ValueError("train_file and dev_file must both be given (or --data DIR)")
+    logger.warning(
+        "no train/dev files in %s; trying the Hugging Face Hub (%s)", data_dir, HF_DATASET
+    )
+    return _load_hub(stats)
+
+
+def apply_policy(
+    splits: Splits, config: SnliConfig, sources: Mapping[str, str]
+) -> tuple[Splits, Counter[str], Counter[str]]:
+    """The model's policy for empty and over-long pairs (``tasks/snli/task.py``).
+
+    Returns:
+        ``(splits, skipped, truncated)``: training pairs left out by reason, dev/test pairs cut
+        by split.
+
+    Raises:
+        DataError: an empty premise or hypothesis in dev or test (file and line).
+    """
+    skipped: Counter[str] = Counter()
+    truncated: Counter[str] = Counter()
+    out: Splits = {}
+    for split, examples in splits.items():
+        kept = []
+        for ex in examples:
+            premise, hypothesis = pair_tokens(ex)
+            empty = not premise or not hypothesis
+            long = max(len(premise), len(hypothesis)) > config.max_tokens
+            if split == "train" and (empty or long):
+                skipped[SKIP_EMPTY if empty else SKIP_LONG] += 1
+                continue
+            if empty:
+                side = "premise" if not premise else "hypothesis"
+                raise DataError(
+                    sources.get(split, split), ex.line, f"pair {ex.pair_id!r}: empty {side}"
+                )
+            truncated[split] += long
+            kept.append(ex)
+        out[split] = kept
+    for reason, n in skipped.items():
+        logger.warning("train: %d pairs skipped (%s)", n, reason)
+    for split, n in truncated.items():
+        if n:
+            logger.warning("%s: %d pairs cut to max_tokens=%d", split, n, config.max_tokens)
+    return out, skipped, truncated
+
+
+def count_policy(stats: dict[str, ReadStats], kept: int, skipped: Counter[str]) -> None:
+    """Add the policy's training skips to the reader's statistics (``max_tokens`` is a
+    configured filter, so its skips are exempt)."""
+    if "train" not in stats:
+        return
+    stats["train"].examples = kept
+    for reason, n in skipped.items():
+        stats["train"].skipped[reason] += n
+        if reason == SKIP_LONG:
+            stats["train"].exempt.add(reason)

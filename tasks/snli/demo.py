@@ -51,6 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bilm.files import write_bytes
 from tasks.common.demo import content_hash as demo_hash
 from tasks.common.demo import gzip_text, unpack_demo
 
@@ -305,10 +306,10 @@ def negate(toks: Tokens, rng: random.Random, lex: Lexicon, src: str) -> tuple[To
         for i in range(1, len(toks) - 1)
         if toks[i] in AUXILIARIES and toks[i + 1] not in NEGATIONS and toks[i + 1] != "n't"
     ]
-    i = _pick(rng, add)
-    if i is None:
+    at = _pick(rng, add)
+    if at is None:
         return None
-    return toks[: i + 1] + ("not",) + toks[i + 1 :], f"insert 'not' after {toks[i]!r}"
+    return toks[: at + 1] + ("not",) + toks[at + 1 :], f"insert 'not' after {toks[at]!r}"
 
 
 def replace_name(
@@ -325,10 +326,10 @@ def replace_name(
             if other != toks[i] and other not in toks:
                 return toks[:i] + (other,) + toks[i + 1 :], f"name {toks[i]!r} → {other!r}"
         return None
-    i = _pick(rng, numbers)
-    if i is None:
+    at = _pick(rng, numbers)
+    if at is None:
         return None
-    tok = toks[i]
+    tok = toks[at]
     if tok.isdigit():
         other = (
             str(int(tok) + rng.choice((-3, -2, -1, 1, 2, 5, 10)))
@@ -337,7 +338,7 @@ def replace_name(
         )
     else:
         other = rng.choice([w for w in NUMBER_WORDS if w != tok])
-    return toks[:i] + (other,) + toks[i + 1 :], f"number {tok!r} → {other!r}"
+    return toks[:at] + (other,) + toks[at + 1 :], f"number {tok!r} → {other!r}"
 
 
 def insert_modifier(
@@ -581,7 +582,7 @@ def write(
     documents = generate(corpus, seed, sizes)
     paths = [out / f"{name}.gz" for name in FILES]
     for path, split in zip(paths, SPLITS, strict=True):
-        path.write_bytes(gzip_bytes(documents[split]))
+        write_bytes(path, gzip_bytes(documents[split]))
     return paths
 
 

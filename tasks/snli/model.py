@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
 from tasks.common.layers import BiLSTM, VariationalDropout, masked_softmax
 from tasks.representations import Layers
 from tasks.snli.config import SnliConfig
@@ -46,8 +46,8 @@ class SnliBatch:
     hypothesis_words: Tensor
     hypothesis_mask: Tensor
     labels: Tensor | None  # (batch,) label ids, None when a pair has no gold label
-    premise_layers: Layers | None = None  # representation layers (e.g. ELMo) of the premises
-    hypothesis_layers: Layers | None = None
+    premise_layers: Layers  # representation layers (e.g. ELMo) of the premises
+    hypothesis_layers: Layers
 
 
 @dataclass(frozen=True)
@@ -148,9 +148,9 @@ class ESIM(nn.Module):
         out += [m.weight for m in (self.projection, self.hidden, self.logits)]
         return out
 
-    def encode(self, words: Tensor, layers: Layers | None, mask: Tensor) -> Tensor:
+    def encode(self, words: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for one side: (b, t) ids → (b, t, enc_dim)."""
-        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        injected = self.injector(layers)
         x = self.injector.concat("input", self.words(words), injected)  # (b, t, embed_dim)
         h = self.encoder(self.rnn_dropout(x), mask)  # (b, t, 2h)
         return self.injector.concat("output", h, injected)  # (b, t, enc_dim)

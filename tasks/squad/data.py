@@ -572,3 +572,32 @@ def _read_into(reader: SquadReader, stats: ReadStats | None) -> list[SquadExampl
         reader.stats.source = str(reader.source)
         stats.merge(reader.stats)
     return examples
+
+
+SKIP_NO_ANSWER = "no answer"  # a training question that lists no answer
+SKIP_BEYOND_CUT = "answer beyond max_context_tokens"
+
+
+def load_splits(
+    folder: str | Path, max_context_tokens: int | None
+) -> tuple[dict[str, list[SquadExample]], dict[str, ReadStats]]:
+    """Train and dev (:func:`load_squad`) and their statistics; SQuAD's test set is hidden.
+
+    A training question without an answer cannot train (skipped); with ``max_context_tokens``
+    set, one whose answer ends beyond the cut is skipped too (exempt: a configured filter).
+
+    Returns:
+        ``(splits, stats)``: split → examples, split → read statistics.
+    """
+    stats = {"train": ReadStats(), "dev": ReadStats()}
+    read = load_squad("train", folder, stats=stats["train"])
+    train = [ex for ex in read if ex.span is not None]
+    for _ in range(len(read) - len(train)):
+        stats["train"].skip(SKIP_NO_ANSWER)
+    dev = list(load_squad("dev", folder, stats=stats["dev"]))
+    cut = max_context_tokens
+    kept = [ex for ex in train if cut is None or (ex.span is not None and ex.span[1] < cut)]
+    for _ in range(len(train) - len(kept)):
+        stats["train"].skip(SKIP_BEYOND_CUT, exempt=True)
+    stats["train"].examples = len(kept)
+    return {"train": kept, "dev": dev}, stats

@@ -55,6 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bilm.files import write_bytes
 from tasks.common.demo import content_hash as demo_hash
 from tasks.common.demo import gzip_text, unpack_demo
 
@@ -269,11 +270,21 @@ def _content(tok: str) -> bool:
 
 
 def _candidates(tokens: Sequence[str], s: int, stats: _Stats) -> list[_Candidate]:
+    """Answer candidates of sentence ``s``: names, then years and counts, then noun phrases."""
+    names, used = _name_candidates(tokens, s, stats)
+    return [*names, *_number_candidates(tokens, s, used), *_noun_phrase_candidates(tokens, s)]
+
+
+def _name_candidates(
+    tokens: Sequence[str], s: int, stats: _Stats
+) -> tuple[list[_Candidate], list[bool]]:
+    """``who`` / ``where`` / ``what`` and cloze candidates on name-like runs (``of`` allowed
+    inside); also which tokens they cover."""
     out: list[_Candidate] = []
     n = len(tokens)
     used = [False] * n
     i = 0
-    while i < n:  # name-like runs, "of" allowed inside
+    while i < n:
         if not stats.name_like(tokens[i]):
             i += 1
             continue
@@ -296,8 +307,16 @@ def _candidates(tokens: Sequence[str], s: int, stats: _Stats) -> list[_Candidate
                 out.append(_Candidate("what-name", s, i, j, i, j, "what"))
             out.append(_Candidate("cloze", s, i, j, i, j, "_____"))
         i = j
+    return out, used
+
+
+def _number_candidates(tokens: Sequence[str], s: int, used: Sequence[bool]) -> list[_Candidate]:
+    """``when`` candidates on years, ``how many`` on counts before a content word (outside
+    the ``used`` name runs)."""
+    out: list[_Candidate] = []
+    n = len(tokens)
     i = 0
-    while i < n:  # numbers and years
+    while i < n:
         tok = tokens[i]
         if re.fullmatch(r"1[6-9]\d\d|20\d\d", tok):
             prep = i > 0 and tokens[i - 1].lower() in ("in", "since", "until", "by")
@@ -319,7 +338,15 @@ def _candidates(tokens: Sequence[str], s: int, stats: _Stats) -> list[_Candidate
             i = j
             continue
         i += 1
-    for i, tok in enumerate(tokens):  # noun phrases: determiner + 1-3 content words
+    return out
+
+
+def _noun_phrase_candidates(tokens: Sequence[str], s: int) -> list[_Candidate]:
+    """``what`` and cloze candidates on noun phrases: a determiner and 1–3 content words with
+    a clear right edge (dev also accepts the bare words, and the head of a longer phrase)."""
+    out: list[_Candidate] = []
+    n = len(tokens)
+    for i, tok in enumerate(tokens):
         if tok.lower() not in _DETERMINERS or i + 1 >= n or not _content(tokens[i + 1]):
             continue
         j = i + 1
@@ -339,7 +366,7 @@ def _candidates(tokens: Sequence[str], s: int, stats: _Stats) -> list[_Candidate
 
 def _perturb(words: list[str], rng: random.Random, keep: int) -> list[str]:
     """Synonyms and dropped function words; ``keep`` is the index of the question phrase."""
-    out = []
+    out: list[str] = []
     kept = -1
     for k, word in enumerate(words):
         low = word.lower()
@@ -526,10 +553,10 @@ def write(
     """Generate and write ``train-v1.1.json.gz`` and ``dev-v1.1.json.gz`` under ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = tuple(out / f"{name}.gz" for name in FILES)
+    paths = (out / f"{FILES[0]}.gz", out / f"{FILES[1]}.gz")
     for path, document in zip(paths, generate(corpus, seed, n_train, n_dev), strict=True):
-        path.write_bytes(gzip_bytes(document))
-    return paths  # type: ignore[return-value]
+        write_bytes(path, gzip_bytes(document))
+    return paths
 
 
 def content_hash(data_dir: str | Path = DATA_DIR) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tasks.common.io import DataError
+from tasks.core import MetricSpec
 
 if TYPE_CHECKING:
     from tasks.squad.data import SquadExample
@@ -217,3 +218,13 @@ class SquadMetric:
         """Forget everything seen so far."""
         self.exact_match = self.f1 = 0.0
         self.total = self.missing = 0
+
+
+#: Exact match as a fraction, shown in percent with one decimal (the second SQuAD column).
+EM = MetricSpec("exact_match", label="EM", higher_is_better=True, scale=100.0, decimals=1)
+
+
+def f1_from_totals(totals: Sequence[float]) -> float:
+    """Mean F1 from the column sums of ``(f1, exact_match, 1)`` question rows (the recipe's
+    unit statistics: :func:`question_scores` and a count)."""
+    return totals[0] / totals[2] if totals[2] else 0.0

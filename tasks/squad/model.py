@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
 from tasks.common.layers import (
     BiGRU,
     CharCNNEncoder,
@@ -46,8 +46,8 @@ class SquadBatch:
     question_chars: Tensor
     question_mask: Tensor
     spans: Tensor | None  # (batch, 2) inclusive token span of the first answer
-    context_layers: Layers | None = None  # representation layers (e.g. ELMo) of the context
-    question_layers: Layers | None = None
+    context_layers: Layers  # representation layers (e.g. ELMo) of the context
+    question_layers: Layers
 
 
 @dataclass(frozen=True)
@@ -136,9 +136,9 @@ class BiDAFSelfAttention(nn.Module):
         self.end_gru = BiGRU(2 * h + 2 * h, h)
         self.end_out = nn.Linear(2 * h, 1)
 
-    def encode(self, words: Tensor, chars: Tensor, layers: Layers | None, mask: Tensor) -> Tensor:
+    def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""
-        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        injected = self.injector(layers)
         x = torch.cat([self.words(words), self.chars(chars)], dim=-1)  # (b, t, word+char)
         x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)
         h = self.drop(self.encoder(self.drop(x), mask))  # (b, t, 2h)

@@ -17,33 +17,31 @@ from torch import nn
 from bilm.scalar_mix import MixSpec
 from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
-from tasks.common.overrides import apply_overrides
+from tasks.common.prf import F1
 from tasks.common.vocab import (
     TokenIds,
     char_vocabulary,
-    index,
     require_word_vectors,
+    word_index,
     word_vectors,
 )
 from tasks.core import (
     Forward,
-    MetricSpec,
+    RecipeBase,
     Represent,
+    Split,
     TableRow,
     TaskSpec,
-    TrainConfig,
     UnitStatistics,
+    configure,
     iter_batches,
 )
-from tasks.squad.config import PRESETS, SquadConfig, preset
-from tasks.squad.data import SquadExample, load_squad
+from tasks.squad.config import PRESETS, SquadConfig
+from tasks.squad.data import SKIP_BEYOND_CUT, SquadExample, load_splits
 from tasks.squad.demo import ensure_demo
 from tasks.squad.evaluate import write_predictions
-from tasks.squad.metric import SquadMetric, question_scores
+from tasks.squad.metric import EM, SquadMetric, f1_from_totals, question_scores
 from tasks.squad.model import BiDAFSelfAttention, SquadBatch
-
-SKIP_NO_ANSWER = "no answer"  # a training question that lists no answer
-SKIP_BEYOND_CUT = "answer beyond max_context_tokens"
 
 VERSION = 4  # bump when reader, metric, model or a preset changes a number
 # v3: evaluation batches follow the training batching (size-sorted), scoring through SquadMetric
@@ -53,9 +51,13 @@ VERSION = 4  # bump when reader, metric, model or a preset changes a number
 #     set is built from public-domain corpus text; mini: ≤ 16 epochs, patience 2, batch 32,
 #     Adam 1e-2
 
+#: The splits whose words the vocabulary indexes: train and dev (SQuAD's test set is hidden; the
+#: word vectors are fixed, so a dev word keeps its GloVe vector).
+WORD_SPLITS: tuple[Split, ...] = ("train", "dev")
+
 
 @dataclass
-class SquadRecipe:
+class SquadRecipe(RecipeBase):
     """Data, vocabularies and helpers for one configuration (a :class:`tasks.core.TaskRecipe`)."""
 
     config: SquadConfig
@@ -65,10 +67,6 @@ class SquadRecipe:
     vectors: torch.Tensor | None = None
     truncated: int = 0  # training examples dropped: answer beyond max_context_tokens (if set)
     read_stats: dict[str, ReadStats] = field(default_factory=dict)  # split → reading + policy
-
-    @property
-    def train_config(self) -> TrainConfig:
-        return self.config.train
 
     # -------------------------------------------------------------- tokens
     def _context(self, ex: SquadExample) -> tuple[str, ...]:
@@ -179,63 +177,34 @@ def question_char_vocabulary(
     )
 
 
-def configure(preset_name: str, overrides: Sequence[str]) -> SquadConfig:
-    """The preset's configuration with ``overrides`` applied and validated; reads no data
-    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
-
-    Raises:
-        ValueError: an unknown preset, override key or a bad value.
-    """
-    return apply_overrides(preset(preset_name), overrides)
-
-
-def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SquadRecipe:
+def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SquadRecipe:
     """Read data (demo set when ``data_dir`` is None), build vocabularies and word vectors."""
-    config = configure(preset_name, overrides)
+    config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     folder = Path(data_dir) if data_dir else ensure_demo()
-    stats = {"train": ReadStats(), "dev": ReadStats()}
-    read = load_squad("train", folder, stats=stats["train"])
-    train = [ex for ex in read if ex.span is not None]
-    for _ in range(len(read) - len(train)):
-        stats["train"].skip(SKIP_NO_ANSWER)  # a question without answers cannot train
-    dev = list(load_squad("dev", folder, stats=stats["dev"]))
-    cut = config.max_context_tokens
-    kept = [ex for ex in train if cut is None or ex.span[1] < cut]
-    for _ in range(len(train) - len(kept)):
-        stats["train"].skip(SKIP_BEYOND_CUT, exempt=True)  # the configured context cut
-    stats["train"].examples = len(kept)
-    recipe = SquadRecipe(config, {"train": kept, "dev": dev}, truncated=len(train) - len(kept))
-    recipe.read_stats = stats
-    recipe.words = index(
-        tok.lower() if config.lowercase_words else tok
-        for ex in [*kept, *dev]
-        for tok in (*recipe._context(ex), *ex.question_tokens)
+    splits, stats = load_splits(folder, config.max_context_tokens)
+    truncated = stats["train"].skipped.get(SKIP_BEYOND_CUT, 0)
+    recipe = SquadRecipe(config, splits, truncated=truncated, read_stats=stats)
+    recipe.words = word_index(
+        splits,
+        lambda ex: (*recipe._context(ex), *ex.question_tokens),
+        WORD_SPLITS,
+        config.lowercase_words,
     )
-    vocab = list(recipe.words)
-    recipe.chars = question_char_vocabulary(kept, recipe._context, config.char_min_count)
-    recipe.vectors = word_vectors(config.word_vectors, vocab, config.lowercase_words)
+    recipe.chars = question_char_vocabulary(splits["train"], recipe._context, config.char_min_count)
+    recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
     return recipe
 
-
-def f1_from_totals(totals: Sequence[float]) -> float:
-    """Mean F1 from the column sums of :meth:`SquadRecipe.unit_statistics` rows."""
-    return totals[0] / totals[2] if totals[2] else 0.0
-
-
-F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
-EM = MetricSpec("exact_match", label="EM", higher_is_better=True, scale=100.0, decimals=1)
 
 TASK = TaskSpec(
     name="squad",
     version=VERSION,
     metric=F1,
-    presets=PRESETS,
+    configs=PRESETS,
     default_sites=frozenset({"input", "output"}),  # source: document-qa default mode "both"
     default_mix=MixSpec("all", 0.0, False),  # source: document-qa (λ = 0, no layer norm)
     table_rows=(TableRow("SQuAD", F1, "squad"), TableRow("SQuAD", EM, "squad_exact_match")),
-    setup=setup,  # type: ignore[arg-type]
-    configure=configure,
+    setup=setup,
     demo=ensure_demo,
     metric_from_totals=f1_from_totals,
     paper_split="test",  # the paper's SQuAD number is the hidden test set (leaderboard)

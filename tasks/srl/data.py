@@ -281,3 +281,22 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
         }
     )
     return datasets.Dataset.from_list(rows, features=features)
+
+
+def load_splits(
+    folder: str | Path, max_length: int | None
+) -> tuple[dict[str, list[Sentence]], dict[str, list[SrlInstance]], dict[str, ReadStats]]:
+    """Every sentence, the instances and the read statistics (naming the files, or the Hub
+    dataset) of train, dev and test (:func:`load_split_sentences`, :func:`instances_by_split`).
+
+    Returns:
+        ``(sentences, instances, stats)``, each keyed by split.
+    """
+    sentences = {split: load_split_sentences(folder, split) for split in ("train", "dev", "test")}
+    instances, stats = instances_by_split(sentences, max_length)
+    for split, split_stats in stats.items():
+        files = split_files(folder, split)
+        split_stats.source = (
+            ", ".join(map(str, files)) if files else f"hf:{HF_DATASET}/{HF_CONFIG}[{split}]"
+        )
+    return sentences, instances, stats

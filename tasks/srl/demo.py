@@ -53,6 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bilm.files import write_bytes
 from tasks.common.demo import content_hash as demo_hash
 from tasks.common.demo import gzip_text, unpack_demo
 
@@ -302,115 +303,188 @@ def label_sentence(tokens: Sequence[str]) -> list[Frame]:
     frames: list[Frame] = []
     previous_subject: tuple[int, int] | None = None
     for v in predicates:
-        lemma, form = LEXICON[low[v]]
-        frame = Frame(v, lemma)
-        first, last = _clause(low, v, pset)
-        # ---- left of the verb: modifiers, auxiliaries, then the subject
-        i = v - 1
-        passive = False
-        while i >= first:
-            word = low[i]
-            if word in _MODALS:
-                frame.add(i, i, "ARGM-MOD")
-            elif word in _NEGATION:
-                frame.add(i, i, "ARGM-NEG")
-            elif word in _TIME_ADVERBS:
-                frame.add(i, i, "ARGM-TMP")
-            elif word.endswith("ly") and len(word) > 4:
-                frame.add(i, i, "ARGM-MNR")
-            elif word in _BE:
-                passive = passive or form == "participle"
-            elif word in _HAVE_DO or word == "to":
-                pass
-            else:
-                break
-            i -= 1
-        core = "ARG1" if passive else "ARG0"
-        start = i  # the subject: back from i to a predicate, auxiliary, preposition or "what"
-        while start - 1 >= first and not _stops_subject(low, start - 1, pset):
-            start -= 1
-        while start <= i and low[start] in _INVERTED:  # "Did she", "shall they", "Then he"
-            if low[start] in _MODALS:
-                frame.add(start, start, "ARGM-MOD")
-            elif low[start] in _TIME_ADVERBS:
-                frame.add(start, start, "ARGM-TMP")
-            start += 1
-        if i >= first and i not in pset and start <= i and i + 1 - start <= 8:
-            frame.add(start, i, core)
-            frame.subject = (start, i)
-        elif i < first and first > 0 and low[first - 1] in _RELATIVES:
-            pronoun = first - 1
-            head_end = pronoun - 1
-            head_start = head_end
-            while (
-                head_start - 1 >= 0
-                and head_end - head_start < 5
-                and not _is_boundary(low, head_start - 1)
-                and low[head_start - 1] not in _PREPOSITIONS
-                and head_start - 1 not in pset
-            ):
-                head_start -= 1
-            if head_end >= 0 and not _is_boundary(low, head_end) and head_end not in pset:
-                frame.add(head_start, head_end, core)
-                frame.add(pronoun, pronoun, "R-" + core)
-                frame.subject = (head_start, head_end)
-        elif i < first and previous_subject is not None:
-            joined = (first > 0 and low[first - 1] == "and") or (v > 0 and low[v - 1] == "to")
-            if joined and previous_subject[1] < v:
-                frame.add(previous_subject[0], previous_subject[1], core)
-                frame.subject = previous_subject
-        # ---- right of the verb
-        j = v + 1
-        if lemma in _SAY:
-            if j <= last and low[j] in ("unto", "to") and j + 1 <= last:
-                end = _phrase_end(low, j + 1, last, pset)
-                frame.add(j, end, "ARG2")
-                j = end + 1
-            rest_start = j + 1 if j < len(low) and low[j] in (",", ":") else j
-            if rest_start < len(low) and (rest_start > j or low[j] == "that"):
-                rest_end = len(low) - 1
-                while rest_end > rest_start and low[rest_end] in _PUNCTUATION:
-                    rest_end -= 1
-                if rest_end - rest_start >= 1:
-                    frame.add(rest_start, rest_end, "ARG1")
-                    frames.append(frame)
-                    previous_subject = frame.subject or previous_subject
-                    continue
-        if j <= last and low[j] in _PARTICLES:  # "went out", "laid up"
-            if lemma in _MOTION:
-                frame.add(j, j, "ARGM-DIR")
-            j += 1
-        if j <= last and low[j] in _PRONOUNS and lemma in _GIVE and j + 1 <= last:
-            if low[j + 1] not in _PREPOSITIONS:
-                frame.add(j, j, "ARG2")
-                j += 1
-        if j <= last and low[j] == "to" and j + 1 in pset:  # "wanted to go ...": the complement
-            frame.add(j, last, "ARG1")
-            j = last + 1
-        elif j <= last and low[j] not in _PREPOSITIONS and j not in pset:
-            end = _phrase_end(low, j, last, pset)
-            if low[j] in _TIME_ADVERBS and end == j:
-                frame.add(j, j, "ARGM-TMP")
-            elif not passive:
-                frame.add(j, end, "ARG1")
-            j = end + 1
-        while j <= last:
-            if low[j] in _PREPOSITIONS and j + 1 <= last:
-                end = _phrase_end(low, j + 1, last, pset)
-                label = _pp_label(low[j], low[j + 1 : end + 1], tokens[j + 1 : end + 1], lemma,
-                                  passive)  # fmt: skip
-                if label is not None:
-                    frame.add(j, end, label)
-                j = end + 1
-            elif j in pset:
-                break
-            else:
-                if low[j] in _TIME_ADVERBS:
-                    frame.add(j, j, "ARGM-TMP")
-                j += 1
+        frame = _label_predicate(tokens, low, v, pset, previous_subject)
         frames.append(frame)
         previous_subject = frame.subject or previous_subject
     return frames
+
+
+def _label_predicate(
+    tokens: Sequence[str],
+    low: Sequence[str],
+    v: int,
+    pset: set[int],
+    previous_subject: tuple[int, int] | None,
+) -> Frame:
+    """The frame of the predicate at ``v``: its clause's left side, then its right side."""
+    lemma, form = LEXICON[low[v]]
+    frame = Frame(v, lemma)
+    first, last = _clause(low, v, pset)
+    i, passive = _left_modifiers(frame, low, v, first, form)
+    core = "ARG1" if passive else "ARG0"
+    _add_subject(frame, low, v, i, first, core, pset, previous_subject)
+    j = v + 1
+    if lemma in _SAY:
+        j, complete = _say_arguments(frame, low, j, last, pset)
+        if complete:
+            return frame
+    _add_right_arguments(frame, tokens, low, j, last, lemma, passive, pset)
+    return frame
+
+
+def _left_modifiers(
+    frame: Frame, low: Sequence[str], v: int, first: int, form: str
+) -> tuple[int, bool]:
+    """Label modifiers and skip auxiliaries leftwards from the verb.
+
+    Returns:
+        The last token of the subject (the first one that is neither) and whether the verb is
+        passive (a form of *be* before a participle).
+    """
+    i = v - 1
+    passive = False
+    while i >= first:
+        word = low[i]
+        if word in _MODALS:
+            frame.add(i, i, "ARGM-MOD")
+        elif word in _NEGATION:
+            frame.add(i, i, "ARGM-NEG")
+        elif word in _TIME_ADVERBS:
+            frame.add(i, i, "ARGM-TMP")
+        elif word.endswith("ly") and len(word) > 4:
+            frame.add(i, i, "ARGM-MNR")
+        elif word in _BE:
+            passive = passive or form == "participle"
+        elif word in _HAVE_DO or word == "to":
+            pass
+        else:
+            break
+        i -= 1
+    return i, passive
+
+
+def _add_subject(
+    frame: Frame,
+    low: Sequence[str],
+    v: int,
+    i: int,
+    first: int,
+    core: str,
+    pset: set[int],
+    previous_subject: tuple[int, int] | None,
+) -> None:
+    """The ``core`` argument left of the verb, ending at ``i``: a phrase in the clause, else the
+    head of a relative pronoun's antecedent, else the previous predicate's subject when joined
+    by *and* or *to*."""
+    start = i  # the subject: back from i to a predicate, auxiliary, preposition or "what"
+    while start - 1 >= first and not _stops_subject(low, start - 1, pset):
+        start -= 1
+    while start <= i and low[start] in _INVERTED:  # "Did she", "shall they", "Then he"
+        if low[start] in _MODALS:
+            frame.add(start, start, "ARGM-MOD")
+        elif low[start] in _TIME_ADVERBS:
+            frame.add(start, start, "ARGM-TMP")
+        start += 1
+    if i >= first and i not in pset and start <= i and i + 1 - start <= 8:
+        frame.add(start, i, core)
+        frame.subject = (start, i)
+    elif i < first and first > 0 and low[first - 1] in _RELATIVES:
+        _add_relative_antecedent(frame, low, first - 1, core, pset)
+    elif i < first and previous_subject is not None:
+        joined = (first > 0 and low[first - 1] == "and") or (v > 0 and low[v - 1] == "to")
+        if joined and previous_subject[1] < v:
+            frame.add(previous_subject[0], previous_subject[1], core)
+            frame.subject = previous_subject
+
+
+def _add_relative_antecedent(
+    frame: Frame, low: Sequence[str], pronoun: int, core: str, pset: set[int]
+) -> None:
+    """``core`` on the (≤ 6-token) phrase before a relative pronoun, ``R-core`` on the pronoun."""
+    head_end = pronoun - 1
+    head_start = head_end
+    while (
+        head_start - 1 >= 0
+        and head_end - head_start < 5
+        and not _is_boundary(low, head_start - 1)
+        and low[head_start - 1] not in _PREPOSITIONS
+        and head_start - 1 not in pset
+    ):
+        head_start -= 1
+    if head_end >= 0 and not _is_boundary(low, head_end) and head_end not in pset:
+        frame.add(head_start, head_end, core)
+        frame.add(pronoun, pronoun, "R-" + core)
+        frame.subject = (head_start, head_end)
+
+
+def _say_arguments(
+    frame: Frame, low: Sequence[str], j: int, last: int, pset: set[int]
+) -> tuple[int, bool]:
+    """A verb of saying: the hearer (``unto``/``to`` phrase, ARG2), then the rest of the
+    sentence as what is said (ARG1).
+
+    Returns:
+        The next token to label, and whether the frame is complete (ARG1 found).
+    """
+    if j <= last and low[j] in ("unto", "to") and j + 1 <= last:
+        end = _phrase_end(low, j + 1, last, pset)
+        frame.add(j, end, "ARG2")
+        j = end + 1
+    rest_start = j + 1 if j < len(low) and low[j] in (",", ":") else j
+    if rest_start < len(low) and (rest_start > j or low[j] == "that"):
+        rest_end = len(low) - 1
+        while rest_end > rest_start and low[rest_end] in _PUNCTUATION:
+            rest_end -= 1
+        if rest_end - rest_start >= 1:
+            frame.add(rest_start, rest_end, "ARG1")
+            return j, True
+    return j, False
+
+
+def _add_right_arguments(
+    frame: Frame,
+    tokens: Sequence[str],
+    low: Sequence[str],
+    j: int,
+    last: int,
+    lemma: str,
+    passive: bool,
+    pset: set[int],
+) -> None:
+    """Right of the verb from ``j`` to the clause's ``last`` token: a particle, a pronoun
+    recipient, the object or complement, then prepositional phrases and time adverbs."""
+    if j <= last and low[j] in _PARTICLES:  # "went out", "laid up"
+        if lemma in _MOTION:
+            frame.add(j, j, "ARGM-DIR")
+        j += 1
+    if j <= last and low[j] in _PRONOUNS and lemma in _GIVE and j + 1 <= last:
+        if low[j + 1] not in _PREPOSITIONS:
+            frame.add(j, j, "ARG2")
+            j += 1
+    if j <= last and low[j] == "to" and j + 1 in pset:  # "wanted to go ...": the complement
+        frame.add(j, last, "ARG1")
+        j = last + 1
+    elif j <= last and low[j] not in _PREPOSITIONS and j not in pset:
+        end = _phrase_end(low, j, last, pset)
+        if low[j] in _TIME_ADVERBS and end == j:
+            frame.add(j, j, "ARGM-TMP")
+        elif not passive:
+            frame.add(j, end, "ARG1")
+        j = end + 1
+    while j <= last:
+        if low[j] in _PREPOSITIONS and j + 1 <= last:
+            end = _phrase_end(low, j + 1, last, pset)
+            words = low[j + 1 : end + 1]
+            label = _pp_label(low[j], words, tokens[j + 1 : end + 1], lemma, passive)
+            if label is not None:
+                frame.add(j, end, label)
+            j = end + 1
+        elif j in pset:
+            break
+        else:
+            if low[j] in _TIME_ADVERBS:
+                frame.add(j, j, "ARGM-TMP")
+            j += 1
 
 
 # --- corpus and CoNLL writing --------------------------------------------------------------------
@@ -496,7 +570,7 @@ def generate(
             document = f"demo/{_source(part[0][0])}/{split}_{d // SENTENCES_PER_DOCUMENT:04d}"
             text.append(f"#begin document ({document}); part 000")
             for _, tokens, frames in part:
-                text += conll_sentence(document, tokens, frames)
+                text.extend(conll_sentence(document, tokens, frames))
                 text.append("")
             text.append("#end document")
         out[split] = "\n".join(text) + "\n"
@@ -512,7 +586,7 @@ def write(
     paths = []
     for split, text in generate(corpus, sizes).items():
         path = out / f"{split}.v4_gold_conll.gz"
-        path.write_bytes(gzip_text(text))
+        write_bytes(path, gzip_text(text))
         paths.append(path)
     return paths
 

@@ -132,13 +132,16 @@ class SrlEvaluation(OverallPercent):
     perfect_propositions: int = 0
     unmatched_predictions: int = 0
 
+    @property
+    def perfect_percent(self) -> float:
+        """Perfect propositions in percent of the gold ones (0 without propositions)."""
+        if not self.num_propositions:
+            return 0.0
+        return 100.0 * self.perfect_propositions / self.num_propositions
+
     def to_dict(self) -> dict[str, object]:
         """JSON-friendly report; percentages in percent as the script prints them."""
-        perfect = (
-            100.0 * self.perfect_propositions / self.num_propositions
-            if self.num_propositions
-            else 0.0
-        )
+        perfect = self.perfect_percent
         return {
             **self.overall.as_dict(scale=100),
             "overall": _counts_dict(self.overall),

@@ -42,7 +42,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from tasks.common.crf import allowed_transitions, viterbi_decode
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
 from tasks.common.layers import VariationalDropout, run_rnn
 from tasks.representations import Layers
 from tasks.srl.config import SrlConfig
@@ -57,14 +57,15 @@ class SrlBatch:
         predicates: 1 at the predicate position, else 0.
         mask: True at real tokens.
         tags: gold tag ids, or None when predicting without gold.
-        layers: representation layers (e.g. ELMo) of the sentences, or None.
+        layers: representation layers (e.g. ELMo) of the sentences (:meth:`Layers.empty`
+            without).
     """
 
     words: Tensor
     predicates: Tensor
     mask: Tensor
-    tags: Tensor | None = None
-    layers: Layers | None = None
+    tags: Tensor | None
+    layers: Layers
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ class SrlTagger(nn.Module):
     def forward(self, batch: SrlBatch) -> SrlOutput:
         """Tag logits, the loss with gold tags, and constrained Viterbi tags in eval mode."""
         mask = batch.mask
-        injected = self.injector(batch.layers) if batch.layers is not None else Injected({}, mask)
+        injected = self.injector(batch.layers)
         x = torch.cat([self.words(batch.words), self.predicate(batch.predicates)], dim=-1)
         x = self.injector.concat("input", x, injected)  # (b, t, input_dim)
         h = self.encoder(x, mask)  # (b, t, hidden)

@@ -19,29 +19,29 @@ from bilm.scalar_mix import MixSpec
 from tasks.common.conll2012 import Sentence
 from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
-from tasks.common.overrides import apply_overrides
-from tasks.common.vocab import TokenIds, index, require_word_vectors, word_vectors
+from tasks.common.prf import F1, span_f1_from_totals, span_statistics
+from tasks.common.vocab import (
+    TokenIds,
+    label_index,
+    pad_labels,
+    require_word_vectors,
+    word_index,
+    word_vectors,
+)
 from tasks.core import (
     Forward,
-    MetricSpec,
+    RecipeBase,
     Represent,
+    Split,
     TableRow,
     TaskSpec,
-    TrainConfig,
     UnitStatistics,
+    configure,
     iter_batches,
-    span_f1_from_totals,
     unique_unit_ids,
 )
-from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig, preset
-from tasks.srl.data import (
-    HF_CONFIG,
-    HF_DATASET,
-    SrlInstance,
-    instances_by_split,
-    load_split_sentences,
-    split_files,
-)
+from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig
+from tasks.srl.data import SrlInstance, load_splits
 from tasks.srl.demo import ensure_demo
 from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
 from tasks.srl.metric import evaluate_props, write_props
@@ -52,6 +52,11 @@ VERSION = 2  # bump when reader, metric, model or a preset changes a number
 #     scoring of the regrouped propositions; DEMO set v1
 # v2: unit statistics keyed by the sentence's DOCUMENT_PART:INDEX instead of its position (stored
 #     v1 units cannot be paired with v2 ones); no metric changes
+
+#: The splits whose words the vocabulary indexes: train and dev, not test (allennlp builds the
+#: SRL vocabulary from its train and validation files; the word vectors are trained, and a test
+#: word outside it is unknown).
+WORD_SPLITS: tuple[Split, ...] = ("train", "dev")
 
 #: Predictions of one split: ``(sentence_id, predicate_index)`` → IOB2 tags.
 SrlPredictions = dict[tuple[int, int], tuple[str, ...]]
@@ -96,7 +101,7 @@ def require_srl_word_vectors(source: str) -> None:
 
 
 @dataclass
-class SrlRecipe:
+class SrlRecipe(RecipeBase):
     """Data, vocabularies and helpers for one configuration (a :class:`tasks.core.TaskRecipe`).
 
     Attributes:
@@ -118,12 +123,8 @@ class SrlRecipe:
     stats: dict[str, ReadStats] = field(default_factory=dict)
 
     @property
-    def train_config(self) -> TrainConfig:
-        return self.config.train
-
-    @property
     def read_stats(self) -> dict[str, ReadStats]:
-        """Split → read statistics (optional member of :class:`tasks.core.TaskRecipe`)."""
+        """Split → read statistics of the splits read."""
         return {s: self.stats[s] for s in self.splits if s in self.stats}
 
     @property
@@ -148,13 +149,10 @@ class SrlRecipe:
         tokens = [list(ex.tokens) for ex in examples]
         words, _, mask = self.ids.pad(tokens)  # (b, t)
         predicates = torch.zeros_like(words)  # (b, t)
-        tags = torch.zeros_like(words)  # (b, t); 0 = "O"
-        label_id = {label: i for i, label in enumerate(self.labels)}
         for row, ex in enumerate(examples):
             predicates[row, ex.instance.predicate_index] = 1
-            tags[row, : len(ex.tokens)] = torch.tensor(
-                [label_id.get(tag, 0) for tag in ex.instance.tags]
-            )
+        gold = [ex.instance.tags for ex in examples]
+        tags = pad_labels(gold, label_index(self.labels), unknown=0)  # (b, t); 0 = "O"
         return SrlBatch(words, predicates, mask, tags, represent(tokens))
 
     # -------------------------------------------------------------- model and predictions
@@ -206,7 +204,7 @@ class SrlRecipe:
             "f1": report.f1 / 100,
             "precision": report.precision / 100,
             "recall": report.recall / 100,
-            "perfect_propositions": report.to_dict()["perfect_propositions"] / 100,  # type: ignore[operator]
+            "perfect_propositions": report.perfect_percent / 100,
         }
 
     def unit_statistics(
@@ -218,11 +216,11 @@ class SrlRecipe:
         The units are every sentence of the examples' split (those :meth:`score` counts), with
         the ids of :func:`unit_ids` (``DOCUMENT_PART:INDEX``)."""
         gold, predicted = self._columns(predictions, examples)
-        rows = []
-        for g, p in zip(props_sentences(gold), props_sentences(predicted), strict=True):
-            overall = evaluate_props([g], [p]).overall
-            rows.append((float(overall.correct), float(overall.predicted), float(overall.gold)))
-        return UnitStatistics(unit_ids(self.sentences[self._split_of(examples)]), tuple(rows))
+        counts = (
+            evaluate_props([g], [p]).overall
+            for g, p in zip(props_sentences(gold), props_sentences(predicted), strict=True)
+        )
+        return span_statistics(unit_ids(self.sentences[self._split_of(examples)]), counts)
 
     def write_predictions(
         self,
@@ -262,60 +260,39 @@ def unit_ids(sentences: Sequence[Sentence]) -> tuple[str, ...]:
     return unique_unit_ids([f"{s.document_id}_{s.part}:{s.index}" for s in sentences])
 
 
-def configure(preset_name: str, overrides: Sequence[str]) -> SrlConfig:
-    """The preset's configuration with ``overrides`` applied and validated; reads no data
-    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
-
-    Raises:
-        ValueError: an unknown preset, override key or a bad value.
-    """
-    return apply_overrides(preset(preset_name), overrides)
-
-
-def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:
+def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:
     """Read the splits (DEMO set when ``data_dir`` is None), build vocabularies and vectors.
 
     ``test`` is read when it exists (the demo set and CoNLL-2012 have one).
     """
-    config = configure(preset_name, overrides)
+    config = configure(PRESETS, preset, overrides)
     require_srl_word_vectors(config.word_vectors)  # before minutes of reading data
     folder = Path(data_dir) if data_dir else ensure_demo()
-    sentences = {split: load_split_sentences(folder, split) for split in ("train", "dev", "test")}
-    instances, stats = instances_by_split(sentences, config.max_length)
-    for split, split_stats in stats.items():
-        files = split_files(folder, split)
-        split_stats.source = (
-            ", ".join(map(str, files)) if files else f"hf:{HF_DATASET}/{HF_CONFIG}[{split}]"
-        )
+    sentences, instances, stats = load_splits(folder, config.max_length)
     splits = {
         split: [SrlExample(instance, split) for instance in split_instances]
         for split, split_instances in instances.items()
     }
     recipe = SrlRecipe(config, splits, sentences, stats=stats)
     lower = config.lowercase_words
-    recipe.words = index(
-        tok.lower() if lower else tok for ex in splits["train"] + splits["dev"] for tok in ex.tokens
-    )
+    recipe.words = word_index(splits, lambda ex: ex.tokens, WORD_SPLITS, lower)
     tags = {tag for ex in splits["train"] for tag in ex.instance.tags}
     recipe.labels = ["O", *sorted(tags - {"O"})]
     recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), lower)
     return recipe
 
 
-F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
-
 TASK = TaskSpec(
     name="srl",
     version=VERSION,
     metric=F1,
-    presets=PRESETS,
+    configs=PRESETS,
     default_sites=frozenset({"input"}),  # source: paper Table 3 (input only 84.7, best) and §5.2
     # source: paper Table 2 (λ = 0.001 best, 84.8) and allennlp srl_elmo.jsonnet (l2 1e-3 on the
     # scalar-mix weights), no layer norm
     default_mix=MixSpec("all", 0.001, False),
     table_rows=(TableRow("SRL", F1, "srl"),),
-    setup=setup,  # type: ignore[arg-type]
-    configure=configure,
+    setup=setup,
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
     table_split="test",  # the data has a labelled test split

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -24,6 +24,8 @@ from tasks.common.io import DataError, ReadStats, iter_lines, require_datasets
 
 if TYPE_CHECKING:
     import datasets
+
+    from tasks.sst5.config import Sst5Config
 
 Granularity = Literal["5-class", "2-class"]
 GRANULARITIES: tuple[Granularity, ...] = ("5-class", "2-class")
@@ -190,12 +192,13 @@ class SstReader:
                 if phrase.end - phrase.start < self.min_tokens:
                     self.stats.skip(SKIP_SHORT, exempt=True)  # configured filter
                     continue
-                label: int | None = phrase.label
+                label = phrase.label
                 if self.granularity == "2-class":
-                    label = to_binary(phrase.label)
-                    if label is None:
+                    binary = to_binary(phrase.label)
+                    if binary is None:
                         self.stats.skip(SKIP_NEUTRAL, exempt=True)  # 2-class filter
                         continue
+                    label = binary
                 self.stats.examples += 1
                 yield SstExample(
                     index,
@@ -571,3 +574,27 @@ def _load_hub(data_dir: str | Path | None, max_tokens: int) -> SstData:
         splits[split], names[split] = examples, where
     stats = {s: ReadStats(examples=len(v)) for s, v in splits.items()}
     return SstData(splits, TREE_LABELS, "hub", names, stats)
+
+
+def load_splits(config: Sst5Config, data_dir: str | None, demo: Callable[[], Path]) -> SstData:
+    """The splits of a configuration: its explicit files, else ``data_dir``, else the DEMO set
+    (``demo()`` builds it), read by :func:`load_data`; every split's statistics name the file.
+
+    Raises:
+        ValueError: only one of ``train_file`` and ``dev_file`` is given.
+    """
+    if (config.train_file is None) != (config.dev_file is None):
+        raise ValueError("train_file and dev_file must be given together")
+    named = {"train": config.train_file, "dev": config.dev_file, "test": config.test_file}
+    files: dict[str, str | Path] = {s: path for s, path in named.items() if path is not None}
+    folder = data_dir if data_dir is not None or files else str(demo())
+    data = load_data(
+        folder,
+        files=files or None,
+        phrases=config.train_subtrees,
+        min_tokens=config.min_phrase_tokens,
+        max_tokens=config.max_tokens,
+    )
+    for split, split_stats in data.stats.items():
+        split_stats.source = split_stats.source or str(data.files.get(split, ""))
+    return data

@@ -44,6 +44,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bilm.files import write_bytes, write_text
 from tasks.common.demo import content_hash as demo_hash
 from tasks.common.demo import gzip_text, unpack_demo
 
@@ -199,9 +200,9 @@ def write(
     paths = []
     for split, lines in generate(corpus, seed, sizes).items():
         path = out / f"{split}.txt.gz"
-        path.write_bytes(gzip_text("".join(line + "\n" for line in lines)))
+        write_bytes(path, gzip_text("".join(line + "\n" for line in lines)))
         paths.append(path)
-    (out / NOTICE_FILE).write_text(NOTICE, encoding="utf-8")
+    write_text(out / NOTICE_FILE, NOTICE)
     return [*paths, out / NOTICE_FILE]
 
 

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
 from tasks.common.layers import BiLSTM, masked_softmax
 from tasks.representations import Layers
 from tasks.sst5.config import Sst5Config
@@ -38,13 +38,13 @@ class SstBatch:
         words: (batch, time) word ids, 0 = padding.
         mask: (batch, time) bool, true on real tokens.
         labels: (batch,) gold label indices, or ``None``.
-        layers: representation layers (e.g. ELMo) of the texts, or ``None``.
+        layers: representation layers (e.g. ELMo) of the texts (:meth:`Layers.empty` without).
     """
 
     words: Tensor
     mask: Tensor
     labels: Tensor | None
-    layers: Layers | None = None
+    layers: Layers
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,7 @@ class BiattentiveClassificationNetwork(nn.Module):
     def forward(self, batch: SstBatch) -> SstOutput:
         """Logits, predictions and (with labels) the cross-entropy loss."""
         mask = batch.mask
-        layers = batch.layers
-        injected = self.injector(layers) if layers is not None else Injected({}, mask)
+        injected = self.injector(batch.layers)
         x = self.injector.concat("input", self.words(batch.words), injected)  # (b, t, embed)
         x = self.embedding_dropout(x)
         x = self.pre_encode_dropout(F.relu(self.pre_encode(x)))  # (b, t, pre)

@@ -16,23 +16,23 @@ import torch
 from torch import nn
 
 from bilm.scalar_mix import MixSpec
+from tasks.common.accuracy import ACCURACY, accuracy_from_totals, accuracy_statistics
 from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
-from tasks.common.overrides import apply_overrides
-from tasks.common.vocab import TokenIds, index, require_word_vectors, word_vectors
+from tasks.common.vocab import TokenIds, require_word_vectors, word_index, word_vectors
 from tasks.core import (
     Forward,
-    MetricSpec,
+    RecipeBase,
     Represent,
+    Split,
     TableRow,
     TaskSpec,
-    TrainConfig,
     UnitStatistics,
-    accuracy_from_totals,
     batch_plan,
+    configure,
 )
-from tasks.sst5.config import PRESETS, Sst5Config, preset
-from tasks.sst5.data import Layout, TextExample, load_data
+from tasks.sst5.config import PRESETS, Sst5Config
+from tasks.sst5.data import Layout, TextExample, load_splits
 from tasks.sst5.demo import ensure_demo
 from tasks.sst5.evaluate import write_label_lines
 from tasks.sst5.metric import label_accuracy, sst_accuracy
@@ -43,9 +43,13 @@ logger = logging.getLogger(__name__)
 VERSION = 1  # bump when reader, metric, model or a preset changes a number
 # v1: BCN (paper: two ReLU output layers; maxout option), phrases >= 4 tokens, DEMO set v1
 
+#: The splits whose words the vocabulary indexes: every split read (the word vectors are fixed,
+#: so a dev/test word keeps its GloVe vector).
+WORD_SPLITS: tuple[Split, ...] = ("train", "dev", "test")
+
 
 @dataclass
-class Sst5Recipe:
+class Sst5Recipe(RecipeBase):
     """Data, vocabulary and helpers for one configuration (a :class:`tasks.core.TaskRecipe`).
 
     Attributes:
@@ -67,10 +71,6 @@ class Sst5Recipe:
     read_stats: dict[str, ReadStats] = field(default_factory=dict)
     words: dict[str, int] = field(default_factory=dict)
     vectors: torch.Tensor | None = None
-
-    @property
-    def train_config(self) -> TrainConfig:
-        return self.config.train
 
     @property
     def training_data(self) -> dict[str, object]:
@@ -143,10 +143,10 @@ class Sst5Recipe:
     ) -> UnitStatistics:
         """Per sentence ``(correct, 1)``, id = its line: accuracy = column sums ``c / n``
         (paired bootstrap tests)."""
-        rows = tuple(
-            (float(p == ex.label), 1.0) for p, ex in zip(predictions, examples, strict=True)
+        return accuracy_statistics(
+            (str(ex.line) for ex in examples),
+            (p == ex.label for p, ex in zip(predictions, examples, strict=True)),
         )
-        return UnitStatistics(tuple(str(ex.line) for ex in examples), rows)
 
     def write_predictions(
         self, predictions: Sequence[int], examples: Sequence[TextExample], path: Path
@@ -157,68 +157,32 @@ class Sst5Recipe:
         return out
 
 
-def configure(preset_name: str, overrides: Sequence[str]) -> Sst5Config:
-    """The preset's configuration with ``overrides`` applied and validated; reads no data
-    (:attr:`tasks.core.TaskSpec.configure`: the command line checks ``--set`` with it).
-
-    Raises:
-        ValueError: an unknown preset, override key or a bad value.
-    """
-    return apply_overrides(preset(preset_name), overrides)
-
-
-def setup(preset_name: str, overrides: Sequence[str], data_dir: str | None) -> Sst5Recipe:
+def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> Sst5Recipe:
     """Read data (the DEMO set when neither ``data_dir`` nor explicit files are given), build
     the vocabulary and word vectors."""
-    config = configure(preset_name, overrides)
+    config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before reading data
-    if (config.train_file is None) != (config.dev_file is None):
-        raise ValueError("train_file and dev_file must be given together")
-    files = {
-        split: path
-        for split, path in (
-            ("train", config.train_file),
-            ("dev", config.dev_file),
-            ("test", config.test_file),
-        )
-        if path is not None
-    }
-    folder = data_dir if data_dir is not None or files else str(ensure_demo())
-    data = load_data(
-        folder,
-        files=files or None,
-        phrases=config.train_subtrees,
-        min_tokens=config.min_phrase_tokens,
-        max_tokens=config.max_tokens,
-    )
-    for split, split_stats in data.stats.items():
-        split_stats.source = split_stats.source or str(data.files.get(split, ""))
+    data = load_splits(config, data_dir, ensure_demo)
     recipe = Sst5Recipe(config, data.splits, data.labels, data.layout, data.files, data.stats)
-    recipe.words = index(
-        tok.lower() if config.lowercase_words else tok
-        for examples in data.splits.values()
-        for ex in examples
-        for tok in ex.tokens
+    recipe.words = word_index(
+        data.splits, lambda ex: ex.tokens, WORD_SPLITS, config.lowercase_words
     )
     recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
     logger.info("SST-5 training data (%s): %s", data.layout, recipe.training_data)
     return recipe
 
 
-ACCURACY = MetricSpec("accuracy", label="accuracy", higher_is_better=True, scale=100.0, decimals=1)
-
 TASK = TaskSpec(
     name="sst5",
     version=VERSION,
     metric=ACCURACY,
-    presets=PRESETS,
+    configs=PRESETS,
     # source: paper A.8 [R] and the allennlp v0.5.0 BCN + ELMo config [V] (use_input_elmo and
     # use_integrator_output_elmo); TASKS_SPEC §1.7
     default_sites=frozenset({"input", "output"}),
     default_mix=MixSpec("all", 0.001, False),  # source: paper A.8 [R] (λ = 0.001)
     table_rows=(TableRow("SST-5", ACCURACY, "sst5"),),
-    setup=setup,  # type: ignore[arg-type]
-    configure=configure,
+    setup=setup,
     demo=ensure_demo,
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
     table_split="test",  # the data has a labelled test split

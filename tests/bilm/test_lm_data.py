@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bilm import lm_data
+from bilm import corpus
 from bilm.chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids
-from bilm.lm_data import BidirectionalLMStream, LMBatch, SkipStats, count_tokens
+from bilm.corpus import SkipStats, count_tokens
+from bilm.lm_data import BidirectionalLMStream, LMBatch
 from bilm.vocab import Vocabulary
 
 SENTENCE_LENGTHS = [[1, 4, 2, 5, 3, 1, 2], [3, 1, 6, 2], [2, 2, 4]]  # three shards
@@ -243,7 +244,7 @@ def test_max_epochs_drops_final_incomplete_batch(shards: list[Path], vocab: Voca
 
 
 def test_bad_lines_skipped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lm_data, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(corpus, "MAX_LINE_BYTES", 64)
     bad = tmp_path / "bad.txt"
     bad.write_bytes(
         b"\xef\xbb\xbfok one\r\n"  # BOM and CRLF: fine
@@ -297,13 +298,13 @@ def test_each_shard_read_once_per_epoch_per_direction(
     shards: list[Path], vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opens: Counter[str] = Counter()
-    real_open = lm_data._open_shard
+    real_open = corpus._open_shard
 
     def counting_open(path: Path):  # noqa: ANN202
         opens[path.name] += 1
         return real_open(path)
 
-    monkeypatch.setattr(lm_data, "_open_shard", counting_open)
+    monkeypatch.setattr(corpus, "_open_shard", counting_open)
     stream = BidirectionalLMStream(shards, vocab, batch_size=2, unroll_steps=3, max_epochs=2)
     assert len(list(stream)) > 0
     # 2 directions x 2 epochs at most; the forward stream ran out, so it read everything twice

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bilm.lm_data import SkipStats
+from bilm.corpus import SkipStats
 from bilm.vocab import MAXTERMID, SPECIAL_TOKENS, Vocabulary
 
 

@@ -1,6 +1,6 @@
 """The command line in a second process, slowed down so that a test can interrupt it mid-run:
 ``python -m tests.experiments.cli_workers SECONDS ARGS...`` runs
-``experiments.__main__.main(ARGS)`` with a pause of SECONDS before every training batch (the
+``experiments.cli.main(ARGS)`` with a pause of SECONDS before every training batch (the
 numbers a run produces do not change: nothing random is drawn in the pause)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 
 from experiments import runner
-from experiments.__main__ import main as cli_main
+from experiments.cli import main as cli_main
 
 
 def main(argv: Sequence[str]) -> int:

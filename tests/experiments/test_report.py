@@ -3,7 +3,6 @@ Chromium is installed, as rendered by a headless browser (tables filled, images 
 
 from __future__ import annotations
 
-import argparse
 import base64
 import dataclasses
 import datetime as dt
@@ -221,22 +220,6 @@ window.addEventListener("load", () => {
     result = json.loads(html.unescape(found.group(1)))
     assert len(result["tables"]) >= 5 and all(n >= 1 for n in result["tables"]), result
     assert len(result["images"]) == 3 and all(w > 0 for w in result["images"]), result
-
-
-def test_main_and_arguments(tmp_path: Path) -> None:
-    """The command's options and defaults; an empty store gives a page that says so."""
-    parser = argparse.ArgumentParser()
-    report.add_arguments(parser)
-    defaults = parser.parse_args([])
-    assert (defaults.store, defaults.out) == (report.DEFAULT_STORE, report.DEFAULT_OUT)
-    out = tmp_path / "r.html"
-    args = parser.parse_args(
-        ["--store", str(tmp_path / "none"), "--out", str(out), "--seeds", "0,1", "--data", "demo"]
-    )
-    assert args.seeds == (0, 1) and args.eval_split is None
-    assert report.main(args) == 0
-    page = collect(out.read_text(encoding="utf-8"))
-    assert "holds no runs" in " ".join(page.text) and not page.images
 
 
 def test_markdown_parsing_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

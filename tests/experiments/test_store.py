@@ -62,7 +62,7 @@ def test_crash_while_writing_leaves_nothing_visible(
 ) -> None:
     store = ResultsStore(tmp_path)
     record = make_record(make_spec())
-    real_write = store_module._write_synced
+    real_write = store_module.write_text
     written: list[str] = []
 
     def write_then_crash(path: Path, text: str) -> None:
@@ -71,7 +71,7 @@ def test_crash_while_writing_leaves_nothing_visible(
         real_write(path, text)
         written.append(path.name)
 
-    monkeypatch.setattr(store_module, "_write_synced", write_then_crash)
+    monkeypatch.setattr(store_module, "write_text", write_then_crash)
     with pytest.raises(OSError, match="simulated"):
         store.put(record)
     assert len(written) == 2
@@ -110,7 +110,7 @@ def test_writer_that_loses_the_rename_race_raises(
     monkeypatch.setattr(store_module, "_lock_file", _unlocked)
     store = ResultsStore(tmp_path)
     record = make_record(make_spec(), 0.25)
-    real_write = store_module._write_synced
+    real_write = store_module.write_text
     state = {"raced": False}
 
     def write_while_another_writer_finishes(path: Path, text: str) -> None:
@@ -119,7 +119,7 @@ def test_writer_that_loses_the_rename_race_raises(
             ResultsStore(tmp_path).put(make_record(record.spec, 0.75))  # the rival wins
         real_write(path, text)
 
-    monkeypatch.setattr(store_module, "_write_synced", write_while_another_writer_finishes)
+    monkeypatch.setattr(store_module, "write_text", write_while_another_writer_finishes)
     with pytest.raises(RunExistsError):
         store.put(record)
     assert store.get(record.run_id).metrics == {"accuracy": 0.75}

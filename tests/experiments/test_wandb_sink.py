@@ -274,3 +274,21 @@ def test_log_artifacts_offline(offline_env: Path, monkeypatch: pytest.MonkeyPatc
     data = json.loads(csv_table.read_text())
     assert data["columns"] == ["task", "F1"]
     assert data["data"] == [["squad", "85.1"], ["snli", "88.0"]]
+
+
+def test_log_outputs_is_one_artifact_named_by_the_group_or_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from experiments import wandb_sink
+
+    calls: list[tuple[WandbOptions, list[Path], str]] = []
+
+    def record(options: WandbOptions, paths: list[Path], *, name: str) -> None:
+        calls.append((options, list(paths), name))
+
+    monkeypatch.setattr(wandb_sink, "log_artifacts", record)
+    wandb_sink.log_outputs(None, [tmp_path], group="g")  # no --wandb: nothing
+    wandb_sink.log_outputs("proj", [tmp_path], group="table1-mini-demo")
+    assert calls == [
+        (WandbOptions("proj", group="table1-mini-demo"), [tmp_path], "table1-mini-demo")
+    ]

@@ -20,12 +20,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.inject import Injected, Injector
+from tasks.common.inject import Injector
+from tasks.common.io import ReadStats
 from tasks.common.overrides import apply_overrides
 from tasks.core import (
     Forward,
     MetricSpec,
     Optimizer,
+    RecipeBase,
     Represent,
     TableRow,
     TaskSpec,
@@ -50,7 +52,7 @@ class ToyBatch:
     words: Tensor  # (batch, time)
     mask: Tensor  # (batch, time) bool
     labels: Tensor  # (batch,)
-    layers: Layers | None = None
+    layers: Layers  # empty for the baseline
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class ToyModel(nn.Module):
         self.out = nn.Linear(dim + injector.extra_dim("output"), 2)
 
     def forward(self, batch: ToyBatch) -> ToyOutput:
-        injected = self.injector(batch.layers) if batch.layers is not None else Injected()
+        injected = self.injector(batch.layers)
         x = self.injector.concat("input", self.embed(batch.words), injected)  # (b, t, d + e)
         h = self.injector.concat("output", torch.tanh(self.hidden(x)), injected)  # (b, t, d + e)
         m = batch.mask[:, :, None].to(h.dtype)
@@ -104,14 +106,11 @@ class ToyModel(nn.Module):
 
 
 @dataclass
-class ToyRecipe:
+class ToyRecipe(RecipeBase):
     config: ToyConfig
     splits: dict[str, list[ToyExample]]
     vocab: dict[str, int]
-
-    @property
-    def train_config(self) -> TrainConfig:
-        return self.config.train
+    read_stats: dict[str, ReadStats] = field(default_factory=dict)  # the reader skips nothing
 
     def sequences(self, examples: Sequence[ToyExample]) -> list[list[str]]:
         return [list(e.tokens) for e in examples]
@@ -184,7 +183,7 @@ def make_task(demo_folder: Path) -> TaskSpec:
         name="toy",
         version=1,
         metric=accuracy,
-        presets=("mini",),
+        configs={"mini": ToyConfig},
         default_sites=frozenset({"input"}),
         default_mix=MixSpec("all", 0.0, False),
         table_rows=(TableRow("Toy", accuracy, "toy"),),

@@ -1,6 +1,6 @@
 """Read statistics: the skipped share (configured filters exempt), merging, the refusal of
-empty or mostly skipped splits, the SQuAD reader's counts with their file, and every task's
-configuration check without data."""
+empty or mostly skipped splits, and the SQuAD reader's counts with their file (every task's
+configuration check without data: tests/contract/test_tasks.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tasks.common.io import DataError, ReadStats, require_usable
-from tasks.registry import TASKS
 from tasks.squad.data import load_squad
 
 
@@ -67,16 +66,3 @@ def test_squad_reader_counts_reach_the_caller_with_the_file(tmp_path: Path) -> N
     assert stats.examples == 1 and stats.source == str(tmp_path / "dev-v1.1.json")
     assert stats.skipped == {"answer_offset_mismatch": 1, "no_usable_answer": 1}
     assert stats.skipped_share() == 0.5  # the per-answer reason is exempt, the question is not
-
-
-@pytest.mark.parametrize("name", sorted(TASKS))
-def test_every_task_checks_its_configuration_without_data(name: str) -> None:
-    task = TASKS[name]
-    assert task.configure is not None
-    assert task.configure(task.presets[0], ["train.epochs=2"]).train.epochs == 2
-    with pytest.raises(ValueError, match="unknown config key 'nokey'"):
-        task.configure(task.presets[0], ["nokey=1"])
-    with pytest.raises(ValueError, match="train.epochs='x'"):
-        task.configure(task.presets[0], ["train.epochs=x"])
-    with pytest.raises(ValueError, match="bogus"):
-        task.configure("bogus", [])

@@ -7,6 +7,7 @@ from typing import Any
 
 from torch import Tensor
 
+from bilm.bilm import StatePolicy
 from tasks.representations import Layers, Representation
 
 
@@ -18,6 +19,7 @@ class Counting:
         self.calls = 0
         self.name, self.output_dim, self.num_layers = inner.name, inner.output_dim, inner.num_layers
         self.trainable = inner.trainable
+        self.context_free_layers = inner.context_free_layers
 
     def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
         return self.inner.featurize(sentences)
@@ -34,5 +36,5 @@ class Counting:
         return self
 
     @property
-    def state_policy(self) -> str:
-        return getattr(self.inner, "state_policy", "reset")
+    def state_policy(self) -> StatePolicy:
+        return self.inner.state_policy

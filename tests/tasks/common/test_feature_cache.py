@@ -92,6 +92,7 @@ class _Exploding:
         self.inner, self.calls = inner, 0
         self.name, self.num_layers, self.output_dim = inner.name, inner.num_layers, inner.output_dim
         self.trainable, self.featurize, self.fingerprint = False, inner.featurize, inner.fingerprint
+        self.state_policy, self.context_free_layers = inner.state_policy, 0  # the full form
 
     def __call__(self, features: Mapping[str, Tensor]) -> Layers:
         self.calls += 1

@@ -9,11 +9,12 @@ import torch
 from torch import Tensor, nn
 
 from tasks.common.inject import Injected, Injector, MixSpec, mix_penalty
-from tasks.representations import Representation, build_representation
+from tasks.representations import Layers, Representation, build_representation
 from tests.contract.helpers import SENTENCES, write_tiny_checkpoint
 from tests.tasks.common.fakes import Counting
 
 BOTH = frozenset({"input", "output"})
+SENTENCE_LENGTHS = [len(s) for s in SENTENCES]
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +118,19 @@ def test_none_makes_everything_a_no_op() -> None:
     assert injector.concat("input", h, injected) is h
     assert injector.concat("output", h, injected) is h
     assert injector.penalty().item() == 0.0 and injector.layer_weights() == {}
+
+
+def test_empty_layers_are_the_baselines_and_inject_nothing(elmo: Representation) -> None:
+    layers = Layers.empty([3, 0, 1])
+    assert layers.tensors.shape == (0, 3, 3, 0) and layers.tensors.dtype == torch.float32
+    assert layers.mask.tolist() == [[True] * 3, [False] * 3, [True, False, False]]
+    assert Layers.empty([]).tensors.shape == (0, 0, 0, 0)
+    assert torch.equal(Layers.empty(torch.tensor([2, 1])).mask, torch.tensor([[1, 1], [1, 0]]) > 0)
+    none = build_representation("none")
+    assert torch.equal(none(none.featurize(SENTENCES)).mask, Layers.empty(SENTENCE_LENGTHS).mask)
+    for rep in (none, elmo):  # elmo with no site active
+        injected = Injector(rep, BOTH if rep is none else frozenset())(layers)
+        assert dict(injected.tensors) == {} and injected.mask is layers.mask
 
 
 def test_no_sites_is_a_no_op(elmo: Representation) -> None:

@@ -53,7 +53,9 @@ def _batch(lengths: list[int], seed: int = 0, layers: bool = False) -> TaggerBat
     chars = torch.randint(1, N_CHARS, (*mask.shape, 4), generator=g) * mask[:, :, None]
     tags = torch.zeros_like(words)  # all O: valid
     tensors = torch.randn(2, *mask.shape, 4, generator=g) * mask[None, :, :, None]
-    return TaggerBatch(words, chars, mask, tags, Layers(tensors, mask) if layers else None)
+    return TaggerBatch(
+        words, chars, mask, tags, Layers(tensors, mask) if layers else Layers.empty(lengths)
+    )
 
 
 def _pad(batch: TaggerBatch, extra: int, g: torch.Generator) -> TaggerBatch:
@@ -65,8 +67,8 @@ def _pad(batch: TaggerBatch, extra: int, g: torch.Generator) -> TaggerBatch:
         [batch.chars, torch.randint(1, N_CHARS, (b, extra, batch.chars.shape[2]), generator=g)], 1
     )
     tags = torch.cat([batch.tags, torch.randint(0, len(LABELS), (b, extra), generator=g)], 1)  # type: ignore[list-item]
-    layers = None
-    if batch.layers is not None:
+    layers = Layers(torch.zeros(0, *mask.shape, 0), mask)  # the baseline's: no layers
+    if batch.layers.num_layers:
         noise = torch.randn(2, b, extra, 4, generator=g)
         layers = Layers(torch.cat([batch.layers.tensors, noise], 2), mask)
     return TaggerBatch(words, chars, mask, tags, layers)

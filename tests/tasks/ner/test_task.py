@@ -1,21 +1,17 @@
-"""NER through the task protocol: presets, column data, scheme detection, bad input, the official
-scorer on the written file, seqeval agreement, the DEMO set and a learning test."""
+"""NER through the task protocol: presets, column data, scheme detection, bad input, per-type
+F1 and seqeval agreement with the official scorer, and unit ids (the shared properties, learning
+included, are in tests/contract/test_tasks.py)."""
 
 from __future__ import annotations
 
 import random
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
 from tasks.common.io import DataError, ReadStats
 from tasks.common.spans import spans_to_tags, tags_to_spans
 from tasks.ner import data as ner_data
-from tasks.ner import demo
-from tasks.ner.config import preset
 from tasks.ner.data import TaggedSentence, detect_scheme, read_columns
 from tasks.ner.evaluate import evaluate_file
 from tasks.ner.task import TASK, VERSION, seqeval_per_type, setup
@@ -44,7 +40,7 @@ CHUNKS = [
 
 
 def test_presets_and_task_spec() -> None:
-    paper, mini = preset("paper"), preset("mini")
+    paper, mini = TASK.configure("paper", ()), TASK.configure("mini", ())
     assert paper.word_vectors == "glove" and paper.lowercase_words and paper.train_word_vectors
     assert (paper.char_dim, paper.char_filters, paper.char_width) == (16, 128, 3)
     assert paper.hidden == (200, 100) and paper.dropout == 0.5
@@ -54,8 +50,8 @@ def test_presets_and_task_spec() -> None:
     assert TASK.version == VERSION and TASK.presets == ("mini", "paper")
     assert TASK.default_sites == frozenset({"input"}) and TASK.default_mix.lam == 0.1
     assert TASK.seeds == 5 and TASK.elmo_dropout == 0.0
-    with pytest.raises(ValueError, match="unknown NER preset"):
-        preset("huge")
+    with pytest.raises(ValueError, match="task 'ner' has no preset 'huge'"):
+        TASK.configure("huge", ())
     with pytest.raises(FileNotFoundError, match="--glove"):
         setup("paper", ("word_vectors=glove-840b",), None)
 
@@ -147,17 +143,15 @@ def _random_tagging(gold: list[str], rng: random.Random, scheme: str) -> list[st
     return spans_to_tags(len(gold), spans, scheme)  # type: ignore[arg-type]
 
 
-def test_training_scores_with_the_official_evaluator(recipe, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_per_type_f1_of_score_is_the_evaluators(recipe, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """seqeval's per-type F1 in ``score()`` equals conlleval's on the written file (the overall
+    numbers: tests/contract/test_tasks.py)."""
     dev = recipe.splits["dev"]
     rng = random.Random(0)
     predictions = [_random_tagging(list(ex.tags), rng, "BIOUL") for ex in dev]
     ours = recipe.score(predictions, dev)
-    path = recipe.write_predictions(predictions, dev, tmp_path / "predictions-dev")
-    official = evaluate_file(path)
-    assert 0.3 < ours["f1"] < 0.95
-    assert ours["f1"] * 100 == pytest.approx(official.f1, abs=1e-9)
-    assert ours["precision"] * 100 == pytest.approx(official.precision, abs=1e-9)
-    assert ours["accuracy"] * 100 == pytest.approx(official.accuracy, abs=1e-9)
+    official = evaluate_file(recipe.write_predictions(predictions, dev, tmp_path / "predictions"))
+    assert 0.3 < ours["f1"] < 0.95 and official.per_type
     for name, score in official.per_type.items():
         assert ours[f"f1_{name}"] == pytest.approx(score.f1, abs=1e-9)  # seqeval == conlleval
 
@@ -182,108 +176,6 @@ def test_seqeval_default_mode_agrees_with_the_evaluator(
     assert set(per_type) == {f"f1_{t}" for t in official.per_type}
     for name, score in official.per_type.items():
         assert per_type[f"f1_{name}"] == pytest.approx(score.f1, abs=1e-9)
-
-
-def test_demo_set_loads_from_the_committed_files(tmp_path: Path) -> None:
-    folder = demo.ensure_demo(cache=tmp_path)
-    assert "NOT CoNLL-2003" in (folder / demo.NOTICE_FILE).read_text()
-    assert demo.ensure_demo(cache=tmp_path) == folder  # unpacked once
-    counts = {}
-    for split, name in demo.FILES.items():
-        sentences = list(read_columns(folder / name))
-        assert len(sentences) == demo.DEFAULT_SIZES[split]
-        assert detect_scheme(s.tags for s in sentences) == "IOB1"
-        counts[split] = {sp.label for s in sentences for sp in tags_to_spans(s.tags, "IOB1")}
-    assert counts["train"] == {"PER", "LOC", "ORG", "MISC"}
-
-
-def test_demo_generator_is_deterministic_and_types_by_corpus_cues(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(demo, "HOLD_OUT_BELOW", 10**9)  # every name may be held out
-    people, places = ["Emma", "Harriet", "Moses", "Elinor"], ["Jerusalem", "Babylon", "Egypt"]
-    rng = random.Random(0)
-    corpus = []
-    for _ in range(4000):
-        a, b = rng.sample(people, 2)
-        corpus.append(
-            f"And {a} said unto {b} that the house in {rng.choice(places)} was good .".split()
-        )
-    sizes = {"train": 50, "dev": 20, "test": 20}
-    first = demo.generate(corpus, 0, sizes)
-    assert first == demo.generate(corpus, 0, sizes)
-    tagged = {
-        " ".join(tokens[s.start : s.end + 1]): s.label
-        for split in sizes
-        for tokens, tags in first[split]
-        for s in tags_to_spans(tags, "IOB1")
-    }
-    assert {tagged[p] for p in people} == {"PER"} and {tagged[p] for p in places} == {"LOC"}
-    assert "And" not in tagged  # sentence-initial, lowercase elsewhere: not name-like
-    assert [len(first[s]) for s in sizes] == [50, 20, 20]
-    held_out = {n for n in tagged if demo._held_out(n, 1)}
-    assert held_out  # the hash holds some of these names out...
-    train_names = {
-        " ".join(tokens[s.start : s.end + 1])
-        for tokens, tags in first["train"]
-        for s in tags_to_spans(tags, "IOB1")
-    }
-    assert not held_out & train_names  # ...and training never sees them
-
-
-def test_learns_on_a_few_hundred_demo_sentences() -> None:
-    """400 demo sentences, 4 short epochs of batch 8 on one thread: the training loss falls and
-    dev F1 beats tagging every capitalised non-initial word as a person."""
-    spec = RunSpec(
-        task="ner",
-        task_version=VERSION,
-        representation="none",
-        sites=(),
-        dropout=0.0,
-        limit=400,
-        seed=0,
-        overrides=(
-            "hidden=[32,16]",
-            "char_filters=16",
-            "train.epochs=4",
-            "train.batch_size=8",
-        ),
-    )
-    registry = pytest.MonkeyPatch()
-    from tasks import registry as tasks_registry
-
-    registry.setitem(tasks_registry.TASKS, "ner", TASK)
-    try:
-        with tempfile.TemporaryDirectory() as work:
-            outcome = train(spec, RunOptions(work_root=Path(work), progress=False))
-    finally:
-        registry.undo()
-    recipe = setup("mini", ("word_vectors=random:4",), None)
-    dev = recipe.splits["dev"][:400]
-    guess = []
-    for ex in dev:
-        tags = ["U-PER" if i and tok[:1].isupper() else "O" for i, tok in enumerate(ex.tokens)]
-        guess.append(tags)
-    heuristic = recipe.score(guess, dev)["f1"]
-    losses = [r["train_loss"] for r in outcome.log]
-    assert losses[-1] < 0.7 * losses[0]
-    assert outcome.metrics["dev_f1"] > heuristic + 0.1, (outcome.metrics, heuristic)
-
-
-def test_unit_statistics_sum_to_the_conlleval_f1() -> None:
-    """Per-sentence chunk counts (paired bootstrap units) add up to score()'s F1."""
-    from tasks.core import span_f1_from_totals
-
-    recipe = setup("mini", TINY, None)
-    dev = recipe.splits["dev"][:60]
-    predictions = [
-        ["O"] * len(ex.tags) if i % 3 == 0 else list(ex.tags) for i, ex in enumerate(dev)
-    ]
-    units = recipe.unit_statistics(predictions, dev)
-    totals = [sum(col) for col in zip(*units.rows, strict=True)]
-    f1 = recipe.score(predictions, dev)["f1"]
-    assert 0.3 < f1 < 0.95
-    assert abs(span_f1_from_totals(totals) - f1) < 1e-12
 
 
 def test_unit_ids_are_the_sentences_file_and_line() -> None:

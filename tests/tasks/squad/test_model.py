@@ -101,30 +101,8 @@ def _batch(seed: int = 0, layers: bool = False, spans: bool = True) -> SquadBatc
         qc,
         _mask(Q_LENGTHS),
         gold,
-        _layers(C_LENGTHS, g) if layers else None,
-        _layers(Q_LENGTHS, g) if layers else None,
-    )
-
-
-def _example(batch: SquadBatch, b: int) -> SquadBatch:
-    """Example ``b`` of ``batch`` alone, without padding."""
-    nc, nq = C_LENGTHS[b], Q_LENGTHS[b]
-
-    def cut(layers: Layers | None, n: int) -> Layers | None:
-        if layers is None:
-            return None
-        return Layers(layers.tensors[:, b : b + 1, :n], layers.mask[b : b + 1, :n])
-
-    return SquadBatch(
-        batch.context_words[b : b + 1, :nc],
-        batch.context_chars[b : b + 1, :nc],
-        batch.context_mask[b : b + 1, :nc],
-        batch.question_words[b : b + 1, :nq],
-        batch.question_chars[b : b + 1, :nq],
-        batch.question_mask[b : b + 1, :nq],
-        None if batch.spans is None else batch.spans[b : b + 1],
-        cut(batch.context_layers, nc),
-        cut(batch.question_layers, nq),
+        _layers(C_LENGTHS, g) if layers else Layers.empty(C_LENGTHS),
+        _layers(Q_LENGTHS, g) if layers else Layers.empty(Q_LENGTHS),
     )
 
 
@@ -223,17 +201,6 @@ def test_padding_does_not_change_real_positions() -> None:
     m = batch.context_mask
     torch.testing.assert_close(again.start_logits[m], out.start_logits[m])
     torch.testing.assert_close(again.end_logits[m], out.end_logits[m])
-
-
-def test_each_example_scores_as_if_alone() -> None:
-    model = _model(frozenset({"input", "output"})).eval()
-    batch = _batch(seed=2, layers=True)
-    out = model(batch)
-    for b, n in enumerate(C_LENGTHS):
-        alone = model(_example(batch, b))
-        torch.testing.assert_close(alone.start_logits[0], out.start_logits[b, :n])
-        torch.testing.assert_close(alone.end_logits[0], out.end_logits[b, :n])
-        assert alone.spans[0].tolist() == out.spans[b].tolist()
 
 
 class _PadsHighest(nn.Module):

@@ -7,7 +7,6 @@ import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 
-import pytest
 import torch
 
 from tasks.common.inject import Injector
@@ -65,20 +64,11 @@ def _batch(lengths: list[int], seed: int = 0, with_layers: bool = False) -> SrlB
     predicates = torch.zeros_like(words)
     predicates[:, 0] = 1
     tags = torch.randint(0, len(LABELS), mask.shape, generator=g) * mask
-    layers = None
+    layers = Layers.empty(lengths)
     if with_layers:
         tensors = torch.randn(2, *mask.shape, 3, generator=g) * mask[None, :, :, None]
         layers = Layers(tensors, mask)
     return SrlBatch(words, predicates, mask, tags, layers)
-
-
-def _row(batch: SrlBatch, i: int, length: int) -> SrlBatch:
-    """Row ``i`` of ``batch`` alone, cut to its length."""
-    layers = None
-    if batch.layers is not None:
-        layers = Layers(batch.layers.tensors[:, i : i + 1, :length], batch.mask[i : i + 1, :length])
-    cut = (batch.words, batch.predicates, batch.mask, batch.tags)
-    return SrlBatch(*(x[i : i + 1, :length] for x in cut), layers)  # type: ignore[arg-type]
 
 
 def test_reverse_padded_reverses_within_the_length_and_is_an_involution() -> None:
@@ -116,21 +106,6 @@ def test_orthogonal_blocks_and_forget_bias() -> None:
     for weight in (layer.lstm.weight_ih_l0, layer.lstm.weight_hh_l0, layer.carry.weight):
         for block in weight.detach().split(h):  # rows of a block are orthonormal
             assert torch.allclose(block @ block.T, torch.eye(h), atol=1e-5)
-
-
-@pytest.mark.parametrize(
-    "sites",
-    [frozenset(), frozenset({"input"}), frozenset({"output"}), frozenset({"input", "output"})],
-)
-def test_padding_does_not_change_real_positions(sites: frozenset[str]) -> None:
-    model = _model(sites).eval()
-    batch = _batch(LENGTHS, with_layers=bool(sites))
-    out = model(batch)
-    assert out.logits.shape == (3, max(LENGTHS), len(LABELS))
-    for i, length in enumerate(LENGTHS):
-        alone = model(_row(batch, i, length))
-        assert torch.allclose(out.logits[i, :length], alone.logits[0], atol=1e-5)
-        assert out.decoded[i] == alone.decoded[0] and len(out.decoded[i]) == length
 
 
 def test_sites_size_the_layers_and_receive_gradients() -> None:

@@ -1,19 +1,18 @@
-"""SRL through the task protocol: presets, recipe pieces, official-parity scoring of the written
-props files, the sample-efficiency helper, and a learning test through the runner."""
+"""SRL through the task protocol: presets, recipe pieces, the gold props file written beside the
+predictions, scores of gold and subsets, and unit ids (the shared properties, learning included,
+are in tests/contract/test_tasks.py)."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
-from tasks import registry
-from tasks.srl.config import GLOVE_6B_100D, preset
+from tasks.representations import Layers
+from tasks.srl.config import GLOVE_6B_100D
 from tasks.srl.evaluate import main as evaluate_main
 from tasks.srl.task import TASK, VERSION, SrlRecipe, setup
+from tests.contract.helpers import adjacent_guess
 from tests.tasks.helpers import run_cli
 
 TINY = ("word_vectors=random:4", "hidden=4", "layers=2", "predicate_dim=2")
@@ -24,23 +23,8 @@ def recipe() -> SrlRecipe:
     return setup("mini", TINY, None)
 
 
-def _adjacent_guess(examples):  # type: ignore[no-untyped-def]
-    """A trivial tagger: ARG0 = the token before the verb, ARG1 = the token after."""
-    predictions = {}
-    for ex in examples:
-        n, v = len(ex.tokens), ex.instance.predicate_index
-        tags = ["O"] * n
-        tags[v] = "B-V"
-        if v > 0:
-            tags[v - 1] = "B-ARG0"
-        if v + 1 < n:
-            tags[v + 1] = "B-ARG1"
-        predictions[ex.key] = tuple(tags)
-    return predictions
-
-
 def test_presets_follow_the_paper_and_the_spec() -> None:
-    paper, mini = preset("paper"), preset("mini")
+    paper, mini = TASK.configure("paper", ()), TASK.configure("mini", ())
     assert (paper.layers, paper.hidden, paper.predicate_dim) == (8, 300, 100)
     assert paper.recurrent_dropout == mini.recurrent_dropout == 0.1
     assert paper.word_vectors == GLOVE_6B_100D and paper.train_word_vectors
@@ -50,8 +34,8 @@ def test_presets_follow_the_paper_and_the_spec() -> None:
     assert (paper.train.epochs, paper.train.patience) == (500, 200)
     assert (mini.layers, mini.hidden, mini.word_vectors) == (4, 64, "glove")
     assert mini.train.epochs < paper.train.epochs and mini.train.patience is not None
-    with pytest.raises(ValueError, match="choose paper or mini"):
-        preset("huge")
+    with pytest.raises(ValueError, match="no preset 'huge'; choose mini, paper"):
+        TASK.configure("huge", ())
 
 
 def test_task_spec_is_the_papers_elmo_configuration() -> None:
@@ -72,7 +56,7 @@ def test_recipe_reads_the_demo_splits(recipe: SrlRecipe) -> None:
     assert recipe.labels[0] == "O" and "B-V" in recipe.labels
     assert recipe.stats["train"].examples == len(recipe.splits["train"])
     examples = recipe.splits["dev"][:3]
-    batch = recipe.collate(examples, lambda seqs: None)
+    batch = recipe.collate(examples, lambda seqs: Layers.empty([len(x) for x in seqs]))
     lengths = [len(ex.tokens) for ex in examples]
     assert batch.words.shape == batch.mask.shape == (3, max(lengths))
     assert batch.mask.sum(1).tolist() == lengths
@@ -91,11 +75,13 @@ def test_max_length_skips_and_counts_long_sentences() -> None:
     assert len(short.sentences["train"]) == len(setup("mini", TINY, None).sentences["train"])
 
 
-def test_written_props_score_like_the_evaluator(
+def test_the_gold_props_written_beside_the_predictions_score_them(
     recipe: SrlRecipe, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``<path>.gold.props``: the gold of the written propositions, beside them (the task
+    contract scores the split with ``--conll-gold`` and its CoNLL folder)."""
     dev = recipe.splits["dev"]
-    predictions = _adjacent_guess(dev)
+    predictions = adjacent_guess(dev)
     ours = recipe.score(predictions, dev)
     assert 0.05 < ours["f1"] < 0.6
     path = recipe.write_predictions(predictions, dev, tmp_path / "predictions-dev")
@@ -104,10 +90,6 @@ def test_written_props_score_like_the_evaluator(
     status, report, _ = run_cli(evaluate_main, [str(gold), str(path)], capsys)
     assert status == 0 and report["f1"] == pytest.approx(100 * ours["f1"], abs=1e-9)
     assert report["precision"] == pytest.approx(100 * ours["precision"], abs=1e-9)
-    # a whole split: the CoNLL folder itself is the gold
-    folder = TASK.demo() / "development"
-    status, report, _ = run_cli(evaluate_main, ["--conll-gold", str(folder), str(path)], capsys)
-    assert status == 0 and report["f1"] == pytest.approx(100 * ours["f1"], abs=1e-9)
 
 
 def test_gold_scores_one_and_subsets_score_their_own_propositions(recipe: SrlRecipe) -> None:
@@ -120,65 +102,18 @@ def test_gold_scores_one_and_subsets_score_their_own_propositions(recipe: SrlRec
         recipe.score(gold, [dev[0], recipe.splits["test"][0]])
 
 
-def test_learns_on_a_few_hundred_demo_examples(
-    recipe: SrlRecipe, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """400 demo instances, a 2-layer tagger, 5 epochs of 25 batches (about 30 s on 1 thread): the
-    training loss falls and dev F1 beats the adjacent-token guess (ARG0 before, ARG1 after the
-    verb) by half again."""
-    monkeypatch.setitem(registry.TASKS, TASK.name, TASK)
-    spec = RunSpec(
-        task="srl",
-        task_version=VERSION,
-        representation="none",
-        sites=(),
-        dropout=0.0,
-        limit=400,
-        seed=0,
-        overrides=(
-            "hidden=32",
-            "layers=2",
-            "train.epochs=5",
-            "train.patience=none",
-            "train.batch_size=16",
-            "train.optimizer.name=adam",
-            "train.optimizer.lr=0.01",
-        ),
-    )
-    with tempfile.TemporaryDirectory() as work:
-        outcome = train(spec, RunOptions(work_root=Path(work), progress=False))
-    dev = recipe.splits["dev"][:400]
-    trivial = recipe.score(_adjacent_guess(dev), dev)["f1"]
-    losses = [r["train_loss"] for r in outcome.log]
-    assert losses[-1] < 0.7 * losses[0]
-    assert outcome.metrics["dev_f1"] > 1.5 * trivial, (outcome.metrics, trivial)
-
-
-def test_unit_statistics_sum_to_the_srl_eval_f1(recipe: SrlRecipe) -> None:
-    """Per-sentence argument counts (paired bootstrap units) add up to score()'s F1."""
-    from tasks.core import span_f1_from_totals
-
-    dev = recipe.splits["dev"]
-    predictions = _adjacent_guess(dev)
-    units = recipe.unit_statistics(predictions, dev)
-    totals = [sum(col) for col in zip(*units.rows, strict=True)]
-    f1 = recipe.score(predictions, dev)["f1"]
-    assert 0.0 < f1 < 1.0
-    assert abs(span_f1_from_totals(totals) - f1) < 1e-12
-
-
 def test_unit_ids_are_the_sentences_document_part_and_index(recipe: SrlRecipe) -> None:
     """A unit is a sentence (all its propositions): id ``DOCUMENT_PART:INDEX``, unique and the
     same for two different predictions on the same data."""
     dev = recipe.splits["dev"]
-    guess = recipe.unit_statistics(_adjacent_guess(dev), dev)
+    guess = recipe.unit_statistics(adjacent_guess(dev), dev)
     gold = recipe.unit_statistics({ex.key: ex.instance.tags for ex in dev}, dev)
     assert guess.ids == gold.ids and guess.rows != gold.rows
     sentences = recipe.sentences["dev"]
     assert gold.ids == tuple(f"{s.document_id}_{s.part}:{s.index}" for s in sentences)
     assert len(set(gold.ids)) == len(sentences) > len({s.document_id for s in sentences})
     assert gold.ids[0] == "demo/austen/development_0000_0:0"
-    subset = recipe.unit_statistics(_adjacent_guess(dev[:3]), dev[:3])
+    subset = recipe.unit_statistics(adjacent_guess(dev[:3]), dev[:3])
     assert subset.ids == gold.ids  # every sentence of the split, whatever the examples
 
 

@@ -1,5 +1,5 @@
-"""The BCN on a tiny configuration: shapes, masks (padding changes nothing), brute-force
-references for biattention and pooling, the output networks and ELMo/CoVe injection widths."""
+"""The BCN on a tiny configuration: shapes, brute-force references for biattention and pooling
+(padding ignored), the output networks and ELMo/CoVe injection widths."""
 
 from __future__ import annotations
 
@@ -83,31 +83,11 @@ def _batch(
     mask = _mask(lengths, width)
     words = torch.randint(2, VOCAB, mask.shape, generator=g) * mask
     labels = torch.randint(0, LABELS, (len(lengths),), generator=g)
-    layers = None
+    layers = Layers(torch.zeros(0, *mask.shape, 0), mask)  # the baseline's: no layers
     if rep is not None:
         tensors = torch.randn(rep.num_layers, *mask.shape, rep.output_dim, generator=g)
         layers = Layers(tensors * mask[None, :, :, None], mask)
     return SstBatch(words, mask, labels, layers)
-
-
-def _row(batch: SstBatch, i: int, width: int) -> SstBatch:
-    """Example ``i`` of ``batch`` alone, cut or padded to ``width`` tokens."""
-
-    def cut(x: torch.Tensor, dim: int) -> torch.Tensor:
-        x = x.narrow(dim, 0, min(width, x.shape[dim]))
-        pad = width - x.shape[dim]
-        if pad:
-            shape = list(x.shape)
-            shape[dim] = pad
-            x = torch.cat([x, x.new_zeros(shape)], dim=dim)
-        return x
-
-    layers = None
-    if batch.layers is not None:
-        tensors = cut(batch.layers.tensors[:, i : i + 1], 2)
-        layers = Layers(tensors, cut(batch.layers.mask[i : i + 1], 1))
-    labels = None if batch.labels is None else batch.labels[i : i + 1]
-    return SstBatch(cut(batch.words[i : i + 1], 1), cut(batch.mask[i : i + 1], 1), labels, layers)
 
 
 @pytest.mark.parametrize(
@@ -155,20 +135,6 @@ def test_cove_at_the_input_is_glove_plus_cove() -> None:
     assert model.self_attentive.in_features == 2 * CONFIG.integrator_hidden
     out = model(_batch(rep=cove))
     assert torch.isfinite(out.logits).all()
-
-
-@pytest.mark.parametrize("sites", [frozenset(), frozenset({"input", "output"})])
-def test_padding_does_not_change_outputs(sites: frozenset[str]) -> None:
-    """Each example alone, and padded with 4 extra positions, gives the batch's logits."""
-    rep = FakeRepresentation()
-    model = _model(sites, rep)
-    batch = _batch(rep=rep if sites else None)
-    together = model(batch).logits
-    for i, n in enumerate(LENGTHS):
-        alone = model(_row(batch, i, n)).logits
-        padded = model(_row(batch, i, max(LENGTHS) + 4)).logits
-        torch.testing.assert_close(alone, together[i : i + 1], atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(padded, together[i : i + 1], atol=1e-5, rtol=1e-5)
 
 
 def test_biattention_matches_a_loop() -> None:

@@ -1,20 +1,17 @@
-"""SST-5 through the task protocol: presets, recipe pieces, data sources, the official scorer
-(written predictions scored by the evaluate CLI equal ``score()``) and a learning test."""
+"""SST-5 through the task protocol: presets, recipe pieces, data sources and the label-accuracy
+scorer of jsonl data (the shared properties, learning included, are in
+tests/contract/test_tasks.py)."""
 
 from __future__ import annotations
 
 import json
-import tempfile
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
-from tasks import registry
 from tasks.common.io import DataError
-from tasks.sst5.config import PAPER_TRAINING, Sst5Config, preset
+from tasks.representations import Layers
+from tasks.sst5.config import PAPER_TRAINING, Sst5Config
 from tasks.sst5.evaluate import main
 from tasks.sst5.task import TASK, VERSION, setup
 from tests.tasks.helpers import run_cli, write_lines
@@ -28,7 +25,7 @@ def recipe():  # type: ignore[no-untyped-def]
 
 
 def test_presets() -> None:
-    paper, mini = preset("paper"), preset("mini")
+    paper, mini = TASK.configure("paper", ()), TASK.configure("mini", ())
     assert paper.word_vectors == "glove-840b" and not paper.lowercase_words
     assert (paper.pre_encode_dim, paper.encoder_hidden, paper.integrator_hidden) == (300,) * 3
     assert paper.output == "relu" and paper.output_dims == (1200, 600)
@@ -38,8 +35,8 @@ def test_presets() -> None:
     assert mini.word_vectors == "glove" and mini.lowercase_words
     assert mini.train.schedule.kind == "plateau" and mini.train.patience == 2
     assert mini.training_data == "phrases of >= 4 tokens"
-    with pytest.raises(ValueError, match="choose paper or mini"):
-        preset("huge")
+    with pytest.raises(ValueError, match="no preset 'huge'; choose mini, paper"):
+        TASK.configure("huge", ())
     with pytest.raises(ValueError, match="output"):
         Sst5Config(output="softmax")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="same length"):
@@ -75,23 +72,11 @@ def test_demo_recipe_trains_on_phrases_and_scores_roots(recipe) -> None:  # type
 
 def test_collate(recipe) -> None:  # type: ignore[no-untyped-def]
     examples = recipe.splits["dev"][:3]
-    batch = recipe.collate(examples, lambda seqs: None)
+    batch = recipe.collate(examples, lambda seqs: Layers.empty([len(x) for x in seqs]))
     n = max(len(ex.tokens) for ex in examples)
     assert batch.words.shape == batch.mask.shape == (3, n)
     assert batch.mask.sum(1).tolist() == [len(ex.tokens) for ex in examples]
     assert batch.labels.tolist() == [ex.label for ex in examples]
-
-
-def test_written_trees_predictions_score_as_the_cli(recipe, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    dev = recipe.splits["dev"]
-    predictions = [len(ex.tokens) % 5 for ex in dev]  # a poor but valid guess
-    path = recipe.write_predictions(predictions, dev, tmp_path / "predictions-dev")
-    ours = recipe.score(predictions, dev)
-    status, report, _ = run_cli(main, [str(TASK.demo() / "dev.txt"), str(path)], capsys)
-    assert status == 0
-    assert report["fine_grained_accuracy"] == pytest.approx(100 * ours["accuracy"], abs=1e-9)
-    assert report["binary_accuracy"] == pytest.approx(100 * ours["binary_accuracy"], abs=1e-9)
-    assert 0.0 < ours["accuracy"] < 1.0
 
 
 def _jsonl(path: Path, rows: list[tuple[str, object]]) -> Path:
@@ -202,57 +187,3 @@ def test_hub_rows_become_sentences(tmp_path, monkeypatch) -> None:  # type: igno
     recipe = setup("mini", TINY, str(tmp_path))
     assert recipe.layout == "hub" and recipe.files["dev"] == "hf:SetFit/sst5[validation]"
     assert [ex.label for ex in recipe.splits["test"]] == [3, 3]
-
-
-LEARN = (
-    "min_phrase_tokens=1",  # every subtree: word-level labels are the quickest signal
-    "pre_encode_dim=32",
-    "encoder_hidden=32",
-    "integrator_hidden=32",
-    "output_dims=[32,16]",
-    "embedding_dropout=0",
-    "pre_encode_dropout=0",
-    "integrator_dropout=0",
-    "output_dropout=[0,0]",
-    "train.epochs=3",
-    "train.batch_size=32",
-    "train.optimizer.lr=0.005",
-    "train.schedule.kind=constant",
-    "train.patience=none",
-)
-
-
-def test_learns_on_the_demo_set(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The first 4,000 DEMO training examples (every subtree of about 120 sentences), 3 short
-    epochs (about 30 s on 1 thread): the loss falls and dev root accuracy beats the majority
-    class of the training labels (the balanced dev roots give it 20 %)."""
-    monkeypatch.setitem(registry.TASKS, TASK.name, TASK)
-    spec = RunSpec(
-        task="sst5",
-        task_version=VERSION,
-        representation="none",
-        sites=(),
-        dropout=0.0,
-        limit=4000,
-        seed=0,
-        overrides=LEARN,
-    )
-    with tempfile.TemporaryDirectory() as work:
-        outcome = train(spec, RunOptions(work_root=Path(work), progress=False))
-    recipe = setup("mini", (*TINY, "min_phrase_tokens=1"), None)
-    majority = Counter(ex.label for ex in recipe.splits["train"][:4000]).most_common(1)[0][0]
-    dev = recipe.splits["dev"]
-    trivial = sum(ex.label == majority for ex in dev) / len(dev)
-    losses = [r["train_loss"] for r in outcome.log]
-    assert losses[-1] < 0.8 * losses[0]
-    assert outcome.metrics["dev_accuracy"] > trivial + 0.06, (outcome.metrics, trivial)
-
-
-def test_unit_statistics_give_the_accuracy(recipe) -> None:  # type: ignore[no-untyped-def]
-    dev = recipe.splits["dev"]
-    predictions = [len(ex.tokens) % 5 for ex in dev]
-    stats = recipe.unit_statistics(predictions, dev)
-    correct, n = (sum(column) for column in zip(*stats.rows, strict=True))
-    assert n == len(dev) and correct / n == pytest.approx(
-        recipe.score(predictions, dev)["accuracy"]
-    )

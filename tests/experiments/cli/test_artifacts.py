@@ -9,36 +9,46 @@ from pathlib import Path
 
 import pytest
 
-from experiments.__main__ import _run_config, _task_overrides, main
+from experiments.cli import main
+from experiments.cli.errors import UsageError
+from experiments.cli.options import run_config, task_overrides
 from experiments.store import ResultsStore
 from tests.conftest import shared_path
 
 
 def args(*argv: str) -> argparse.Namespace:
-    ns = argparse.Namespace(elmo=None, glove=None, cove=None, config="mini", overrides=[])
+    ns = argparse.Namespace(
+        elmo=None,
+        glove=None,
+        cove=None,
+        turian=None,
+        finetune_bilm=None,
+        config="mini",
+        overrides=[],
+    )
     for key, value in zip(argv[::2], argv[1::2], strict=True):
         setattr(ns, key, value)
     return ns
 
 
 def test_elmo_flag_forms() -> None:
-    assert _run_config(args()) == {}  # mini: the shipped small biLM
-    assert _run_config(args("config", "paper")) == {"published": "original"}
-    assert _run_config(args("elmo", ["published:small"])) == {"published": "small"}
-    assert _run_config(args("elmo", ["o.json", "w.hdf5"])) == {
+    assert run_config(args()) == {}  # mini: the shipped small biLM
+    assert run_config(args("config", "paper")) == {"published": "original"}
+    assert run_config(args("elmo", ["published:small"])) == {"published": "small"}
+    assert run_config(args("elmo", ["o.json", "w.hdf5"])) == {
         "options": "o.json",
         "weights": "w.hdf5",
     }
-    assert _run_config(args("elmo", ["my.safetensors"])) == {"checkpoint": "my.safetensors"}
-    assert _run_config(args("elmo", ["o.json", "w.hdf5"]), "bilm-random") == {"options": "o.json"}
-    assert _run_config(args("glove", "g.txt"), "glove") == {"path": "g.txt"}
-    assert _run_config(args("glove", "g.txt", "cove", "c.pth"), "cove") == {
+    assert run_config(args("elmo", ["my.safetensors"])) == {"checkpoint": "my.safetensors"}
+    assert run_config(args("elmo", ["o.json", "w.hdf5"]), "bilm-random") == {"options": "o.json"}
+    assert run_config(args("glove", "g.txt"), "glove") == {"path": "g.txt"}
+    assert run_config(args("glove", "g.txt", "cove", "c.pth"), "cove") == {
         "weights": "c.pth",
         "glove_path": "g.txt",
     }
-    with pytest.raises(SystemExit, match="--cove WEIGHTS.pth"):
-        _run_config(args("glove", "g.txt"), "cove")
-    assert _task_overrides(args("glove", "g.txt")) == ["word_vectors=g.txt"]
+    with pytest.raises(UsageError, match="--cove WEIGHTS.pth"):
+        run_config(args("glove", "g.txt"), "cove")
+    assert task_overrides(args("glove", "g.txt")) == ["word_vectors=g.txt"]
 
 
 def test_one_epoch_on_the_demo_with_official_fixture_files(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.__main__ import main
+from experiments.cli import main
 from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import registered
 

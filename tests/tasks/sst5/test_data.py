@@ -1,4 +1,4 @@
-"""SST tree parser and reader, root-accuracy evaluator and prediction writer."""
+"""The SST tree parser and reader: subtrees, the 2-class view, located errors and fuzzing."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ from hypothesis import strategies as st
 
 from tasks.common.io import DataError
 from tasks.sst5.data import Phrase, SstReader, parse_tree, to_binary, to_hf_dataset
-from tasks.sst5.evaluate import main, write_predictions
-from tasks.sst5.metric import sst_accuracy
 from tests.conftest import shared_path
-from tests.tasks.helpers import assert_cli_error, assert_read_error, run_cli, write_lines
+from tests.tasks.helpers import assert_read_error, write_lines
 
 TREE = "(3 (2 It) (4 (2 's) (3 fine)))"
 
@@ -128,64 +126,3 @@ def test_fuzz_reader_raises_only_data_error(tmp_path: Path, data: bytes) -> None
             assert example.label in (0, 1) and example.tokens
     except DataError:
         pass
-
-
-# --- metric and evaluator ----------------------------------------------------------------------
-
-
-def test_accuracy_and_neutral_rule() -> None:
-    result = sst_accuracy([0, 2, 4, 3, 1], [1, 2, 4, 2, 0])
-    assert result.fine_grained_accuracy == pytest.approx(2 / 5)
-    # Non-neutral gold roots 0, 4, 3, 1 get 1 (negative: right), 4 (right), 2 (wrong), 0 (right).
-    assert (result.binary_total, result.binary_correct, result.predicted_neutral) == (4, 3, 1)
-    polar = sst_accuracy([0, 2, 4], [0, 1, 0], binary_predictions=True)
-    assert polar.fine_grained_accuracy is None and polar.binary_accuracy == 0.5
-    with pytest.raises(ValueError):
-        sst_accuracy([0], [5])
-
-
-def run(
-    tmp_path: Path, predictions: list[str], capsys: pytest.CaptureFixture[str], *flags: str
-) -> tuple[int, dict, str]:
-    trees = write_lines(tmp_path / "trees.txt", [TREE, "(0 (2 so) (0 bad))", "(2 (2 meh) (2 .))"])
-    pred = write_lines(tmp_path / "pred.txt", predictions)
-    return run_cli(main, [*flags, str(trees), str(pred)], capsys)
-
-
-def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    written = tmp_path / "written.txt"
-    assert write_predictions(written, [4, 0, 2]) == 3
-    status, report, _ = run(tmp_path, written.read_text().splitlines(), capsys)
-    assert status == 0
-    assert report["fine_grained_accuracy"] == pytest.approx(200 / 3)
-    assert report["binary_accuracy"] == 100.0 and report["binary_sentences"] == 2
-    status, report, _ = run(tmp_path, ["1", "1", "0"], capsys, "--binary-predictions")
-    assert report["fine_grained_accuracy"] is None and report["binary_accuracy"] == 50.0
-
-
-@pytest.mark.parametrize(
-    ("predictions", "line", "reason"),
-    [
-        (["3", "0"], None, "2 predictions but"),
-        (["3", "0", "2", "1"], None, "4 predictions but"),
-        (["3", "zero", "2"], 2, "integer label"),
-        (["3", "5", "2"], 2, "integer label"),
-        (["3", "", "0", "2"], 2, "blank line"),
-    ],
-)
-def test_cli_errors(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    predictions: list[str],
-    line: int | None,
-    reason: str,
-) -> None:
-    status, _, error = run(tmp_path, predictions, capsys)
-    assert_cli_error(status, error, "pred.txt", line, reason)
-
-
-def test_writer_rejects_bad_labels(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        write_predictions(tmp_path / "p.txt", [2, 5])
-    with pytest.raises(ValueError):
-        write_predictions(tmp_path / "p.txt", [3], binary=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.__main__ import main
+from experiments.cli import main
 from tests.conftest import REPO
 from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import registered

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import torch
 
-from experiments.__main__ import main
+from experiments.cli import main
 from experiments.store import ResultsStore
 from tasks.registry import get_task
 from tests.conftest import REPO

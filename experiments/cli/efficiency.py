@@ -1,0 +1,55 @@
+"""``sample-efficiency``: paper Figure 1, baseline vs ELMo on growing shares of the training
+set; its table (ELMo tested against the baseline at every share) and one plot per task."""
+
+from __future__ import annotations
+
+import argparse
+
+from experiments import named
+from experiments.cli.options import (
+    add_run_family_options,
+    comma_list,
+    data_label,
+    floats,
+    run_config,
+    task_overrides,
+)
+from experiments.cli.tables import print_written, table_runs, write_tables
+from experiments.cli.training import run_all
+from experiments.plots import efficiency_plots
+from experiments.wandb_sink import log_outputs
+
+__all__ = ["configure", "run"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """``sample-efficiency [--fractions F,...] [--tasks T,...]``."""
+    parser.add_argument(
+        "--fractions",
+        type=floats,
+        help="shares of the training set (default: the figure's 0.001,0.01,0.1,1)",
+    )
+    parser.add_argument(
+        "--tasks", type=comma_list, help="tasks (default: the figure's, paper.toml; any task works)"
+    )
+    add_run_family_options(parser, seeds=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the figure's missing runs, write its table and plots."""
+    table = named.sample_efficiency_table(
+        args.config,
+        args.data,
+        args.seeds,
+        run_config(args),
+        args.fractions,
+        task_overrides(args),
+        args.tasks,
+    )
+    stem = f"sample-efficiency-{args.config}-{data_label(args.data)}"
+    store = run_all(named.expected_specs(table), args, group=stem)
+    written = write_tables([table], store, args.out, stem, "markdown", reuse_stale=args.reuse_stale)
+    runs = table_runs([table], store.records())
+    written += print_written(efficiency_plots(table, runs, args.out / "plots", stem))
+    log_outputs(args.wandb, written, group=stem)
+    return 0

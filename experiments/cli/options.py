@@ -1,0 +1,338 @@
+"""Option groups of the commands, their value parsers, and the one reading of ``--elmo``,
+``--glove`` and ``--cove`` into a representation's configuration.
+
+Each ``add_*_options(parser)`` adds one family of flags; a command composes the families it
+takes (``run`` and ``sweep``: data, representation, task, output, reuse and training options;
+``render``: no training options). Every flag keeps one spelling, default and help text wherever
+it appears.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from experiments.cli.errors import UsageError
+from experiments.render import PAPER_PRESET, PUBLISHED_ELMO
+
+__all__ = [
+    "DEFAULT_OUT",
+    "DEFAULT_STORE",
+    "DEFAULT_WORK",
+    "FLAG_REPRESENTATIONS",
+    "PUBLISHED_PREFIX",
+    "add_data_options",
+    "add_output_options",
+    "add_representation_options",
+    "add_reuse_options",
+    "add_run_family_options",
+    "add_seed_option",
+    "add_tasks_option",
+    "add_training_options",
+    "budget",
+    "comma_list",
+    "data_label",
+    "floats",
+    "representation_config",
+    "run_config",
+    "seeds",
+    "share",
+    "site_sets",
+    "task_overrides",
+]
+
+DEFAULT_STORE = Path("runs/store")
+DEFAULT_WORK = Path("runs/work")
+DEFAULT_OUT = Path("runs")
+PUBLISHED_PREFIX = "published:"
+#: The representations whose configuration comes from ``--elmo``, ``--glove`` and ``--cove``.
+FLAG_REPRESENTATIONS = ("elmo", "bilm-random", "glove", "cove")
+
+
+# ------------------------------------------------------------------------------ value parsers
+def comma_list(text: str) -> tuple[str, ...]:
+    """``a, b,,c`` → ``("a", "b", "c")``."""
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+def seeds(text: str) -> tuple[int, ...]:
+    """``0,1,2`` → ``(0, 1, 2)``."""
+    return tuple(int(s) for s in comma_list(text))
+
+
+def floats(text: str) -> tuple[float, ...]:
+    """``0,0.001,1`` → ``(0.0, 0.001, 1.0)``."""
+    return tuple(float(s) for s in comma_list(text))
+
+
+def share(text: str) -> float:
+    """A number in [0, 1] (``--max-skipped``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share in [0, 1], got {text!r}")
+    return value
+
+
+def budget(text: str) -> str:
+    """``--cache-budget``: checked while parsing (a bad value exits 2 with one line)."""
+    from tasks.common.feature_cache import parse_budget
+
+    try:
+        parse_budget(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return text
+
+
+def site_sets(text: str) -> tuple[tuple[str, ...], ...]:
+    """``input,input+output,output`` → one site set per comma."""
+    return tuple(tuple(s for s in group.split("+") if s) for group in comma_list(text))
+
+
+def data_label(data: str) -> str:
+    """``demo``, or the data folder's name (in output file names)."""
+    return "demo" if data == "demo" else Path(data).name
+
+
+# ------------------------------------------------------------------------------ option groups
+def add_seed_option(parser: argparse.ArgumentParser, default: tuple[int, ...] | None) -> None:
+    """``--seeds`` (``None``: each task's own seeds)."""
+    shown = ",".join(map(str, default)) if default is not None else "each task's own, e.g. 0,1,2"
+    parser.add_argument(
+        "--seeds", type=seeds, default=default, help=f"comma-separated (default {shown})"
+    )
+
+
+def add_data_options(parser: argparse.ArgumentParser) -> None:
+    """``--data``, ``--config`` (the preset), ``--set`` and ``--eval-split``."""
+    parser.add_argument("--data", default="demo", help="data folder, or 'demo' (default)")
+    parser.add_argument("--config", default="mini", help="the task's preset: mini (default), paper")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="task configuration changes, e.g. hidden=64 train.epochs=5",
+    )
+    parser.add_argument(
+        "--eval-split",
+        choices=("dev", "test"),
+        help="split of Table 1's numbers (run and sweep: dev unless asked; reproduce and "
+        "render: the task's own, test where its data has a labelled test split)",
+    )
+
+
+ELMO_HELP = (
+    "the biLM: OPTIONS.json WEIGHTS.hdf5 (official files), a project CHECKPOINT, or "
+    "published:NAME (e.g. published:original, downloaded when online). Default: the shipped "
+    "small biLM for mini, published:original for paper"
+)
+
+
+def add_representation_options(parser: argparse.ArgumentParser) -> None:
+    """``--elmo``, ``--glove``, ``--cove``, ``--turian`` and ``--finetune-bilm``."""
+    parser.add_argument("--elmo", nargs="+", metavar="FILE", help=ELMO_HELP)
+    parser.add_argument(
+        "--glove",
+        metavar="PATH",
+        help="GloVe text file (the paper: glove.840B.300d.txt, cased); converted once into a "
+        "memory-mapped cache. Sets the task's word_vectors and the glove/cove input",
+    )
+    parser.add_argument(
+        "--cove", metavar="WEIGHTS.pth", help="CoVe MT-LSTM weights (wmtlstm-*.pth)"
+    )
+    parser.add_argument(
+        "--turian",
+        metavar="PATH",
+        help="Turian et al. (2010) 50-d embeddings (the coreference paper preset needs them); "
+        "sets the task's turian_vectors",
+    )
+    parser.add_argument(
+        "--finetune-bilm",
+        nargs="?",
+        const=1.0,
+        type=float,
+        default=None,
+        metavar="EPOCHS",
+        help="first fine-tune the biLM as a language model on the task's training text "
+        "(paper §3.4; default 1 epoch; cached), then freeze it; records held-out perplexity "
+        "before and after",
+    )
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``--store``, ``--out`` and ``--wandb``."""
+    parser.add_argument("--store", type=Path, default=DEFAULT_STORE, help="results store")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="tables/ and plots/ here")
+    parser.add_argument("--wandb", metavar="PROJECT", help="log to W&B (offline by default)")
+
+
+def add_reuse_options(parser: argparse.ArgumentParser, rerun: bool = True) -> None:
+    """``--reuse-stale`` and (for commands that train) ``--rerun``, mutually exclusive."""
+    reuse = parser.add_mutually_exclusive_group()
+    reuse.add_argument(
+        "--reuse-stale",
+        action="store_true",
+        help="use stored runs even where what they were made from (data, biLM, resolved "
+        "configuration, device, precision, threads, result versions) no longer matches; "
+        "tables mark them (‡). Default: such runs are trained again (the old record is kept, "
+        "marked superseded) and rendering leaves them out",
+    )
+    if rerun:
+        reuse.add_argument(
+            "--rerun",
+            action="store_true",
+            help="train every run again even when a matching record is stored (the old one "
+            "is kept, marked superseded)",
+        )
+
+
+def add_training_options(parser: argparse.ArgumentParser) -> None:
+    """Where and how runs train: device, precision, executor, threads, cache, skips."""
+    parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
+    parser.add_argument("--executor", default="local", choices=("local", "ray"))
+    parser.add_argument("--address", help="Ray cluster address (with --executor ray)")
+    parser.add_argument("--max-parallel", type=int, default=1, help="runs at once (default 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads per run (default 1: a CPU result then does not depend on the "
+        "machine's core count; use --max-parallel to fill the cores); 0 = torch's default",
+    )
+    parser.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray resources per run")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray resources per run")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="checkpoints of runs")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="feature cache (default: features/ under $ELMO_BENCH_CACHE, else ~/.cache/elmo-bench)",
+    )
+    parser.add_argument(
+        "--cache-budget",
+        type=budget,
+        help="disk the feature cache may use: 20GB, 500MB, 50%% (of free disk plus the "
+        "cache, the default) or unlimited; least-recently used whole entries are evicted",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--max-skipped",
+        type=share,
+        default=0.5,
+        metavar="SHARE",
+        help="refuse a split whose reader skipped more than this share of its examples "
+        "(configured filters not counted; default 0.5); an empty split is always refused",
+    )
+
+
+def add_run_family_options(
+    parser: argparse.ArgumentParser, seeds: tuple[int, ...] | None, train: bool = True
+) -> None:
+    """The options every table and training command shares, in their usual order."""
+    add_seed_option(parser, seeds)
+    add_data_options(parser)
+    add_representation_options(parser)
+    add_output_options(parser)
+    add_reuse_options(parser, rerun=train)
+    if train:
+        add_training_options(parser)
+
+
+def add_tasks_option(parser: argparse.ArgumentParser) -> None:
+    """``--tasks``: the rows of a whole table."""
+    parser.add_argument(
+        "--tasks",
+        type=comma_list,
+        help="rows of a whole table: comma-separated registered task names (default: table1 "
+        "every task; table2, table3 and cove the tasks of the paper's table)",
+    )
+
+
+# ------------------------------------------------------------------------ the representation
+def representation_config(
+    name: str,
+    elmo: Sequence[str] | None = None,
+    *,
+    glove: str | None = None,
+    cove: str | None = None,
+    preset: str = "mini",
+    finetune: float | None = None,
+) -> dict[str, object]:
+    """The configuration of representation ``name`` from ``--elmo``, ``--glove``, ``--cove``.
+
+    ``--elmo`` is ``OPTIONS.json WEIGHTS.hdf5``, a project ``CHECKPOINT`` or
+    ``published:NAME``; ``bilm-random`` takes only the architecture from it. The ``paper``
+    preset defaults to what the paper used (the published ELMo); it never falls back to a
+    smaller substitute: a missing file is an error naming the flag.
+
+    Args:
+        name: the representation (``elmo``, ``bilm-random``, ``glove``, ``cove``; any other
+            gets ``{}``).
+        elmo: the ``--elmo`` values.
+        glove: ``--glove``. cove: ``--cove``.
+        preset: the task preset (``--config``).
+        finetune: ``--finetune-bilm`` epochs (ELMo only).
+
+    Raises:
+        UsageError: flags that do not fit together.
+    """
+    if name in ("elmo", "bilm-random"):
+        return _bilm_config(name, list(elmo or []), preset, finetune)
+    if name == "cove":
+        if not cove or not glove:
+            raise UsageError(
+                "cove needs --cove WEIGHTS.pth (https://s3.amazonaws.com/research.metamind.io/cove/"
+                "wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (its input vectors)"
+            )
+        return {"weights": cove, "glove_path": glove}
+    if name == "glove":
+        return {"path": glove} if glove else {}
+    return {}
+
+
+def _bilm_config(
+    name: str, elmo: list[str], preset: str, finetune: float | None
+) -> dict[str, object]:
+    if len(elmo) > 2:
+        raise UsageError("--elmo takes OPTIONS.json WEIGHTS.hdf5, CHECKPOINT or published:NAME")
+    if not elmo and preset == PAPER_PRESET and name == "elmo":
+        elmo = [f"{PUBLISHED_PREFIX}{PUBLISHED_ELMO}"]
+    tuned: dict[str, object] = {"finetune": finetune} if finetune else {}
+    if tuned and name != "elmo":
+        raise UsageError("--finetune-bilm applies to --repr elmo")
+    if len(elmo) == 2:
+        options, weights = elmo
+        if name == "bilm-random":
+            return {"options": options}
+        return {"options": options, "weights": weights, **tuned}
+    if elmo and elmo[0].startswith(PUBLISHED_PREFIX):
+        if name == "bilm-random":
+            raise UsageError("bilm-random takes --elmo OPTIONS.json WEIGHTS.hdf5 or CHECKPOINT")
+        return {"published": elmo[0].removeprefix(PUBLISHED_PREFIX), **tuned}
+    return {"checkpoint": elmo[0], **tuned} if elmo else tuned
+
+
+def run_config(args: argparse.Namespace, name: str = "elmo") -> dict[str, object]:
+    """:func:`representation_config` from the options of :func:`add_run_family_options`."""
+    return representation_config(
+        name,
+        args.elmo,
+        glove=args.glove,
+        cove=args.cove,
+        preset=args.config,
+        finetune=args.finetune_bilm,
+    )
+
+
+def task_overrides(args: argparse.Namespace) -> list[str]:
+    """``--set`` plus ``--glove`` as the task's ``word_vectors`` (the configs' common field)
+    and ``--turian`` as its ``turian_vectors``."""
+    extra = [f"word_vectors={args.glove}"] if args.glove else []
+    extra += [f"turian_vectors={args.turian}"] if args.turian else []
+    return [*args.overrides, *extra]

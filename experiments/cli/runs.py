@@ -1,0 +1,169 @@
+"""``run`` (one configuration over seeds) and ``sweep`` (a grid of runs, then its table)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+
+from experiments import named
+from experiments.cli.errors import UsageError, one_line
+from experiments.cli.options import (
+    add_run_family_options,
+    comma_list,
+    data_label,
+    floats,
+    run_config,
+    site_sets,
+)
+from experiments.cli.tables import write_tables
+from experiments.cli.training import base_spec, describe, run_all
+from experiments.render import Row, RunsColumn, TableSpec
+from experiments.spec import RunSpec, derive, expand_sweep
+from experiments.wandb_sink import log_outputs
+
+__all__ = ["configure_run", "configure_sweep", "run", "train_specs"]
+
+STATES = ("reset", "carry", "warm")
+
+
+def _task_choice(parser: argparse.ArgumentParser) -> None:
+    from tasks.registry import TASKS
+
+    parser.add_argument("task", choices=sorted(TASKS))
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state", default="reset", choices=STATES)
+    parser.add_argument("--limit", type=int, help="first N examples of each split (smoke runs)")
+    parser.add_argument("--max-epochs", type=int, help="epoch budget (default: the preset's)")
+
+
+def configure_run(parser: argparse.ArgumentParser) -> None:
+    """``run TASK``: one point (representation, sites, mix, dropout) over seeds."""
+    _task_choice(parser)
+    parser.add_argument("--repr", default="elmo", help="elmo | bilm-random | glove | cove | none")
+    parser.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")
+    parser.add_argument("--mode", default=None, choices=("all", "last"))
+    parser.add_argument("--lam", type=float, default=None)
+    parser.add_argument("--layer-norm", action="store_true")
+    parser.add_argument(
+        "--dropout", type=float, help="on the mixed vectors (default: the task's, paper §3.3)"
+    )
+    _add_budget_options(parser)
+    add_run_family_options(parser, seeds=(0,))
+
+
+def configure_sweep(parser: argparse.ArgumentParser) -> None:
+    """``sweep TASK``: the grid of representations × modes × λ × sites × seeds."""
+    _task_choice(parser)
+    parser.add_argument(
+        "--repr", type=comma_list, default=("elmo",), help="e.g. elmo,bilm-random,cove"
+    )
+    parser.add_argument("--mode", type=comma_list, default=None, help="all,last")
+    parser.add_argument("--lam", type=floats, default=None, help="e.g. 0,0.001,1")
+    parser.add_argument(
+        "--sites", type=site_sets, default=None, help="e.g. input,input+output,output"
+    )
+    _add_budget_options(parser)
+    add_run_family_options(parser, seeds=(0,))
+
+
+def _run_point(args: argparse.Namespace, base: RunSpec) -> RunSpec:
+    """``run``'s one configuration: ``--repr`` with its sites, mix and dropout."""
+    if args.repr == "none":
+        return named.baseline(base)
+    point: dict[str, object] = {
+        "representation": args.repr,
+        "representation_config": run_config(args, args.repr),
+    }
+    if args.dropout is not None:
+        point["dropout"] = args.dropout
+    if args.sites:
+        point["sites"] = comma_list(args.sites)
+    if args.mode:
+        point["mode"] = args.mode
+    if args.lam is not None:
+        point["lam"] = args.lam
+    if args.layer_norm:
+        point["layer_norm"] = True
+    return derive(base, point)
+
+
+def _sweep_specs(args: argparse.Namespace, base: RunSpec) -> list[RunSpec]:
+    """``sweep``'s grid: per representation, its modes × λ × sites × seeds."""
+    grid: dict[str, list[object]] = {}
+    if args.mode:
+        grid["mode"] = list(args.mode)
+    if args.lam is not None:
+        grid["lam"] = list(args.lam)
+    if args.sites:
+        grid["sites"] = list(args.sites)
+    specs: list[RunSpec] = []
+    for rep in args.repr:
+        if rep == "none":
+            specs += expand_sweep(named.baseline(base), seed=list(args.seeds))
+        else:
+            changes = {"representation": rep, "representation_config": run_config(args, rep)}
+            specs += expand_sweep(derive(base, changes), **grid, seed=list(args.seeds))
+    return specs
+
+
+def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
+    """The specs of ``run`` / ``sweep`` and their group name.
+
+    Raises:
+        UsageError: an invalid option value (a bad ``--sites``, ``--lam``, ``--dropout``, ...):
+            a command-line mistake, no run starts.
+    """
+    base = base_spec(args, args.task)
+    changes: dict[str, object] = {"state": args.state, "limit": args.limit}
+    if args.max_epochs is not None:
+        changes["max_epochs"] = args.max_epochs
+    try:
+        base = derive(base, changes)
+        if args.command == "run":
+            point = _run_point(args, base)
+            return list(
+                expand_sweep(point, seed=list(args.seeds))
+            ), f"run-{args.task}-{point.run_id}"
+        specs = _sweep_specs(args, base)
+    except (KeyError, ValueError) as error:
+        raise UsageError(one_line(error)) from None
+    return specs, f"sweep-{args.task}-{data_label(args.data)}-{len(specs)}runs"
+
+
+def _grid_table(
+    task: str, specs: Sequence[RunSpec], seeds: tuple[int, ...], split: str
+) -> TableSpec:
+    """One row per grid point (seeds averaged), one column: the task's main metric."""
+    points: dict[str, RunSpec] = {}
+    for spec in specs:
+        point = derive(spec, {"seed": seeds[0]})
+        points.setdefault(point.run_id, point)
+    first = named.rows(task, next(iter(points.values())), split)[0]
+    rows = tuple(
+        Row(describe(p).rsplit(" seed=", 1)[0], p, first.metric, paper_key=None)
+        for p in points.values()
+    )
+    column = RunsColumn(f"{split} {first.metric.label or first.metric.key}", {})
+    return TableSpec(
+        f"sweep-{task}", f"Sweep over {task} ({split}; seeds {seeds})", rows, (column,), seeds
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``run`` prints one JSON line per seed; ``sweep`` prints and writes the grid's table."""
+    specs, group = train_specs(args)
+    store = run_all(specs, args, group)
+    if args.command == "run":
+        for spec in specs:
+            metrics = store.get(spec.run_id).metrics
+            print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
+        return 0
+    table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split or "dev")
+    written = write_tables(
+        [table], store, args.out, group, "markdown", task=args.task, reuse_stale=args.reuse_stale
+    )
+    log_outputs(args.wandb, written, group=group)
+    return 0

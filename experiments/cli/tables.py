@@ -1,0 +1,162 @@
+"""``reproduce`` (run and render a named table) and ``render`` (from stored runs only), and
+the writing of every command's tables and plots."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bilm.files import write_text
+from experiments import named
+from experiments.cli.options import (
+    add_run_family_options,
+    add_tasks_option,
+    data_label,
+    representation_config,
+    run_config,
+    task_overrides,
+)
+from experiments.cli.training import run_all
+from experiments.identity import current_records
+from experiments.plots import table_plots
+from experiments.render import Format, TableSpec, load_paper, render
+from experiments.store import ResultsStore, RunRecord
+from experiments.wandb_sink import log_outputs
+
+__all__ = [
+    "SUFFIXES",
+    "configure",
+    "configure_render",
+    "print_written",
+    "run",
+    "table_runs",
+    "write_tables",
+]
+
+#: ``render --format`` → the table files' suffix.
+SUFFIXES: dict[Format, str] = {"markdown": "md", "latex": "tex", "csv": "csv"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """``reproduce NAME``: the named table and the options of a command that trains."""
+    parser.add_argument("name", choices=sorted(named.reproductions()))
+    add_tasks_option(parser)
+    add_run_family_options(parser, seeds=None)
+
+
+def configure_render(parser: argparse.ArgumentParser) -> None:
+    """``render NAME``: as ``reproduce``, plus ``--format``, without the training options."""
+    parser.add_argument("name", choices=sorted(named.reproductions()))
+    parser.add_argument("--format", default="markdown", choices=tuple(SUFFIXES))
+    add_tasks_option(parser)
+    add_run_family_options(parser, seeds=None, train=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``reproduce`` and ``render``: build the named tables (``reproduce`` runs what is
+    missing), write them and their plots, log them to W&B when asked."""
+    cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
+    tables = named.tables(
+        args.name,
+        args.config,
+        args.data,
+        args.seeds,  # None: each row its task's seeds
+        run_config(args),
+        task_overrides(args),
+        args.eval_split,
+        cove,
+        args.tasks,
+    )
+    if (args.name == "cove" or args.name.endswith("_cove")) and cove is None:
+        print(named.COVE_MISSING, file=sys.stderr)
+    stem = f"{args.name}-{args.config}-{data_label(args.data)}"
+    if args.command == "reproduce":
+        run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
+    fmt: Format = args.format if args.command == "render" else "markdown"
+    store = ResultsStore(args.store)
+    written = write_tables(tables, store, args.out, stem, fmt, reuse_stale=args.reuse_stale)
+    log_outputs(args.wandb, written, group=stem)
+    return 0
+
+
+def _current_records(
+    tables: Sequence[TableSpec], records: Sequence[RunRecord], reuse_stale: bool
+) -> tuple[list[RunRecord], frozenset[str]]:
+    """The records the tables may use (:func:`experiments.identity.current_records` over the
+    tables' runs), and the stale ones among them; prints the runs left out."""
+    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
+    found = current_records(records, reuse_stale, only=wanted)
+    if found.left_out:
+        print(
+            f"{len(found.left_out)} stored run(s) left out of the tables: what they were made "
+            "from no longer matches (rerun the command to train them again, or pass "
+            "--reuse-stale):",
+            file=sys.stderr,
+        )
+        for rid, why in sorted(found.left_out.items()):
+            print(f"  {rid}: {why}", file=sys.stderr)
+    return found.kept, found.stale
+
+
+def write_tables(
+    tables: Sequence[TableSpec],
+    store: ResultsStore,
+    out: Path,
+    stem: str,
+    fmt: Format,
+    task: str | None = None,
+    reuse_stale: bool = False,
+) -> list[Path]:
+    """Render ``tables`` from the store's current records: print each, write it to
+    ``out/tables/<stem>-<table>.<suffix>`` and its plots to ``out/plots``.
+
+    Args:
+        tables: what to render.
+        store: the results store.
+        out: the output folder.
+        stem: the file names' prefix.
+        fmt: a key of :data:`SUFFIXES`.
+        task: read only this task's records (``None``: all).
+        reuse_stale: use stale records too (marked ‡).
+
+    Returns:
+        Every file written.
+    """
+    written = []
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    paper = load_paper()
+    records, stale = _current_records(tables, store.records(task), reuse_stale)
+
+    def attachment(run_id: str, name: str) -> str | None:
+        folder = store.path_of(run_id)
+        path = folder / name if folder is not None else None
+        return path.read_text(encoding="utf-8") if path is not None and path.is_file() else None
+
+    for table in tables:
+        text = render(
+            table,
+            records,
+            paper,
+            fmt=fmt,
+            attachments=attachment,
+            stale=stale,
+        )
+        written.append(write_text(out / "tables" / f"{stem}-{table.name}.{SUFFIXES[fmt]}", text))
+        print(text)
+    runs = table_runs(tables, records)
+    return written + print_written(table_plots(tables, runs, out / "plots", stem))
+
+
+def table_runs(tables: Sequence[TableSpec], records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The records of the tables' expected runs."""
+    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
+    return [r for r in records if r.run_id in wanted]
+
+
+def print_written(paths: list[Path]) -> list[Path]:
+    """Say ``wrote PATH`` on stderr for each path; returns them."""
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
+    return paths

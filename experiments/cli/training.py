@@ -1,0 +1,161 @@
+"""Running a command's specs: check them all first, then run the missing ones with one
+progress line each (shared by ``run``, ``sweep``, ``reproduce``, ``compare`` and
+``sample-efficiency``)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bilm.pretrained import cache_root
+from experiments import named
+from experiments.cli.errors import UsageError, one_line
+from experiments.cli.options import run_config, task_overrides
+from experiments.executors import Reuse, run_sweep
+from experiments.identity import run_identity
+from experiments.spec import RunSpec
+from experiments.store import ResultsStore
+from experiments.wandb_sink import WandbOptions
+
+if TYPE_CHECKING:  # the runner imports torch: loaded when a command trains
+    from experiments.runner import RunOptions
+
+__all__ = ["base_spec", "describe", "reuse_policy", "run_all", "validate_specs"]
+
+
+def validate_specs(specs: Sequence[RunSpec]) -> None:
+    """Check every spec before any run starts: task registered, preset valid, the
+    representation and its options known (no weights loaded), the ``--set`` overrides applied to
+    the task's configuration (key exists, value parses and validates; no data read).
+
+    Raises:
+        UsageError: the first problem, in one line.
+    """
+    from tasks.registry import get_task
+    from tasks.representations import check_representation
+
+    seen: set[str] = set()
+    for spec in specs:
+        fields = [
+            spec.task,
+            spec.preset,
+            spec.overrides,
+            spec.representation,
+            spec.representation_config,
+        ]
+        key = json.dumps(fields, sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            task = get_task(spec.task)
+            task.check_preset(spec.preset)
+            if task.configure is not None:
+                task.configure(spec.preset, list(spec.overrides))
+            if spec.representation != "none":
+                check_representation(spec.representation, dict(spec.representation_config))
+        except (KeyError, ValueError, TypeError) as error:
+            raise UsageError(f"{spec.task}: {one_line(error)}") from None
+
+
+def describe(spec: RunSpec) -> str:
+    """A run on one line, e.g. ``snli elmo λ=0.001 input+output seed=0``."""
+    if spec.representation == "none":
+        return f"{spec.task} baseline seed={spec.seed}"
+    mix = "LastOnly" if spec.mix.mode == "last" else f"λ={spec.mix.lam:g}"
+    return f"{spec.task} {spec.representation} {mix} {'+'.join(spec.sites)} seed={spec.seed}"
+
+
+def reuse_policy(args: argparse.Namespace) -> Reuse:
+    """``--rerun`` → never reuse; ``--reuse-stale`` → reuse stale records too."""
+    if args.rerun:
+        return "never"
+    return "stale" if args.reuse_stale else "matching"
+
+
+def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
+    """The task's Table 1 ELMo spec in the command's preset, data, biLM and changes.
+
+    Raises:
+        UsageError: an unknown task or preset, or a bad option value.
+    """
+    splits = ("dev", "test") if args.eval_split == "test" else ("dev",)
+    try:
+        return named.base_spec(
+            task, args.config, args.data, run_config(args), task_overrides(args), splits
+        )
+    except (KeyError, ValueError) as error:
+        raise UsageError(one_line(error)) from None
+
+
+def _options(args: argparse.Namespace, group: str) -> RunOptions:
+    """The :class:`~experiments.runner.RunOptions` of the command's training options."""
+    from experiments.runner import RunOptions
+
+    in_workers = args.executor == "ray" or args.max_parallel > 1
+    return RunOptions(
+        work_root=args.work,
+        cache_dir=args.cache if args.cache is not None else cache_root() / "features",
+        device=args.device,
+        precision=args.precision,
+        # worker processes report one line per evaluation: their bars would interleave
+        progress=not args.quiet and not in_workers,
+        wandb=WandbOptions(project=args.wandb, group=group) if args.wandb else None,
+        threads=args.threads or None,
+        eval_lines=not args.quiet and in_workers,
+        max_skipped=args.max_skipped,
+        cache_budget=args.cache_budget,
+        fresh=args.rerun,
+    )
+
+
+def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> ResultsStore:
+    """Check every spec, then run each one not yet stored, one progress line per run.
+
+    Raises:
+        UsageError: a spec (or the device) is wrong; no run has started.
+        SweepError: runs failed (the others are stored).
+    """
+    from experiments.runner import run_spec
+
+    validate_specs(specs)  # before anything is created: a mistake costs no run
+    options = _options(args, group)
+    store = ResultsStore(args.store)
+    unique = list({s.run_id: s for s in specs}.values())
+    count = {"n": 0}
+
+    def on_event(status: str, spec: RunSpec, detail: str) -> None:
+        count["n"] += 1
+        line = f"[{count['n']}/{len(unique)}] {status:6s} {spec.run_id} {describe(spec)}"
+        if status in ("done", "stored", "stale"):
+            metrics = store.get(spec.run_id).metrics
+            line += "  " + " ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()))
+        print(line + (f"  {detail}" if detail else ""), file=sys.stderr, flush=True)
+
+    ray_options = {"num_cpus": args.cpus_per_run, "num_gpus": args.gpus_per_run}
+    identify = functools.partial(
+        run_identity, device=args.device, precision=args.precision, threads=options.threads
+    )
+    result = run_sweep(  # a DeviceError (a ValueError) is a usage mistake: exit status 2
+        unique,
+        functools.partial(run_spec, options=options),
+        store,
+        args.executor,
+        args.address,
+        max_parallel=args.max_parallel,
+        ray_options=ray_options if args.executor == "ray" else None,
+        on_event=on_event,
+        identify=identify,
+        reuse=reuse_policy(args),
+    )
+    if result.superseded:
+        print(
+            f"{len(result.superseded)} stale record(s) trained again and replaced; the old ones "
+            f"are kept under {store.root}/<task>/superseded/",
+            file=sys.stderr,
+        )
+    return store
