@@ -76,6 +76,16 @@ def bench_significance(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def bench_hf(session: nox.Session) -> None:
+    """Tokens/s of the `hf` representation (the bundled all-MiniLM-L6-v2, all 7 layers) on
+    natural text, CPU and CUDA when available, fp32 and bf16 (median of repeats), and feature
+    cache bytes per token; prints the CPU (issue #22). Extra arguments go to
+    benchmarks/bench_hf.py (e.g. `-- --model PATH --sentences 64`)."""
+    _install(session)
+    session.run("python", "benchmarks/bench_hf.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
 def pretrain_small(session: nox.Session) -> None:
     """Reproduce the shipped small English biLM from corpus files given on the command line:
     ``nox -s pretrain_small -- --train TRAIN.txt --valid VALID.txt --test TEST.txt``

@@ -4,6 +4,9 @@
 ``ScalarMix``, bilm-tf ``weight_layers``; ELMO_SPEC §9). The regulariser ``λ‖w‖²`` on the raw
 pre-softmax weights is *returned* by :meth:`ScalarMix.penalty` for the caller to add to its loss,
 as bilm-tf does; nothing is hidden in a parameter-name regex.
+
+``MixSpec(mode="dynamic")`` gives every token its own weights instead
+(:class:`bilm.dynamic_mix.DynamicMix`); :func:`mix_from_spec` builds either kind.
 """
 
 from __future__ import annotations
@@ -15,8 +18,14 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor, nn
 
-MixMode = Literal["all", "last"]
+from bilm.dynamic_mix import DynamicMix
+from bilm.layer_norm import masked_layer_norm
+
+MixMode = Literal["all", "last", "dynamic"]
 MIX_MODES: tuple[str, ...] = get_args(MixMode)
+#: The modes of :class:`ScalarMix` (one set of weights per mix); ``"dynamic"`` is
+#: :class:`bilm.dynamic_mix.DynamicMix`.
+STATIC_MODES: tuple[str, ...] = ("all", "last")
 
 
 @dataclass(frozen=True)
@@ -26,11 +35,14 @@ class MixSpec:
     The one description of a mix, used by the harness's injector and run specs alike.
 
     Attributes:
-        mode: ``"all"`` (Eq. 1: softmax-weighted sum of all layers) or ``"last"`` (the paper's
-            *LastOnly*: the top layer only, no weights, no penalty).
-        lam: λ of the penalty ``λ‖w‖²`` (Table 2: 1 ≈ plain average, 0.001 lets weights vary).
-            Canonically 0 in ``"last"`` mode, where it has no effect, so that a λ sweep crossed
-            with both modes yields one LastOnly configuration, not several.
+        mode: ``"all"`` (Eq. 1: softmax-weighted sum of all layers), ``"last"`` (the paper's
+            *LastOnly*: the top layer only, no weights, no penalty) or ``"dynamic"`` (per-token
+            weights from a gate over the token's layers, :class:`bilm.dynamic_mix.DynamicMix`).
+        lam: λ of the penalty: ``λ‖w‖²`` in ``"all"`` mode (Table 2: 1 ≈ plain average, 0.001
+            lets weights vary); in ``"dynamic"`` mode λ times the per-token departure of the
+            gate from a static mix (:meth:`bilm.dynamic_mix.DynamicMix.penalty`). Canonically 0
+            in ``"last"`` mode, where it has no effect, so that a λ sweep crossed with several
+            modes yields one LastOnly configuration, not several.
         layer_norm: normalise each layer before weighting (allennlp ``do_layer_norm``).
     """
 
@@ -46,9 +58,16 @@ class MixSpec:
         lam = float(self.lam)
         if not math.isfinite(lam) or lam < 0:
             raise ValueError(f"mix.lam must be a finite number >= 0, got {lam}")
-        object.__setattr__(self, "lam", lam if self.mode == "all" else 0.0)
+        object.__setattr__(self, "lam", 0.0 if self.mode == "last" else lam)
         if not isinstance(self.layer_norm, bool):
             raise TypeError(f"mix.layer_norm must be a bool, got {self.layer_norm!r}")
+
+    @property
+    def label(self) -> str:
+        """A short label: ``"LastOnly"``, ``"λ=0.001"`` (``"all"``) or ``"dynamic λ=0.001"``."""
+        if self.mode == "last":
+            return "LastOnly"
+        return f"{'dynamic ' if self.mode == 'dynamic' else ''}λ={self.lam:g}"
 
 
 class ScalarMix(nn.Module):
@@ -75,8 +94,11 @@ class ScalarMix(nn.Module):
         trainable: bool = True,
     ) -> None:
         super().__init__()
-        if mode not in MIX_MODES:
-            raise ValueError(f"mode must be one of {MIX_MODES}, got {mode!r}")
+        if mode not in STATIC_MODES:
+            raise ValueError(
+                f"ScalarMix mode must be one of {STATIC_MODES}, got {mode!r}"
+                + (" (per-token weights: bilm.dynamic_mix.DynamicMix)" if mode == "dynamic" else "")
+            )
         if initial_weights is not None and len(initial_weights) != num_layers:
             raise ValueError(
                 f"initial_weights has {len(initial_weights)} values for {num_layers} layers"
@@ -90,7 +112,8 @@ class ScalarMix(nn.Module):
 
     @classmethod
     def from_spec(cls, num_layers: int, spec: MixSpec) -> ScalarMix:
-        """A trainable mix of ``num_layers`` layers configured by ``spec``."""
+        """A trainable mix of ``num_layers`` layers configured by ``spec`` (``"all"`` or
+        ``"last"``; :func:`mix_from_spec` builds the ``"dynamic"`` mix too)."""
         return cls(num_layers, mode=spec.mode, lam=spec.lam, layer_norm=spec.layer_norm)
 
     def normalized_weights(self) -> Tensor:
@@ -122,18 +145,23 @@ class ScalarMix(nn.Module):
         if self.layer_norm:
             if mask is None:
                 raise ValueError("layer_norm needs the mask")
-            layers = self._masked_norm(layers, mask)
+            layers = masked_layer_norm(layers, mask)
         if self.mode == "last":
             return self.gamma * layers[-1]  # (batch, time, dim)
         s = torch.softmax(self.weights, dim=0).to(layers.dtype)
         mixed = torch.tensordot(s, layers, dims=([0], [0]))  # (batch, time, dim)
         return self.gamma * mixed
 
-    @staticmethod
-    def _masked_norm(layers: Tensor, mask: Tensor) -> Tensor:
-        m = mask[None, :, :, None].to(layers.dtype)  # (1, batch, time, 1)
-        count = (m.sum() * layers.shape[-1]).clamp_min(1.0)
-        mean = (layers * m).sum(dim=(1, 2, 3), keepdim=True) / count  # (L, 1, 1, 1)
-        var = (((layers - mean) * m) ** 2).sum(dim=(1, 2, 3), keepdim=True) / count
-        eps = 1e-4 if layers.dtype == torch.half else 1e-13  # allennlp's choice
-        return (layers - mean) / torch.sqrt(var + eps) * m
+
+def mix_from_spec(num_layers: int, dim: int, spec: MixSpec) -> ScalarMix | DynamicMix:
+    """The trainable mix ``spec`` describes: a :class:`ScalarMix` (``"all"``, ``"last"``) or a
+    :class:`bilm.dynamic_mix.DynamicMix` (``"dynamic"``, whose gate needs the width ``dim``).
+
+    Args:
+        num_layers: layers to mix.
+        dim: width of each layer.
+        spec: mode, λ and layer norm.
+    """
+    if spec.mode == "dynamic":
+        return DynamicMix(num_layers, dim, lam=spec.lam, layer_norm=spec.layer_norm)
+    return ScalarMix.from_spec(num_layers, spec)

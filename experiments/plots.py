@@ -3,8 +3,10 @@ learning curves and sample-efficiency curves (Figure 1, §5.4).
 
 Both read the runs' log lines (conventions in :mod:`experiments.store`): ``layer_weights`` (the
 softmax-normalised weights ``s`` of each site's scalar mix, Eq. (1)) from the last line that has
-them, and ``epoch`` / ``dev_<metric>`` pairs; sample-efficiency curves read the final metrics of
-runs trained on a share of the training set (``RunSpec.train_fraction``). The data are computed
+them (for ``mode="dynamic"`` runs the mean per-token weights over dev's real tokens, with their
+per-token standard deviation under ``layer_weights_std``), and ``epoch`` / ``dev_<metric>``
+pairs; sample-efficiency curves read the final metrics of runs trained on a share of the
+training set (``RunSpec.train_fraction``). The data are computed
 by pure functions (:func:`layer_weights`, :func:`learning_curves`,
 :func:`sample_efficiency_curves`); matplotlib is imported only to draw, through
 its object API (``Figure.savefig`` renders PNGs with the Agg canvas; no pyplot, no global backend
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from experiments.render import TableSpec
 
 LOG_KEY = "layer_weights"
+#: Per-token spread of a dynamic mix's weights (``{site: [std_0, …, std_L]}``), same log line.
+STD_KEY = "layer_weights_std"
 BASELINE_LABEL = "Baseline"
 #: Figure 1's x range: 0.1 % to 100 % of the training set.
 FRACTION_RANGE = (0.1, 100.0)
@@ -44,11 +48,15 @@ class SiteWeights:
         mean: mean ``s_j`` per layer ``j``.
         std: sample standard deviation per layer (0 for a single run).
         n: runs averaged.
+        token_std: for dynamic mixes, the standard deviation of the per-token weights over the
+            runs' dev tokens together (``sqrt(mean_r σ_r² + var_r μ_r)``, runs weighted
+            equally); ``None`` when any run has no per-token spread (static mixes).
     """
 
     mean: tuple[float, ...]
     std: tuple[float, ...]
     n: int
+    token_std: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -84,11 +92,26 @@ class EfficiencyPoint(NamedTuple):
 
 def final_layer_weights(record: RunRecord) -> dict[str, list[float]]:
     """The ``layer_weights`` of the run's last log line that has them (empty when none)."""
+    return _final(record)[0]
+
+
+def final_layer_weights_std(record: RunRecord) -> dict[str, list[float]]:
+    """The per-token spread (``layer_weights_std``) logged with :func:`final_layer_weights`
+    (empty for static mixes and runs logged before dynamic mixes existed)."""
+    return _final(record)[1]
+
+
+def _final(record: RunRecord) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     for line in reversed(record.log):
         weights = line.get(LOG_KEY)
         if isinstance(weights, Mapping) and weights:
-            return {str(site): [float(v) for v in values] for site, values in weights.items()}
-    return {}
+            spread = line.get(STD_KEY)
+            return _per_site(weights), _per_site(spread if isinstance(spread, Mapping) else {})
+    return {}, {}
+
+
+def _per_site(values: Mapping[str, Any]) -> dict[str, list[float]]:
+    return {str(site): [float(v) for v in row] for site, row in values.items()}
 
 
 def layer_weights(records: Iterable[RunRecord]) -> dict[str, SiteWeights]:
@@ -98,9 +121,12 @@ def layer_weights(records: Iterable[RunRecord]) -> dict[str, SiteWeights]:
         ValueError: runs disagree on a site's number of layers.
     """
     per_site: dict[str, list[list[float]]] = {}
+    spreads: dict[str, list[list[float] | None]] = {}
     for record in records:
-        for site, values in final_layer_weights(record).items():
+        weights, spread = _final(record)
+        for site, values in weights.items():
             per_site.setdefault(site, []).append(values)
+            spreads.setdefault(site, []).append(spread.get(site))
     result = {}
     for site in sorted(per_site):
         runs = per_site[site]
@@ -112,8 +138,24 @@ def layer_weights(records: Iterable[RunRecord]) -> dict[str, SiteWeights]:
             mean=tuple(statistics.fmean(c) for c in columns),
             std=tuple(statistics.stdev(c) if len(c) > 1 else 0.0 for c in columns),
             n=len(runs),
+            token_std=_pooled_token_std(runs, spreads[site]),
         )
     return result
+
+
+def _pooled_token_std(
+    means: Sequence[Sequence[float]], stds: Sequence[Sequence[float] | None]
+) -> tuple[float, ...] | None:
+    """Per layer, the spread of the per-token weights of all runs together (runs weighted
+    equally): ``sqrt(mean_r σ_r² + pvariance_r μ_r)``; ``None`` unless every run has one."""
+    if not stds or any(s is None or len(s) != len(m) for s, m in zip(stds, means, strict=True)):
+        return None
+    known = [list(s) for s in stds if s is not None]
+    return tuple(
+        (statistics.fmean(s[j] ** 2 for s in known) + statistics.pvariance([m[j] for m in means]))
+        ** 0.5
+        for j in range(len(means[0]))
+    )
 
 
 def learning_curves(
@@ -185,7 +227,7 @@ def describe(record: RunRecord) -> str:
     spec = record.spec
     parts = [spec.task, spec.representation]
     if spec.sites:
-        parts.append("LastOnly" if spec.mix.mode == "last" else f"all λ={spec.mix.lam:g}")
+        parts.append(spec.mix.label if spec.mix.mode != "all" else f"all {spec.mix.label}")
         parts.append("+".join(spec.sites))
     parts.append(f"s{spec.seed}")
     return f"{' '.join(parts)} ({record.run_id})"
@@ -194,7 +236,8 @@ def describe(record: RunRecord) -> str:
 def plot_layer_weights(
     records: Iterable[RunRecord], path: str | os.PathLike[str], title: str | None = None
 ) -> Path:
-    """Bars of ``softmax(w)`` per biLM layer, one panel per site, mean ± std over the runs.
+    """Bars of ``softmax(w)`` per biLM layer, one panel per site, mean ± std over the runs; for
+    dynamic mixes (every run logged ``layer_weights_std``) mean ± the per-token std instead.
 
     Returns:
         The PNG path.
@@ -211,11 +254,13 @@ def plot_layer_weights(
     axes = figure.subplots(1, len(weights), squeeze=False)[0]
     for ax, (site, stats) in zip(axes, weights.items(), strict=True):
         layers = list(range(len(stats.mean)))
-        ax.bar(layers, stats.mean, yerr=stats.std, capsize=4, color="tab:blue")
+        per_token = stats.token_std is not None
+        error = stats.token_std if stats.token_std is not None else stats.std
+        ax.bar(layers, stats.mean, yerr=error, capsize=4, color="tab:blue")
         ax.set_xticks(layers, [f"layer {j}" for j in layers])
         ax.set_ylim(0.0, 1.0)
-        ax.set_ylabel("softmax(w)")
-        ax.set_title(f"{site} (n={stats.n})")
+        ax.set_ylabel("mean s_t (± per-token std)" if per_token else "softmax(w)")
+        ax.set_title(f"{site} (n={stats.n}{', per token' if per_token else ''})")
     if title:
         figure.suptitle(title)
     return _save(figure, path)
@@ -308,18 +353,23 @@ def plot_layer_weights_figure(
     weights: Mapping[str, Mapping[str, Sequence[float]]],
     path: str | os.PathLike[str],
     title: str | None = None,
+    spread: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
 ) -> Path:
     """Figure 2: softmax-normalised layer weights of every task, one heat map per site.
 
     Rows are tasks, columns biLM layers ``0..L``; each cell prints its weight. As in the paper,
     weights below 1/3 are hatched with horizontal lines and those above 2/3 dotted. A task
-    without a site, or with fewer layers, leaves those cells blank.
+    without a site, or with fewer layers, leaves those cells blank. Rows of dynamic mixes (those
+    in ``spread``) show the mean per-token weight with an error bar: the cell's height is the
+    weight axis 0..1 and a black bar spans mean ± the per-token std (the text adds "±std").
 
     Args:
         weights: task label → site (``"input"`` / ``"output"``) → weights ``s_0..s_L``, e.g.
             ``{k: {site: list(w.mean) for site, w in layer_weights(runs).items()}}``.
         path: the PNG to write.
         title: the figure's title.
+        spread: task label → site → per-token std per layer (``SiteWeights.token_std``) for
+            the rows of dynamic mixes; other rows are drawn as before.
 
     Returns:
         The PNG path.
@@ -341,30 +391,10 @@ def plot_layer_weights_figure(
     colormap = importlib.import_module("matplotlib").colormaps["Blues"]
     for ax, site in zip(axes, sites, strict=True):
         for i, task in enumerate(tasks):
+            stds = list((spread or {}).get(task, {}).get(site, ()))
             for j, value in enumerate(weights[task].get(site, ())):
-                value = float(value)
-                hatch = "--" if value < 1 / 3 else "." if value > 2 / 3 else None
-                ax.add_patch(
-                    _rectangle()(
-                        (j - 0.5, i - 0.5),
-                        1.0,
-                        1.0,
-                        facecolor=colormap(0.15 + 0.7 * min(max(value, 0.0), 1.0)),
-                        edgecolor="white",
-                        hatch=hatch,
-                        linewidth=1.0,
-                    )
-                )
-                ax.text(
-                    j,
-                    i,
-                    f"{value:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize="small",
-                    color="white" if value > 0.5 else "black",
-                    bbox={"facecolor": "white", "alpha": 0.0 if value > 0.5 else 0.6, "lw": 0},
-                )
+                std = float(stds[j]) if j < len(stds) else None
+                _weight_cell(ax, (j, i), float(value), std, colormap)
         ax.set_xlim(-0.5, layers - 0.5)
         ax.set_ylim(len(tasks) - 0.5, -0.5)
         ax.set_xticks(range(layers), [str(j) for j in range(layers)])
@@ -404,7 +434,12 @@ def table_plots(
     for name in sorted({r.spec.representation for r in runs} - {NO_REPRESENTATION}):
         mine = [r for r in runs if r.spec.representation == name]  # one layer count each
         tag = "" if name == "elmo" else "-" + "".join(c if c.isalnum() else "_" for c in name)
-        written.append(plot_layer_weights(mine, out / f"{stem}{tag}-layer-weights.png"))
+        static = [r for r in mine if r.spec.mix.mode != "dynamic"]
+        dynamic = [r for r in mine if r.spec.mix.mode == "dynamic"]  # per-token: own figure
+        for group, suffix in ((static, ""), (dynamic, "-dynamic")):
+            if group:
+                path = out / f"{stem}{tag}{suffix}-layer-weights.png"
+                written.append(plot_layer_weights(group, path))
     written += _figure2(tables, runs, out, stem)
     for task in sorted({r.spec.task for r in runs}):
         metric = get_task(task).metric
@@ -418,9 +453,11 @@ def _figure2(
     tables: Sequence[TableSpec], runs: Sequence[RunRecord], out: Path, stem: str
 ) -> list[Path]:
     """Paper Figure 2 for tables of several tasks: the learned softmax weights of each row's
-    ELMo configuration (its base spec, mean over seeds), one heat map per site."""
+    ELMo configuration (its base spec, mean over seeds), one heat map per site; a dynamic row
+    shows the mean per-token weights with their per-token spread."""
     by_id = {r.run_id: r for r in runs}
     weights: dict[str, dict[str, list[float]]] = {}
+    spread: dict[str, dict[str, list[float]]] = {}
     for table in tables:
         for row in table.rows:
             task = row.label.split(" (")[0]
@@ -428,12 +465,14 @@ def _figure2(
             ids = (derive(row.base, {"seed": s}).run_id for s in row_seeds)
             found = [by_id[i] for i in ids if i in by_id]
             if task not in weights and found and row.base.representation == "elmo":
-                weights[task] = {k: list(v.mean) for k, v in layer_weights(found).items()}
+                stats = layer_weights(found)
+                weights[task] = {k: list(v.mean) for k, v in stats.items()}
+                spread[task] = {k: list(v.token_std) for k, v in stats.items() if v.token_std}
     if len(weights) < 2:
         return []
     data = " [DEMO data]" if tables[0].rows[0].base.data == "demo" else ""
     path = out / f"{stem}-figure2-layer-weights.png"
-    return [plot_layer_weights_figure(weights, path, f"Learned layer weights{data}")]
+    return [plot_layer_weights_figure(weights, path, f"Learned layer weights{data}", spread)]
 
 
 def efficiency_plots(
@@ -455,6 +494,44 @@ def efficiency_plots(
         )
         written.append(plot_sample_efficiency(curves, path, title, metric.label or metric.key))
     return written
+
+
+def _weight_cell(
+    ax: Any, at: tuple[int, int], value: float, std: float | None, colormap: Any
+) -> None:
+    """One Figure 2 cell at (layer, row): colour, hatch, text; with ``std`` an error bar."""
+    j, i = at
+    hatch = "--" if value < 1 / 3 else "." if value > 2 / 3 else None
+    ax.add_patch(
+        _rectangle()(
+            (j - 0.5, i - 0.5),
+            1.0,
+            1.0,
+            facecolor=colormap(0.15 + 0.7 * min(max(value, 0.0), 1.0)),
+            edgecolor="white",
+            hatch=hatch,
+            linewidth=1.0,
+        )
+    )
+    text = f"{value:.2f}" if std is None else f"{value:.2f}±{std:.2f}"
+    ax.text(
+        j,
+        i,
+        text,
+        ha="center",
+        va="center",
+        fontsize="small" if std is None else "x-small",
+        color="white" if value > 0.5 else "black",
+        bbox={"facecolor": "white", "alpha": 0.0 if value > 0.5 else 0.6, "lw": 0},
+    )
+    if std is not None:  # the cell's height is the weight axis: bottom 0, top 1 (rows go down)
+
+        def y(weight: float) -> float:
+            return i + 0.45 - 0.9 * min(max(weight, 0.0), 1.0)
+
+        x = j + 0.38
+        ax.plot([x, x], [y(value - std), y(value + std)], color="black", linewidth=1.2)
+        ax.plot([x], [y(value)], marker="o", markersize=3, color="black")
 
 
 def _rectangle() -> Any:

@@ -14,7 +14,7 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,17 @@ from tasks.common.feature_cache import FeatureCache
 from tasks.core import Represent
 from tasks.representations import REPRESENTATIONS, Layers, Representation, build_representation
 
-__all__ = ["build_spec_representation", "finetuned_bilm", "make_represent"]
+__all__ = [
+    "HARNESS_KEYS",
+    "build_spec_representation",
+    "builder_options",
+    "finetuned_bilm",
+    "make_represent",
+]
+
+#: Keys of a representation configuration that the harness reads itself (they never reach the
+#: representation's builder): ``finetune`` asks for the task-tuned biLM of paper §3.4.
+HARNESS_KEYS = frozenset({"finetune"})
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +56,11 @@ def build_spec_representation(
         if "state" in inspect.signature(REPRESENTATIONS[spec.representation]).parameters:
             config["state"] = spec.state
     return build_representation(spec.representation, **config)
+
+
+def builder_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` without the harness's own keys (:data:`HARNESS_KEYS`): what the builder takes."""
+    return {k: v for k, v in config.items() if k not in HARNESS_KEYS}
 
 
 def _no_layers(sequences: Sequence[Sequence[str]]) -> Layers:
@@ -131,7 +146,7 @@ def finetuned_bilm(
     from bilm.pretrained import cache_root, published_files
     from tasks.common.feature_cache import data_fingerprint
 
-    base = {k: v for k, v in config.items() if k != "finetune"}
+    base = builder_options(config)
     epochs = float(config["finetune"]) if not isinstance(config["finetune"], bool) else 1.0
     if "published" in base:
         base["options"], base["weights"] = map(str, published_files(base.pop("published")))

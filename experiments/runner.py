@@ -535,6 +535,8 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
         "gammas": run.injector.gammas(),
         "seconds": time.perf_counter() - started,
     }
+    if spread := run.injector.layer_weights_std():  # dynamic mixes: over dev's real tokens
+        record["layer_weights_std"] = spread
     state.losses = []
     state.log.append(record)
     numbers = {k: v for k, v in record.items() if isinstance(v, int | float) and k != "seconds"}

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-from collections.abc import Sequence
 
 from experiments import named
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.options import (
     FLAG_REPRESENTATIONS,
+    add_repr_set_option,
     add_run_family_options,
     add_tasks_option,
+    check_options,
     data_label,
+    representation_options,
     run_config,
     task_overrides,
 )
@@ -23,7 +24,7 @@ from experiments.cli.training import run_all
 from experiments.render import TableSpec
 from experiments.wandb_sink import log_outputs
 
-__all__ = ["configure", "representation_options", "run"]
+__all__ = ["configure", "run"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -34,36 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the new representation: a registered name (bilm-random, glove, ...) or "
         "package.module:Factory importable from PYTHONPATH (docs/representations.md)",
     )
-    parser.add_argument(
-        "--repr-set",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="the new representation's options; values are JSON when they parse (dim=64)",
-    )
+    add_repr_set_option(parser, "the new representation's")
     parser.add_argument(
         "--against", default="elmo", help="the reference: elmo (default), none, or a name"
     )
     add_tasks_option(parser)
     add_run_family_options(parser, seeds=None)
-
-
-def representation_options(pairs: Sequence[str]) -> dict[str, object]:
-    """``KEY=VALUE`` pairs → options; a value is JSON when it parses, else a string.
-
-    Raises:
-        UsageError: a pair without ``=`` or without a key.
-    """
-    options: dict[str, object] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise UsageError(f"--repr-set takes KEY=VALUE, got {pair!r}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return options
 
 
 def _table(args: argparse.Namespace) -> TableSpec:
@@ -72,7 +49,6 @@ def _table(args: argparse.Namespace) -> TableSpec:
     Raises:
         UsageError: an unknown representation, option, task or preset.
     """
-    from tasks.representations import check_representation
 
     def config(name: str, extra: dict[str, object]) -> dict[str, object]:
         registered = name in FLAG_REPRESENTATIONS
@@ -83,7 +59,7 @@ def _table(args: argparse.Namespace) -> TableSpec:
     try:
         for name, options in (new, against):
             if name != "none":
-                check_representation(name, options)
+                check_options(name, options)
         return named.compare_table(
             new,
             against,

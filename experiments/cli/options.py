@@ -10,10 +10,12 @@ it appears.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import inspect
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from experiments.cli.errors import UsageError
+from experiments.cli.errors import UsageError, one_line
 from experiments.render import PAPER_PRESET, PUBLISHED_ELMO
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "PUBLISHED_PREFIX",
     "add_data_options",
     "add_output_options",
+    "add_repr_set_option",
     "add_representation_options",
     "add_reuse_options",
     "add_run_family_options",
@@ -31,10 +34,12 @@ __all__ = [
     "add_tasks_option",
     "add_training_options",
     "budget",
+    "check_options",
     "comma_list",
     "data_label",
     "floats",
     "representation_config",
+    "representation_options",
     "run_config",
     "seeds",
     "share",
@@ -162,6 +167,19 @@ def add_representation_options(parser: argparse.ArgumentParser) -> None:
         help="first fine-tune the biLM as a language model on the task's training text "
         "(paper §3.4; default 1 epoch; cached), then freeze it; records held-out perplexity "
         "before and after",
+    )
+
+
+def add_repr_set_option(
+    parser: argparse.ArgumentParser, whose: str = "the representation's"
+) -> None:
+    """``--repr-set KEY=VALUE ...``: options of ``--repr`` (:func:`representation_options`)."""
+    parser.add_argument(
+        "--repr-set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"{whose} options; values are JSON when they parse (dim=64, path=f.hdf5)",
     )
 
 
@@ -316,6 +334,56 @@ def _bilm_config(
             raise UsageError("bilm-random takes --elmo OPTIONS.json WEIGHTS.hdf5 or CHECKPOINT")
         return {"published": elmo[0].removeprefix(PUBLISHED_PREFIX), **tuned}
     return {"checkpoint": elmo[0], **tuned} if elmo else tuned
+
+
+def representation_options(pairs: Sequence[str]) -> dict[str, object]:
+    """``--repr-set``'s ``KEY=VALUE`` pairs → options; a value is JSON when it parses, else a
+    string.
+
+    Raises:
+        UsageError: a pair without ``=`` or without a key.
+    """
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--repr-set takes KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def check_options(name: str, options: Mapping[str, object]) -> None:
+    """Check a representation's name and options without building it (before any run starts):
+    every key is one its builder takes, and every option it needs is given.
+
+    Raises:
+        UsageError: an unknown representation, an unknown option or a missing one (one line).
+    """
+    from experiments.represent import builder_options
+    from tasks.representations import check_representation
+
+    options = builder_options(options)
+    try:
+        builder = check_representation(name, options)
+    except (KeyError, TypeError) as error:
+        raise UsageError(one_line(error)) from None
+    try:
+        parameters = inspect.signature(builder).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): nothing more to check
+        return
+    needed = [
+        p.name
+        for p in parameters
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in options
+    ]
+    if needed:
+        given = ", ".join(f"{n}=..." for n in needed)
+        raise UsageError(f"representation {name!r} needs option(s) {needed}: --repr-set {given}")
 
 
 def run_config(args: argparse.Namespace, name: str = "elmo") -> dict[str, object]:

@@ -6,13 +6,17 @@ import argparse
 import json
 from collections.abc import Sequence
 
+from bilm.scalar_mix import MIX_MODES
 from experiments import named
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.options import (
+    add_repr_set_option,
     add_run_family_options,
+    check_options,
     comma_list,
     data_label,
     floats,
+    representation_options,
     run_config,
     site_sets,
 )
@@ -42,9 +46,14 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
 def configure_run(parser: argparse.ArgumentParser) -> None:
     """``run TASK``: one point (representation, sites, mix, dropout) over seeds."""
     _task_choice(parser)
-    parser.add_argument("--repr", default="elmo", help="elmo | bilm-random | glove | cove | none")
+    parser.add_argument(
+        "--repr",
+        default="elmo",
+        help="elmo | bilm-random | glove | cove | hdf5 | none, or package.module:Factory",
+    )
+    add_repr_set_option(parser)
     parser.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")
-    parser.add_argument("--mode", default=None, choices=("all", "last"))
+    parser.add_argument("--mode", default=None, choices=MIX_MODES)
     parser.add_argument("--lam", type=float, default=None)
     parser.add_argument("--layer-norm", action="store_true")
     parser.add_argument(
@@ -60,7 +69,8 @@ def configure_sweep(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repr", type=comma_list, default=("elmo",), help="e.g. elmo,bilm-random,cove"
     )
-    parser.add_argument("--mode", type=comma_list, default=None, help="all,last")
+    add_repr_set_option(parser, "every representation's (none's excepted)")
+    parser.add_argument("--mode", type=comma_list, default=None, help="all,last,dynamic")
     parser.add_argument("--lam", type=floats, default=None, help="e.g. 0,0.001,1")
     parser.add_argument(
         "--sites", type=site_sets, default=None, help="e.g. input,input+output,output"
@@ -69,13 +79,27 @@ def configure_sweep(parser: argparse.ArgumentParser) -> None:
     add_run_family_options(parser, seeds=(0,))
 
 
+def _representation_config(args: argparse.Namespace, name: str) -> dict[str, object]:
+    """``name``'s configuration: from ``--elmo``/``--glove``/``--cove``, then ``--repr-set``
+    on top; the name, every key and the options it needs checked before any run starts.
+
+    Raises:
+        UsageError: an unknown representation, option, or a missing one.
+    """
+    config = {**run_config(args, name), **representation_options(args.repr_set)}
+    check_options(name, config)
+    return config
+
+
 def _run_point(args: argparse.Namespace, base: RunSpec) -> RunSpec:
     """``run``'s one configuration: ``--repr`` with its sites, mix and dropout."""
     if args.repr == "none":
+        if args.repr_set:
+            raise UsageError("--repr-set does not apply to --repr none (the baseline)")
         return named.baseline(base)
     point: dict[str, object] = {
         "representation": args.repr,
-        "representation_config": run_config(args, args.repr),
+        "representation_config": _representation_config(args, args.repr),
     }
     if args.dropout is not None:
         point["dropout"] = args.dropout
@@ -99,12 +123,15 @@ def _sweep_specs(args: argparse.Namespace, base: RunSpec) -> list[RunSpec]:
         grid["lam"] = list(args.lam)
     if args.sites:
         grid["sites"] = list(args.sites)
+    if args.repr_set and all(rep == "none" for rep in args.repr):
+        raise UsageError("--repr-set does not apply to --repr none (the baseline)")
     specs: list[RunSpec] = []
     for rep in args.repr:
         if rep == "none":
             specs += expand_sweep(named.baseline(base), seed=list(args.seeds))
         else:
-            changes = {"representation": rep, "representation_config": run_config(args, rep)}
+            config = _representation_config(args, rep)
+            changes = {"representation": rep, "representation_config": config}
             specs += expand_sweep(derive(base, changes), **grid, seed=list(args.seeds))
     return specs
 

@@ -35,6 +35,7 @@ def validate_specs(specs: Sequence[RunSpec]) -> None:
     Raises:
         UsageError: the first problem, in one line.
     """
+    from experiments.represent import builder_options
     from tasks.registry import get_task
     from tasks.representations import check_representation
 
@@ -54,10 +55,11 @@ def validate_specs(specs: Sequence[RunSpec]) -> None:
         try:
             task = get_task(spec.task)
             task.check_preset(spec.preset)
-            if task.configure is not None:
-                task.configure(spec.preset, list(spec.overrides))
+            task.configure(spec.preset, list(spec.overrides))
             if spec.representation != "none":
-                check_representation(spec.representation, dict(spec.representation_config))
+                check_representation(
+                    spec.representation, builder_options(spec.representation_config)
+                )
         except (KeyError, ValueError, TypeError) as error:
             raise UsageError(f"{spec.task}: {one_line(error)}") from None
 
@@ -66,7 +68,7 @@ def describe(spec: RunSpec) -> str:
     """A run on one line, e.g. ``snli elmo λ=0.001 input+output seed=0``."""
     if spec.representation == "none":
         return f"{spec.task} baseline seed={spec.seed}"
-    mix = "LastOnly" if spec.mix.mode == "last" else f"λ={spec.mix.lam:g}"
+    mix = spec.mix.label
     return f"{spec.task} {spec.representation} {mix} {'+'.join(spec.sites)} seed={spec.seed}"
 
 

@@ -7,7 +7,10 @@ task RNN's output, with its own weights ``w`` and ``γ``). Model code sizes its 
 the ``none`` representation both are no-ops, so there is no ``if`` in model code (STYLE §3.2).
 
 The λ penalty reaches the loss through :func:`mix_penalty`, which the runner calls on the whole
-task model.
+task model. With ``MixSpec(mode="dynamic")`` each site's mix is a
+:class:`bilm.dynamic_mix.DynamicMix` (per-token layer weights); its penalty is that of the batch
+last mixed, so call
+:func:`mix_penalty` after the model's forward pass, as the runner does.
 
 Typical use::
 
@@ -27,7 +30,8 @@ from typing import Any, cast
 import torch
 from torch import Tensor, nn
 
-from bilm.scalar_mix import MixSpec, ScalarMix
+from bilm.dynamic_mix import DynamicMix
+from bilm.scalar_mix import MixSpec, ScalarMix, mix_from_spec
 from tasks.common.sites import SITES, Site
 from tasks.representations import Layers, Representation
 
@@ -61,7 +65,8 @@ def _check_site(site: str) -> None:
 
 
 class Injector(nn.Module):
-    """One representation, one :class:`bilm.ScalarMix` per site, dropout on each mix.
+    """One representation, one mix per site (:class:`bilm.ScalarMix`, or
+    :class:`bilm.dynamic_mix.DynamicMix` in ``"dynamic"`` mode), dropout on each mix.
 
     Args:
         representation: any :class:`~tasks.representations.Representation`.
@@ -96,7 +101,7 @@ class Injector(nn.Module):
         self.active_sites: frozenset[str] = frozenset(on)
         self.mixes = nn.ModuleDict(
             {
-                site: ScalarMix.from_spec(representation.num_layers, self.mix)
+                site: mix_from_spec(representation.num_layers, representation.output_dim, self.mix)
                 for site in sorted(self.active_sites)
             }
         )
@@ -159,21 +164,35 @@ class Injector(nn.Module):
             )
         return torch.cat([h, extra.to(h.dtype)], dim=-1)  # (batch, time, width + dim)
 
-    def _site_mixes(self) -> dict[str, ScalarMix]:
-        """Active site → its :class:`bilm.ScalarMix` (the modules of :attr:`mixes`, typed)."""
-        return {site: cast(ScalarMix, mix) for site, mix in self.mixes.items()}
+    def _site_mixes(self) -> dict[str, ScalarMix | DynamicMix]:
+        """Active site → its mix (the modules of :attr:`mixes`, typed)."""
+        return {site: cast(ScalarMix | DynamicMix, mix) for site, mix in self.mixes.items()}
 
     def penalty(self) -> Tensor:
-        """Sum of the mixes' ``λ‖w‖²`` (a 0-dim tensor; 0 without mixes or in ``last`` mode)."""
+        """Sum of the mixes' penalties (a 0-dim tensor; 0 without mixes or in ``last`` mode):
+        ``λ‖w‖²``, or in ``dynamic`` mode λ times the gate's per-token departure from a static
+        mix over the batch last mixed (:meth:`bilm.dynamic_mix.DynamicMix.penalty`)."""
         if not self.mixes:
             return torch.zeros(())
         return torch.stack([mix.penalty() for mix in self._site_mixes().values()]).sum()
 
     def layer_weights(self) -> dict[str, list[float]]:
-        """``softmax(w)`` per active site (one-hot on the top layer in ``last`` mode)."""
+        """``softmax(w)`` per active site (one-hot on the top layer in ``last`` mode); in
+        ``dynamic`` mode the mean per-token weights over the real tokens mixed since the last
+        ``eval()`` (:meth:`bilm.dynamic_mix.DynamicMix.normalized_weights`)."""
         return {
             site: [float(x) for x in mix.normalized_weights().detach().cpu()]
             for site, mix in self._site_mixes().items()
+        }
+
+    def layer_weights_std(self) -> dict[str, list[float]]:
+        """Per ``dynamic`` site, the standard deviation of the per-token weights ``s_{t,j}``
+        over the same tokens as :meth:`layer_weights` (empty for the static modes, whose
+        weights do not vary by token)."""
+        return {
+            site: list(mix.weight_statistics().std)
+            for site, mix in self._site_mixes().items()
+            if isinstance(mix, DynamicMix)
         }
 
     def gammas(self) -> dict[str, float]:

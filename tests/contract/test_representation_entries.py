@@ -283,4 +283,4 @@ def test_the_contract_catches_a_batch_dependent_representation() -> None:
 
 
 def test_registry_is_one_explicit_dict() -> None:
-    assert list(REPRESENTATIONS) == ["elmo", "bilm-random", "glove", "cove", "none"]
+    assert list(REPRESENTATIONS) == ["elmo", "bilm-random", "glove", "cove", "none", "hdf5", "hf"]

@@ -37,8 +37,10 @@ from tests.contract.helpers import (
     SENTENCES,
     write_cove_state,
     write_glove_text,
+    write_hdf5_features,
     write_tiny_checkpoint,
 )
+from tests.contract.hf_helpers import write_tiny_bert
 
 
 def _lengths(sentences: Sequence[Sequence[str]]) -> list[int]:
@@ -190,6 +192,24 @@ class TestCove(RepresentationContract):
             weights=write_cove_state(folder / "wmtlstm-test.pth"),
             glove_path=write_glove_text(folder / "glove300.txt", dim=300),
         )
+
+
+class TestHdf5(RepresentationContract):
+    registry_name = "hdf5"
+
+    def make(self, folder: Path) -> Representation:
+        elmo = build_representation("elmo", checkpoint=write_tiny_checkpoint(folder))
+        every = [*SENTENCES, *ODD_SENTENCES, ["a"], ["pad"] * 25]  # all the contract asks for
+        return build_representation(
+            "hdf5", path=write_hdf5_features(folder / "features.hdf5", elmo, every)
+        )
+
+
+class TestHf(RepresentationContract):
+    registry_name = "hf"
+
+    def make(self, folder: Path) -> Representation:
+        return build_representation("hf", model=str(write_tiny_bert(folder)))  # tiny, random
 
 
 class TestNone(RepresentationContract):

@@ -1,4 +1,5 @@
-"""Injector: sites, extra_dim, concat, λ penalty, LastOnly, the `none` baseline, one pass."""
+"""Injector: sites, extra_dim, concat, λ penalty, LastOnly, the `none` baseline, one pass; the
+per-token ``dynamic`` mix through the Injector and a toy run that trains it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from bilm.dynamic_mix import DynamicMix
 from tasks.common.inject import Injected, Injector, MixSpec, mix_penalty
 from tasks.representations import Layers, Representation, build_representation
 from tests.contract.helpers import SENTENCES, write_tiny_checkpoint
@@ -184,7 +186,7 @@ def test_trainable_representation_is_a_submodule(tmp_path: Path) -> None:
 
 
 def test_mix_spec_validates() -> None:
-    with pytest.raises(ValueError, match=r"mix.mode must be one of \('all', 'last'\)"):
+    with pytest.raises(ValueError, match=r"mix.mode must be one of \('all', 'last', 'dynamic'\)"):
         MixSpec(mode="top")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lam"):
         MixSpec(lam=-1.0)
@@ -197,3 +199,73 @@ def test_one_mix_spec_for_the_harness_and_the_library() -> None:
     from experiments import spec
 
     assert MixSpec is bilm.MixSpec is spec.MixSpec
+
+
+def test_dynamic_sites_start_as_the_uniform_mix_and_report_their_spread(
+    elmo: Representation,
+) -> None:
+    injector = Injector(elmo, BOTH, MixSpec(mode="dynamic", lam=0.1), dropout=0.0)
+    assert all(isinstance(m, DynamicMix) for m in injector.mixes.values())
+    assert set(injector.state_dict()) == {
+        f"mixes.{site}.{name}" for site in BOTH for name in ("weights", "gate", "gamma")
+    }
+    assert injector.mixes["input"].gate.shape == (3, elmo.output_dim)
+    layers = injector.represent(elmo.featurize(SENTENCES))
+    injector.eval()
+    out = injector(layers)
+    static = Injector(elmo, BOTH, MixSpec(), dropout=0.0).eval()(layers)
+    for site in BOTH:
+        torch.testing.assert_close(out[site], static[site], rtol=1e-6, atol=1e-6)
+    assert mix_penalty(injector).item() == 0.0
+    assert injector.layer_weights()["input"] == pytest.approx([1 / 3] * 3)
+    assert injector.layer_weights_std() == {"input": [0.0] * 3, "output": [0.0] * 3}
+    assert Injector(elmo, BOTH, MixSpec()).layer_weights_std() == {}  # static: no spread
+
+
+def test_dynamic_penalty_reaches_mix_penalty_after_the_forward(elmo: Representation) -> None:
+    injector = Injector(elmo, frozenset({"input"}), MixSpec(mode="dynamic", lam=1.0))
+    with torch.no_grad():
+        injector.mixes["input"].gate.normal_(generator=torch.Generator().manual_seed(0))
+    layers = injector.represent(elmo.featurize(SENTENCES))
+    injector.train()
+    assert mix_penalty(injector).item() == 0.0  # nothing mixed yet
+    injector(layers)
+    penalty = mix_penalty(nn.Sequential(injector))
+    assert penalty.item() > 0.0
+    penalty.backward()
+    assert injector.mixes["input"].gate.grad is not None
+    injector.eval()
+    injector(layers)
+    spread = injector.layer_weights_std()["input"]
+    assert len(spread) == 3 and max(spread) > 0.0  # tokens got different weights
+    assert sum(injector.layer_weights()["input"]) == pytest.approx(1.0)
+
+
+def test_a_dynamic_toy_run_trains_and_logs_mean_and_spread(tmp_path: Path) -> None:
+    from experiments.cli import main
+    from experiments.plots import layer_weights, plot_layer_weights_figure, table_plots
+    from experiments.store import ResultsStore
+    from tests.experiments.helpers import cli_dirs
+    from tests.experiments.toy_task import registered
+
+    argv = ["run", "toy", "--mode", "dynamic", "--lam", "0.01", "--seeds", "0"]
+    with registered(tmp_path / "toy-demo"):
+        assert main([*argv, "--set", "train.epochs=2", *cli_dirs(tmp_path)]) == 0
+        (record,) = ResultsStore(tmp_path / "store").records()
+        assert record.spec.mix == MixSpec(mode="dynamic", lam=0.01)
+        assert "dev_accuracy" in record.metrics
+        last = record.log[-1]
+        assert (
+            set(last["layer_weights_std"]) == set(last["layer_weights"]) == set(record.spec.sites)
+        )
+        stats = layer_weights([record])
+        for site in record.spec.sites:
+            assert sum(stats[site].mean) == pytest.approx(1.0, abs=1e-5)
+            assert stats[site].token_std is not None and max(stats[site].token_std) > 0.0
+        spread = {"toy dynamic": {k: list(v.token_std or ()) for k, v in stats.items()}}
+        weights = {"toy dynamic": {k: list(v.mean) for k, v in stats.items()}, "toy": {}}
+        weights["toy"] = {k: [1 / 3] * 3 for k in stats}
+        figure = plot_layer_weights_figure(weights, tmp_path / "f2.png", "DEMO", spread)
+        assert figure.stat().st_size > 1000
+        (plot,) = table_plots([], [record], tmp_path / "plots", "t")[:1]
+        assert plot.name == "t-dynamic-layer-weights.png"
