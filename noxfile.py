@@ -263,6 +263,30 @@ def committed_results(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none", default=False)
+def compare_hf(session: nox.Session) -> None:
+    """The bundled all-MiniLM-L6-v2 (`--repr hf`, every layer, mean pooling) against ELMo (the
+    shipped small biLM) on all six tasks: the same sites, mixing, dropout and seeds per task, each
+    difference with its seed-aware test, and both representations' learned layer weights. DEMO
+    data, `mini`, each task's seeds, two runs at once with one thread each. The committed table:
+    `nox -s compare_hf -- --store results/runs --out results --quiet`."""
+    _in_place(session)
+    session.run(
+        "python",
+        "-m",
+        "experiments",
+        "compare",
+        "--repr",
+        "hf",
+        "--against",
+        "elmo",
+        "--max-parallel",
+        "2",
+        *session.posargs,
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+    )
+
+
+@nox.session(venv_backend="none", default=False)
 def sample_efficiency(session: nox.Session) -> None:
     """Paper Figure 1: SNLI and SRL (any task with `-- --tasks`) trained on 0.1 %, 1 %, 10 % and
     100 % of the training set (`--fractions`), baseline vs ELMo on the same nested subsets;

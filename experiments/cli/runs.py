@@ -49,7 +49,7 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repr",
         default="elmo",
-        help="elmo | bilm-random | glove | cove | hdf5 | none, or package.module:Factory",
+        help="elmo | bilm-random | glove | cove | hf | hdf5 | none, or package.module:Factory",
     )
     add_repr_set_option(parser)
     parser.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")
@@ -67,7 +67,7 @@ def configure_sweep(parser: argparse.ArgumentParser) -> None:
     """``sweep TASK``: the grid of representations × modes × λ × sites × seeds."""
     _task_choice(parser)
     parser.add_argument(
-        "--repr", type=comma_list, default=("elmo",), help="e.g. elmo,bilm-random,cove"
+        "--repr", type=comma_list, default=("elmo",), help="e.g. elmo,bilm-random,hf"
     )
     add_repr_set_option(parser, "every representation's (none's excepted)")
     parser.add_argument("--mode", type=comma_list, default=None, help="all,last,dynamic")
