@@ -23,6 +23,7 @@ from experiments.render import (
     TableSpec,
     bilm_description,
     cove_table,
+    dynamic_table,
     load_paper,
     table1,
     table2,
@@ -31,7 +32,7 @@ from experiments.render import (
 from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
 
-TABLES = ("table1", "table2", "table3", "cove")
+TABLES = ("table1", "table2", "table3", "cove", "dynamic")
 COVE_MISSING = (
     "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
     "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
@@ -46,6 +47,7 @@ def reproductions() -> dict[str, str]:
         "table2": "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
         "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
         "cove": "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
+        "dynamic": "beyond the paper: per-token (dynamic) vs static layer weights, every task",
     }
     for name in TASKS:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
@@ -82,7 +84,7 @@ def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
         if unknown:
             raise KeyError(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
         return [t for t in TASKS if t in tasks]
-    if name == "table1":
+    if name in ("table1", "dynamic"):
         return list(TASKS)
     section = load_paper().get(name, {})
     return [t for t in TASKS if t in section]
@@ -206,7 +208,9 @@ def tables(
     kind = "table1" if kind == "elmo" else kind
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     mixed = len({split for split, _ in placed.values()}) > 1
-    all_rows = _placed_rows(placed, preset, data, seeds, rep_config, overrides)
+    all_rows = _placed_rows(
+        placed, preset, data, seeds, rep_config, overrides, main_only=kind == "dynamic"
+    )
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
     where = f"({_splits_text(placed)}; preset {preset}){note}"
@@ -234,6 +238,9 @@ def tables(
         only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
         t = dataclasses.replace(t, columns=only)
         return [dressed(t, f"Baseline {where}", one_paper_split)]
+    if kind == "dynamic":
+        t = dynamic_table(all_rows, table_seeds)  # Table 1's splits: its ELMo runs are the static
+        return [dressed(t, f"{t.title} {where}", None)]
     t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
     chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
     return [dressed(t, t.title + note, "dev") for t in chosen]

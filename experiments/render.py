@@ -519,6 +519,22 @@ def table2(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
     )
 
 
+def dynamic_table(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
+    """Beyond the paper: per-token layer weights (``mode="dynamic"``, :mod:`bilm.dynamic_mix`)
+    against the paper's static mix (Eq. 1) at each row's own λ and sites, tested against it.
+    The paper has no such column, so no paper number stands beside it."""
+    return TableSpec(
+        name="dynamic",
+        title="Static (Eq. 1) vs per-token (dynamic) layer weights",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Static (all layers)", {"mode": "all"}),
+            RunsColumn("Dynamic", {"mode": "dynamic"}, versus="Static (all layers)"),
+        ),
+        seeds=seeds,
+    )
+
+
 def table3(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSpec:
     """Table 3: where ELMo is injected, each row with its base mix; the other placements are
     tested against input only (the paper's reference placement, §5.2)."""

@@ -130,3 +130,22 @@ def test_row_seeds_are_each_task_s_own_count(monkeypatch: pytest.MonkeyPatch) ->
         assert named.default_seeds("snli_elmo") == tuple(range(seeds))
         specs = named.expected_specs(named.tables("snli_elmo", "mini", "demo", None, {})[0])
         assert sorted({s.seed for s in specs}) == list(range(seeds))
+
+
+def test_dynamic_table_tests_per_token_weights_against_each_tasks_static_mix() -> None:
+    """``reproduce dynamic``: every task on Table 1's split, the task's own λ and sites (so the
+    static column is Table 1's ELMo column); the dynamic column differs from it in the mix mode
+    only and is tested against it."""
+    (table,) = named.tables("dynamic", "mini", "demo", (0, 1), {})
+    assert [row.base.task for row in table.rows] == list(registry.TASKS)
+    assert table.paper_split is None
+    assert [row.metric.key.split("_")[0] for row in table.rows] == [
+        registry.TASKS[row.base.task].table_split for row in table.rows
+    ]
+    static, dynamic = table.columns
+    assert dynamic.versus == static.label and static.paper_key is dynamic.paper_key is None
+    for row in table.rows:
+        (a, _), (b, _) = table.expected(row, static), table.expected(row, dynamic)
+        assert a.mix.mode == "all" and b.mix.mode == "dynamic"
+        assert dataclasses.replace(b, mix=a.mix) == a  # nothing else differs
+        assert a.mix.lam == registry.TASKS[row.base.task].default_mix.lam
