@@ -54,8 +54,7 @@ def validate_specs(specs: Sequence[RunSpec]) -> None:
         seen.add(key)
         try:
             task = get_task(spec.task)
-            task.check_preset(spec.preset)
-            task.configure(spec.preset, list(spec.overrides))
+            task.configure(spec.preset, list(spec.overrides))  # checks the preset too
             if spec.representation != "none":
                 check_representation(
                     spec.representation, builder_options(spec.representation_config)
