@@ -322,11 +322,13 @@ def _named_files(value: Any, prefix: str = "") -> dict[str, Path]:
 def data_folder(spec: RunSpec) -> Path | None:
     """The folder a spec's data is read from (the bundled DEMO folder for ``"demo"``);
     ``None`` when the label names no local folder (e.g. a dataset on the Hugging Face Hub)."""
+    from experiments.real_sets import data_path
     from tasks.registry import get_task
 
-    if spec.data == "demo":
+    path = data_path(spec.data)
+    if path is None:
         return Path(get_task(spec.task).demo())
-    folder = Path(spec.data).expanduser()
+    folder = Path(path).expanduser()
     return folder if folder.exists() else None
 
 

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from experiments.real_sets import REAL, real_sets, shared_data_root
 from experiments.render import (
     Row,
     RunsColumn,
@@ -207,17 +208,14 @@ def tables(
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
     kind = "table1" if kind == "elmo" else kind
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
-    mixed = len({split for split, _ in placed.values()}) > 1
-    all_rows = _placed_rows(
+    all_rows, splits_text, split, one_paper_split = _table_rows(
         placed, preset, data, seeds, rep_config, overrides, main_only=kind == "dynamic"
     )
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
-    where = f"({_splits_text(placed)}; preset {preset}){note}"
+    where = f"({splits_text}; preset {preset}){note}"
     caption = describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides)
-    split = None if mixed else next(iter(placed.values()))[0]
-    paper_splits = {p for _, p in placed.values()}
-    one_paper_split = paper_splits.pop() if len(paper_splits) == 1 and not mixed else None
+    caption = (*caption, *_reference_lines(all_rows, data))
 
     def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
         return dataclasses.replace(
@@ -244,6 +242,96 @@ def tables(
     t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
     chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
     return [dressed(t, t.title + note, "dev") for t in chosen]
+
+
+def _table_rows(
+    placed: Mapping[str, tuple[str, str | None]],
+    preset: str,
+    data: str,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str],
+    main_only: bool = False,
+) -> tuple[list[Row], str, str | None, str | None]:
+    """A table's rows, the text naming their splits, the split of every row (``None`` when
+    rows differ) and of the paper's numbers (``None`` when they differ, or for real sets).
+
+    ``data`` :data:`~experiments.real_sets.REAL` makes a row per real set of the placed tasks
+    (:func:`_real_rows`), each on its own data folder and split; otherwise a row per task on
+    ``data``."""
+    if data == REAL:
+        table_rows = _real_rows(list(placed), preset, seeds, rep_config, overrides, main_only)
+        by_split: dict[str, list[str]] = {}
+        for row in table_rows:
+            names = by_split.setdefault(row.split or "dev", [])
+            if row.base.data not in names:
+                names.append(row.base.data)
+        one = next(iter(by_split)) if len(by_split) == 1 else None
+        text = "; ".join(f"{s}: {len(n)} real set{'s' * (len(n) > 1)}" for s, n in by_split.items())
+        return table_rows, text, one, None
+    mixed = len({split for split, _ in placed.values()}) > 1
+    table_rows = _placed_rows(placed, preset, data, seeds, rep_config, overrides, main_only)
+    paper_splits = {p for _, p in placed.values()}
+    one_paper = paper_splits.pop() if len(paper_splits) == 1 and not mixed else None
+    split = None if mixed else next(iter(placed.values()))[0]
+    return table_rows, _splits_text(placed), split, one_paper
+
+
+def _real_rows(
+    task_names: Sequence[str],
+    preset: str,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str],
+    main_only: bool,
+) -> list[Row]:
+    """A row per real set of ``task_names`` (``experiments/real_sets.toml``): the task's paper
+    ELMo configuration on the set's folder, with the set's changes before the user's, scored on
+    the set's split; no paper number stands beside them (another data set)."""
+    sets = real_sets(task_names)
+    if not sets:
+        raise KeyError(f"no real set is read by {', '.join(task_names)}")
+    out: list[Row] = []
+    for item in sets:
+        changes = (*item.overrides, *overrides)
+        base = base_spec(item.task, preset, item.data, rep_config, changes, item.eval_splits)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(item.task).seeds))
+        set_rows = [
+            dataclasses.replace(
+                row,
+                label=f"{item.label} ({row.metric.label or row.metric.key}; {item.split})",
+                paper_key=f"real:{item.name}",
+            )
+            for row in rows(item.task, base, item.split, own, None, show_split=True)
+        ]
+        out += set_rows[:1] if main_only else set_rows
+    return out
+
+
+def _reference_lines(table_rows: Sequence[Row], data: str) -> list[str]:
+    """Caption lines of a real-set table: where the sets were read, their licences, and the
+    published figures on them (other setups: for orientation, not reproductions)."""
+    if data != REAL:
+        return []
+    used = {r.base.data for r in table_rows}
+    sets = [s for s in real_sets() if s.data in used]
+    lines = [
+        f"Real sets, read in place from {shared_data_root()} (the data is not in the "
+        "repository; its records are): "
+        + "; ".join(
+            f"{s.name} = {s.folder} ({s.licence}"
+            + (f"; --set {' '.join(s.overrides)}" if s.overrides else "")
+            + ")"
+            for s in sets
+        )
+        + "."
+    ]
+    lines += [
+        f"Published on {s.name} (another setup, not a reproduction): {s.reference}."
+        for s in sets
+        if s.reference
+    ]
+    return lines
 
 
 def _placed_rows(
@@ -301,7 +389,10 @@ def describe_setup(
 
     ``seeds``: one list for every row, or row seeds → the tasks that use them."""
     bilm = bilm_description(rep_config, detail=True)
-    what = "the bundled DEMO set (generated; not the task's dataset)" if data == "demo" else data
+    what = {
+        "demo": "the bundled DEMO set (generated; not the task's dataset)",
+        REAL: "real public sets (experiments/real_sets.toml; not the paper's datasets)",
+    }.get(data, data)
     changes = f"; changes: {' '.join(overrides)}" if overrides else ""
     groups = seeds if isinstance(seeds, Mapping) else {tuple(seeds): []}
     seed_text = "; ".join(
@@ -362,8 +453,9 @@ def compare_table(
     """
     task_names = table_tasks("table1", tasks)
     placed = {t: row_split(t, "table1", eval_split) for t in task_names}
-    mixed = len({split for split, _ in placed.values()}) > 1
-    all_rows = _placed_rows(placed, preset, data, seeds, rep_config, overrides, main_only=True)
+    all_rows, placed_text, split, paper_split = _table_rows(
+        placed, preset, data, seeds, rep_config, overrides, main_only=True
+    )
 
     def column(name: str, config: Mapping[str, Any], paper_key: str | None) -> RunsColumn:
         label = "ELMo" if name == "elmo" else "Baseline" if name == "none" else name
@@ -379,7 +471,6 @@ def compare_table(
     if candidate.label == reference.label:
         raise ValueError(f"--repr and --against are both {candidate.label!r}")
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
-    placed_text = _splits_text(placed)
     return TableSpec(
         name="compare",
         title=(f"{candidate.label} vs {reference.label} ({placed_text}; preset {preset}){note}"),
@@ -390,10 +481,11 @@ def compare_table(
         ),
         seeds=all_rows[0].seeds or (0,),
         paper_table="table1",
-        split=None if mixed else next(iter(placed.values()))[0],
-        paper_split=None if mixed else next(iter(placed.values()))[1],
+        split=split,
+        paper_split=paper_split,
         caption=(
             *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides),
+            *_reference_lines(all_rows, data),
             f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
             "dropout and seeds per row.",
         ),

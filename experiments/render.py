@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from experiments.real_sets import SHARED_PREFIX, is_shared
 from experiments.significance import ALPHA, Comparison, compare_runs, holm, read_units
 from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_fields, derive
 from experiments.store import RunRecord
@@ -308,6 +309,8 @@ def paper_comparable(table: TableSpec, row: Row) -> tuple[bool, str]:
         reasons.append(f"the paper's numbers are {paper} numbers and ours are {ours} numbers")
     if base.data == "demo":
         reasons.append("DEMO data")
+    elif is_shared(base.data):
+        reasons.append(f"another data set ({base.data.removeprefix(SHARED_PREFIX)})")
     if base.limit is not None:
         reasons.append(f"only the first {base.limit:,} examples of each split")
     if base.train_fraction is not None:

@@ -53,6 +53,7 @@ from experiments.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from experiments.real_sets import data_path
 from experiments.represent import build_spec_representation, finetuned_bilm, make_represent
 from experiments.spec import RunSpec
 from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
@@ -313,7 +314,9 @@ def _set_up(spec: RunSpec, options: RunOptions, identity: str = "") -> _Run:
     if not 0.0 <= options.max_skipped <= 1.0:
         raise ValueError(f"max_skipped must be in [0, 1], got {options.max_skipped}")
     seed_everything(spec.seed)
-    recipe, train_config, splits = _setup_data(spec, task, options.max_skipped)
+    recipe, train_config, splits = _setup_data(
+        spec, task, options.max_skipped, quiet=not (options.eval_lines or options.progress)
+    )
     work = Path(options.work_root) / spec.task / spec.run_id
     work.mkdir(parents=True, exist_ok=True)
     representation, represent, finetune_ppl = _setup_representation(
@@ -345,15 +348,13 @@ def _set_up(spec: RunSpec, options: RunOptions, identity: str = "") -> _Run:
 
 
 def _setup_data(
-    spec: RunSpec, task: TaskSpec, max_skipped: float
+    spec: RunSpec, task: TaskSpec, max_skipped: float, quiet: bool = True
 ) -> tuple[TaskRecipe, TrainConfig, dict[str, list[Any]]]:
     """The task's recipe, its training configuration (the spec's epoch cap applied) and the
     splits the run uses (``--limit``, the training fraction), each checked to be usable."""
     from tasks.common.io import require_usable
 
-    recipe = task.setup(
-        spec.preset, list(spec.overrides), None if spec.data == "demo" else spec.data
-    )
+    recipe = task.setup(spec.preset, list(spec.overrides), data_path(spec.data))
     train_config = recipe.train_config
     if spec.max_epochs is not None:
         train_config = dataclasses.replace(train_config, epochs=spec.max_epochs)
@@ -369,6 +370,14 @@ def _setup_data(
         splits["train"] = training_subset(splits["train"], spec.train_fraction)
     for split in wanted:  # no training or scoring on nothing, or on a mostly skipped file
         require_usable(split, len(splits[split]), recipe.read_stats.get(split), max_skipped)
+    if spec.data != "demo" and not quiet:  # what was read, and what the reader detected
+        for split in wanted:
+            if split in recipe.read_stats:
+                print(
+                    f"  {spec.run_id} read {recipe.read_stats[split].summary(split)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return recipe, train_config, splits
 
 

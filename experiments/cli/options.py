@@ -114,7 +114,12 @@ def add_seed_option(parser: argparse.ArgumentParser, default: tuple[int, ...] | 
 
 def add_data_options(parser: argparse.ArgumentParser) -> None:
     """``--data``, ``--config`` (the preset), ``--set`` and ``--eval-split``."""
-    parser.add_argument("--data", default="demo", help="data folder, or 'demo' (default)")
+    parser.add_argument(
+        "--data",
+        default="demo",
+        help="data folder, 'demo' (default), shared:FOLDER (below ../shared/data), or, for "
+        "compare and reproduce, 'real': a row per real set (experiments/real_sets.toml)",
+    )
     parser.add_argument("--config", default="mini", help="the task's preset: mini (default), paper")
     parser.add_argument(
         "--set",

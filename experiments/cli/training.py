@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -39,6 +40,7 @@ def validate_specs(specs: Sequence[RunSpec]) -> None:
     from tasks.registry import get_task
     from tasks.representations import check_representation
 
+    _check_data(specs)
     seen: set[str] = set()
     for spec in specs:
         fields = [
@@ -61,6 +63,29 @@ def validate_specs(specs: Sequence[RunSpec]) -> None:
                 )
         except (KeyError, ValueError, TypeError) as error:
             raise UsageError(f"{spec.task}: {one_line(error)}") from None
+
+
+def _check_data(specs: Sequence[RunSpec]) -> None:
+    """``--data real`` only where it makes rows; every ``shared:`` folder present.
+
+    Raises:
+        UsageError: naming the missing folders and how to supply them.
+    """
+    from experiments.real_sets import REAL, data_path, is_shared, shared_data_root
+
+    if any(spec.data == REAL for spec in specs):
+        raise UsageError(
+            "--data real makes one table row per real set (compare, reproduce); one run reads "
+            "one of them with --data shared:FOLDER, e.g. shared:real/litbank-coref"
+        )
+    folders = {str(data_path(s.data)) for s in specs if is_shared(s.data)}
+    missing = sorted(f for f in folders if not os.path.isdir(f))
+    if missing:
+        raise UsageError(
+            f"the shared data folder(s) {', '.join(missing)} are not here: put the shared "
+            f"folder beside the repository ({shared_data_root().parent}) or set "
+            "ELMO_BENCH_SHARED to the folder that holds data/"
+        )
 
 
 def describe(spec: RunSpec) -> str:

@@ -2,7 +2,7 @@
 
 One reader serves semantic role labelling and coreference. A file holds document parts delimited
 by ``#begin document (<id>); part <nnn>`` and ``#end document``; blank lines separate sentences;
-each token line has whitespace-separated columns::
+each token line has whitespace-separated (or tab-separated) columns::
 
     1 doc id  2 part  3 word index  4 word  5 POS  6 parse bit  7 predicate lemma  8 frameset id
     9 word sense  10 speaker  11 named entities  12..N-1 one SRL column per predicate  N coreference
@@ -12,6 +12,17 @@ so a line has ``12 + number of predicates`` columns, constant within a sentence.
 for one token (named entities also write ``(GPE)``). The coreference column uses ``(12`` / ``12)`` /
 ``(12)`` joined by ``|``, ``-`` for none. Spans are :class:`tasks.common.spans.Span`; bracket
 columns are written by :func:`tasks.common.spans.spans_to_brackets`.
+
+Variants read (each reported in :attr:`Document.style`, see :class:`ConllStyle`):
+
+* Placeholders: OntoNotes writes ``-`` for an empty cell and ``*`` outside every bracket; LitBank
+  (Bamman et al. 2020) writes ``_`` everywhere. ``_`` and ``-`` in a bracketed column mean ``*``;
+  ``_``, ``-`` and an empty field in the coreference column mean "no mention". Other cells are kept
+  verbatim (a ``_`` POS tag stays ``_``).
+* Separators: a line holding a tab is split at tabs (cells stripped), so an empty last field
+  (LitBank writes one for a token outside every mention) is an empty coreference field; other
+  lines are split at runs of whitespace. Only the coreference field may be empty.
+* Files: a directory is searched for ``*_conll`` files, else for ``*.conll`` files (LitBank).
 
 Policy (see :mod:`tasks.common.io`): any structural problem raises :class:`DataError` with the file
 and 1-based line; nothing partial is returned for the offending document.
@@ -31,14 +42,15 @@ Facts worth knowing:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.common.io import DataError, iter_lines
 from tasks.common.spans import Span
 
 __all__ = [
+    "ConllStyle",
     "Document",
     "Mention",
     "Sentence",
@@ -62,6 +74,51 @@ _BRACKET = re.compile(r"^(?P<open>(?:\([^()*\s]+)*)\*?(?P<close>(?:[^()*\s]*\))*
 _COREF_SINGLE = re.compile(r"^\((\d+)\)$")
 _COREF_OPEN = re.compile(r"^\((\d+)$")
 _COREF_CLOSE = re.compile(r"^(\d+)\)$")
+#: Cells that stand for "nothing here" in the annotation columns (5 onwards).
+PLACEHOLDERS = frozenset({"-", "_", "*"})
+_NO_BRACKET = frozenset({"-", "_"})  # read as "*" in a bracketed column
+_NO_COREF = frozenset({"-", "_", ""})
+
+
+@dataclass(frozen=True)
+class ConllStyle:
+    """What a reader saw of a file's writing conventions (see the module docstring).
+
+    Attributes:
+        separators: ``"tab"`` and/or ``"space"``: how the token lines were split.
+        placeholders: the placeholder cells (``-``, ``_``, ``*``) seen in columns 5 onwards.
+        empty_coreference: some token line has an empty coreference field (LitBank's "no mention").
+    """
+
+    separators: frozenset[str] = frozenset()
+    placeholders: frozenset[str] = frozenset()
+    empty_coreference: bool = False
+
+    @classmethod
+    def combine(cls, styles: Iterable[ConllStyle]) -> ConllStyle:
+        """Everything seen in any of ``styles`` (e.g. the documents of a split)."""
+        separators: set[str] = set()
+        placeholders: set[str] = set()
+        empty = False
+        for style in styles:
+            separators |= style.separators
+            placeholders |= style.placeholders
+            empty = empty or style.empty_coreference
+        return cls(frozenset(separators), frozenset(placeholders), empty)
+
+    def describe(self) -> str:
+        """In words, e.g. ``"tab-separated, '_' placeholders, empty coreference field = no
+        mention"`` or ``"space-separated, '-' and '*' placeholders"``."""
+        parts = [f"{' and '.join(sorted(self.separators))}-separated"] if self.separators else []
+        if self.placeholders:
+            order = [p for p in ("-", "_", "*") if p in self.placeholders]
+            quoted = " and ".join(f"'{p}'" for p in order)
+            parts.append(f"{quoted} placeholders")
+        else:
+            parts.append("no placeholders")
+        if self.empty_coreference:
+            parts.append("empty coreference field = no mention")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -90,7 +147,7 @@ class Sentence:
         start: document-level index of the first token (coreference spans use these indices).
         line: 1-based line number of the first token line.
         words, pos_tags, parse_bits, predicate_lemmas, framesets, word_senses, speakers: columns
-            4-10, verbatim (``-`` where the file has none).
+            4-10, verbatim (``-``, or LitBank's ``_``, where the file has none).
         named_entities: spans of column 11.
         srl_frames: one frame per predicate column, in column order.
     """
@@ -127,6 +184,7 @@ class Document:
         clusters: coreference clusters as document-level mentions, in the scorer's order (see module
             docstring). A mention repeated in the file is kept repeated.
         cluster_ids: the file's cluster number for each cluster.
+        style: the separators and placeholders the part is written with.
     """
 
     document_id: str
@@ -136,6 +194,7 @@ class Document:
     sentences: tuple[Sentence, ...]
     clusters: tuple[tuple[Mention, ...], ...]
     cluster_ids: tuple[int, ...]
+    style: ConllStyle = field(default=ConllStyle())
 
     @property
     def genre(self) -> str:
@@ -162,20 +221,23 @@ def parse_begin_document(line: str) -> tuple[str, int] | None:
 
 
 def conll_files(path: str | Path) -> list[Path]:
-    """The files to read: ``path`` itself, or every ``*_conll`` file below a directory, sorted.
+    """The files to read: ``path`` itself, or every ``*_conll`` file below a directory (else
+    every ``*.conll`` file, LitBank's names), sorted by relative path.
 
     Raises:
-        DataError: the path does not exist, or a directory holds no ``*_conll`` file.
+        DataError: the path does not exist, or a directory holds no ``*_conll`` or ``*.conll``
+            file.
     """
     path = Path(path)
     if path.is_dir():
-        files = sorted(
-            (p for p in path.rglob("*_conll") if p.is_file()),
-            key=lambda p: p.relative_to(path).as_posix(),
-        )
-        if not files:
-            raise DataError(path, None, "directory holds no *_conll file")
-        return files
+        for pattern in ("*_conll", "*.conll"):
+            files = sorted(
+                (p for p in path.rglob(pattern) if p.is_file()),
+                key=lambda p: p.relative_to(path).as_posix(),
+            )
+            if files:
+                return files
+        raise DataError(path, None, "directory holds no *_conll file (nor any *.conll file)")
     if not path.exists():
         raise DataError(path, None, "no such file or directory")
     return [path]
@@ -185,8 +247,8 @@ def read_documents(path: str | Path) -> Iterator[Document]:
     """Stream the document parts of a CoNLL-2012 file, or of every ``*_conll`` file below a folder.
 
     Args:
-        path: a file, or a directory searched recursively for names ending in ``_conll`` (sorted by
-            relative path, so the order is deterministic).
+        path: a file, or a directory searched recursively for names ending in ``_conll`` (else
+            in ``.conll``), sorted by relative path, so the order is deterministic.
 
     Yields:
         Documents in file order.
@@ -230,6 +292,9 @@ class _DocumentBuilder:
         self.cluster_index: dict[int, int] = {}
         self.clusters: list[list[Mention]] = []
         self.open_mentions: dict[int, list[tuple[int, int]]] = {}  # cluster -> [(start, line)]
+        self.separators: set[str] = set()
+        self.placeholders: set[str] = set()
+        self.empty_coreference = False
 
     def _cluster(self, number: int) -> list[Mention]:
         if number not in self.cluster_index:
@@ -237,8 +302,27 @@ class _DocumentBuilder:
             self.clusters.append([])
         return self.clusters[self.cluster_index[number]]
 
+    def _split(self, line: int, text: str) -> list[str]:
+        """The cells of a token line: at tabs when it has one (only the last may be empty), else
+        at runs of whitespace; the separator and the placeholders seen are recorded."""
+        if "\t" not in text:
+            self.separators.add("space")
+            columns = text.split()
+        else:
+            self.separators.add("tab")
+            columns = [cell.strip() for cell in text.strip(" \r\n").split("\t")]
+            for number, cell in enumerate(columns[:-1], start=1):
+                if not cell:
+                    raise DataError(
+                        self.path, line, f"column {number} is empty (tab-separated line)"
+                    )
+            if not columns[-1]:
+                self.empty_coreference = True
+        self.placeholders.update(cell for cell in columns[4:] if cell in PLACEHOLDERS)
+        return columns
+
     def add_row(self, line: int, text: str) -> None:
-        columns = text.split()
+        columns = self._split(line, text)
         if len(columns) < NUM_FIXED_COLUMNS + 1:
             raise DataError(
                 self.path,
@@ -261,7 +345,7 @@ class _DocumentBuilder:
 
     def _add_coref(self, line: int, field: str) -> None:
         token = self.num_tokens
-        if field == "-":
+        if field in _NO_COREF:
             return
         singles: list[int] = []
         opens: list[int] = []
@@ -343,6 +427,9 @@ class _DocumentBuilder:
             sentences=tuple(self.sentences),
             clusters=tuple(tuple(cluster) for cluster in self.clusters),
             cluster_ids=tuple(self.cluster_index),
+            style=ConllStyle(
+                frozenset(self.separators), frozenset(self.placeholders), self.empty_coreference
+            ),
         )
 
 
@@ -353,7 +440,7 @@ def _parse_brackets(
     stack: list[tuple[str, int, int]] = []  # (label, start, line)
     spans: list[Span] = []
     for position, (line, tag) in enumerate(zip(lines, tags, strict=True)):
-        match = _BRACKET.match(tag)
+        match = _BRACKET.match("*" if tag in _NO_BRACKET else tag)
         if match is None:
             raise DataError(path, line, f"malformed {what} tag {tag!r}")
         for label in match.group("open")[1:].split("(") if match.group("open") else ():

@@ -56,12 +56,16 @@ class ReadStats:
             configuration asks for (e.g. phrases shorter than a minimum, sentences over a
             length limit) and parts of an example dropped while the example itself is kept
             (e.g. one unusable answer of several). They are still counted and reported.
+        variant: what the reader detected about the files, in a few words (e.g.
+            ``"IOB2, -DOCSTART- absent"``, ``"LitBank folder, '_' placeholders"``); shown when
+            a run reads the split and stored with its record, so nothing is guessed silently.
     """
 
     examples: int = 0
     skipped: collections.Counter[str] = field(default_factory=collections.Counter)
     source: str = ""
     exempt: set[str] = field(default_factory=set)
+    variant: str = ""
 
     def skip(self, reason: str, *, exempt: bool = False) -> None:
         """Count one skipped example (or example part) under ``reason``.
@@ -80,6 +84,8 @@ class ReadStats:
         self.examples += other.examples
         self.skipped.update(other.skipped)
         self.exempt |= other.exempt
+        if other.variant and other.variant not in self.variant.split("; "):
+            self.variant = f"{self.variant}; {other.variant}" if self.variant else other.variant
         if other.source and other.source not in self.source.split(", "):
             self.source = f"{self.source}, {other.source}" if self.source else other.source
 
@@ -109,6 +115,8 @@ class ReadStats:
             out["source"] = self.source
         if self.exempt:
             out["exempt"] = sorted(self.exempt)
+        if self.variant:
+            out["variant"] = self.variant
         return out
 
     @classmethod
@@ -120,7 +128,14 @@ class ReadStats:
             skipped=skipped,
             source=str(data.get("source", "")),
             exempt={str(r) for r in data.get("exempt", ())},
+            variant=str(data.get("variant", "")),
         )
+
+    def summary(self, split: str) -> str:
+        """One line: ``"dev: 1,247 examples from F (IOB2, -DOCSTART- absent); skipped none"``."""
+        source = f" from {self.source}" if self.source else ""
+        variant = f" ({self.variant})" if self.variant else ""
+        return f"{split}: {self.examples:,} examples{source}{variant}; skipped {self.describe()}"
 
 
 def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: float) -> None:

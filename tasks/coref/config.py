@@ -71,8 +71,8 @@ class CorefConfig:
     # document needs several), so memory grows with block × K, never with length² (not a number
     # changer: the scores are identical).
     antecedent_block: int = 128
-    # Documents with more tokens raise a DataError (None: no limit; paper: none, long test
-    # documents are scored whole).
+    # Training documents with more tokens raise a DataError (None: no limit; paper: none); dev
+    # and test documents are never refused for their length (scored whole).
     max_document_tokens: int | None = None
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
 
@@ -119,4 +119,3 @@ def mini() -> CorefConfig:
 
 #: Preset name → builder of its configuration; the first is the default.
 PRESETS: dict[str, Callable[[], CorefConfig]] = {"mini": mini, "paper": CorefConfig}
-

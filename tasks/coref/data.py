@@ -1,10 +1,16 @@
-"""Coreference documents from CoNLL-2012 (OntoNotes 5.0) ``*_conll`` files.
+"""Coreference documents from CoNLL-2012 (OntoNotes 5.0) ``*_conll`` or LitBank ``*.conll`` files.
 
 One example per document *part* (``#begin document (<id>); part <nnn>``), the unit the official
 scorer and Lee et al. (2017) use (e2e-coref's ``doc_key`` = ``<id>_<part>``). Clusters are
 document-level inclusive token spans in the reference scorer's order (see
 :mod:`tasks.common.conll2012`); speakers (column 10) and genre (first path component of the id) are
 kept for the speaker and genre features of Lee et al. (2017).
+
+A ``--data`` folder is read in one of the :data:`LAYOUTS`; train and dev must be there, test is
+optional, and the Hugging Face Hub is never consulted for a folder (only :func:`load_split` with
+``hub=True`` asks it). LitBank (Bamman et al. 2020) annotates singletons, OntoNotes does not: they
+are kept as written and scored as the reference scorer does (B³ and CEAF-e count them, MUC cannot);
+the variant line of the read statistics gives their number.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tasks.common.conll2012 import Document, Mention, read_documents
+from tasks.common.conll2012 import ConllStyle, Document, Mention, read_documents
 from tasks.common.io import DataError, ReadStats, require_datasets
 
 if TYPE_CHECKING:
@@ -25,11 +31,13 @@ __all__ = [
     "EXPECTED_DOCUMENTS",
     "HF_CONFIG",
     "HF_DATASET",
+    "LAYOUTS",
     "CorefDocument",
     "CorefNotAvailable",
     "coref_documents",
     "hf_rows_to_conll",
     "load_split",
+    "load_splits",
     "read_coref",
     "split_files",
     "to_hf_dataset",
@@ -40,15 +48,24 @@ logger = logging.getLogger(__name__)
 HF_DATASET = "conll2012_ontonotesv5"
 HF_CONFIG = "english_v4"
 #: e2e-coref ``setup_training.sh`` names; a folder may instead hold ``train/``, ``development/``
-#: (or ``dev/``) and ``test/`` trees of ``*_gold_conll`` files (the CoNLL-2012 v4 layout).
+#: (or ``dev/``) and ``test/`` trees of ``*_gold_conll`` files (the CoNLL-2012 v4 layout) or of
+#: ``*.conll`` files (LitBank).
 SPLIT_FOLDERS = {"train": ("train",), "dev": ("development", "dev"), "test": ("test",)}
+#: The layouts of a data folder (:func:`split_files`), as the error for a missing split lists them.
+LAYOUTS = (
+    "train/dev/test.*gold_conll files in the folder (e2e-coref: train.english.v4_gold_conll, "
+    "dev.english.v4_gold_conll, test.english.v4_gold_conll)",
+    "train/, development/ (or dev/), test/ trees of *_gold_conll files (CoNLL-2012 v4, English)",
+    "train/, dev/ (or development/), test/ folders of *.conll files (LitBank)",
+)
 #: English CoNLL-2012 document parts per split (TASKS_SPEC §3.4 [R], the standard split): a
 #: different count is logged as a warning, as it changes the numbers (wrong folder, v12 test …).
 EXPECTED_DOCUMENTS = {"train": 2802, "dev": 343, "test": 348}
 
 
 class CorefNotAvailable(RuntimeError):
-    """No local ``*_gold_conll`` files for a split and the Hugging Face Hub is unreachable."""
+    """``load_split(..., hub=True)`` found no local files and the Hugging Face Hub is
+    unreachable."""
 
 
 @dataclass(frozen=True)
@@ -175,12 +192,14 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
 
 
 def split_files(folder: str | Path, split: str) -> list[Path]:
-    """The ``*_gold_conll`` files of ``split`` under ``folder`` (sorted; ``[]`` when none).
+    """The ``*_gold_conll`` (or LitBank ``*.conll``) files of ``split`` under ``folder`` (sorted;
+    ``[]`` when none).
 
     Looked up in this order: files named ``<split>.*gold_conll`` directly in the folder (e2e-coref's
     ``train.english.v4_gold_conll``; the DEMO set's ``train.demo_gold_conll``), then every
     ``*_gold_conll`` below ``train/``, ``development/`` or ``dev/``, ``test/`` (only those under an
-    ``english`` folder when there is one). ``*_auto_conll`` files are never read.
+    ``english`` folder when there is one), else every ``*.conll`` below that folder (LitBank's
+    ``train/1023_bleak_house_brat.conll``). ``*_auto_conll`` files are never read.
     """
     root = Path(folder)
     direct = sorted(p for p in root.glob(f"{split}.*gold_conll") if p.is_file())
@@ -190,9 +209,24 @@ def split_files(folder: str | Path, split: str) -> list[Path]:
         tree = root / name
         if tree.is_dir():
             files = sorted(p for p in tree.rglob("*_gold_conll") if p.is_file())
+            if not files:
+                return sorted(p for p in tree.rglob("*.conll") if p.is_file())
             english = [p for p in files if "english" in p.relative_to(tree).parts]
             return english or files
     return []
+
+
+def missing_split_error(split: str, folder: str | Path) -> DataError:
+    """The error for a folder without files for ``split``: what was looked for, and the layouts."""
+    trees = " or ".join(f"{name}/" for name in SPLIT_FOLDERS[split])
+    layouts = "; ".join(f"({i}) {layout}" for i, layout in enumerate(LAYOUTS, start=1))
+    return DataError(
+        folder,
+        None,
+        f"no {split} split: looked for {split}.*gold_conll in the folder and for *_gold_conll or "
+        f"*.conll files under {trees}; accepted layouts: {layouts}. The Hugging Face Hub is not "
+        "consulted when a data folder is given",
+    )
 
 
 def load_split(
@@ -201,42 +235,45 @@ def load_split(
     stats: ReadStats | None = None,
     max_tokens: int | None = None,
     cache_dir: str | Path | None = None,
+    *,
+    hub: bool = False,
 ) -> list[CorefDocument]:
-    """The documents of one split, from local ``*_gold_conll`` files or the Hugging Face Hub.
+    """The documents of one split, from local files (see :func:`split_files`).
 
     Args:
         split: ``train``, ``dev`` or ``test``.
         data_dir: the folder (see :func:`split_files`).
         stats: counts documents and, under ``"mention crossing a sentence"``, gold mentions no
-            candidate span can match (kept in the key, so they count as missed).
+            candidate span can match (kept in the key, so they count as missed); its ``source``
+            names the files and its ``variant`` the layout, placeholders and singleton chains.
         max_tokens: a document with more tokens raises :class:`DataError` (its header line).
         cache_dir: where Hub rows are converted to a CoNLL-2012 key file.
+        hub: without local files, convert the Hugging Face Hub's ``conll2012_ontonotesv5``
+            split instead of raising (only when asked for explicitly).
 
     Raises:
-        DataError: malformed files, or a document longer than ``max_tokens``.
-        CorefNotAvailable: no local files and the Hub cannot be reached (offline).
+        DataError: no files for the split (without ``hub``), malformed files, or a document
+            longer than ``max_tokens``.
+        CorefNotAvailable: ``hub`` is set, there are no local files and the Hub cannot be
+            reached (offline).
     """
     stats = stats if stats is not None else ReadStats()
     files = split_files(data_dir, split)
-    if not files:
+    from_hub = not files
+    if from_hub:
+        if not hub:
+            raise missing_split_error(split, data_dir)
         files = [_hub_split(split, data_dir, cache_dir)]
-    stats.source = ", ".join(str(file) for file in files)
-    documents: list[CorefDocument] = []
-    for file in files:
-        for document in read_coref(file, stats):
-            if max_tokens is not None and document.num_tokens > max_tokens:
-                raise DataError(
-                    document.path,
-                    document.line,
-                    f"document {document.document_id} part {document.part} has "
-                    f"{document.num_tokens} tokens, more than the configured limit "
-                    f"max_document_tokens={max_tokens}",
-                )
-            for _ in document.crossing_mentions():
-                stats.skip("mention crossing a sentence", exempt=True)  # doc kept
-            documents.append(document)
+    stats.source, layout = (
+        (str(files[0]), f"Hugging Face Hub {HF_DATASET} ({HF_CONFIG})")
+        if from_hub
+        else _layout(data_dir, files)
+    )
+    documents, style = _read_files(files, stats, max_tokens)
+    stats.variant = f"{layout}, {style.describe()}, {_chain_counts(documents)}"
     expected = EXPECTED_DOCUMENTS.get(split)
-    if expected is not None and len(documents) != expected and "demo" not in str(files[0]):
+    ontonotes = files[0].name.endswith("gold_conll") and "demo" not in str(files[0])
+    if expected is not None and len(documents) != expected and ontonotes:
         logger.warning(
             "%s: %d %s documents, the standard English CoNLL-2012 split has %d",
             data_dir,
@@ -250,17 +287,80 @@ def load_split(
 def load_splits(
     folder: str | Path, max_tokens: int | None
 ) -> tuple[dict[str, list[CorefDocument]], dict[str, ReadStats]]:
-    """Train, dev and test (:func:`load_split`) and their statistics: with local files for any
-    split, the splits that have them (test is optional); with none at all, the Hub's three.
+    """Train, dev and, when the folder has it, test (:func:`load_split`, never the Hub) and
+    their statistics.
+
+    Args:
+        folder: the data folder (one of the :data:`LAYOUTS`).
+        max_tokens: the limit on training documents; dev and test documents are never refused
+            for their length.
 
     Returns:
         ``(splits, stats)``: split → documents; split → read statistics (every split's, read
         or not).
+
+    Raises:
+        DataError: no train or no dev files (naming the folder and the layouts), or bad input.
     """
     stats = {s: ReadStats() for s in ("train", "dev", "test")}
-    local = any(split_files(folder, s) for s in stats)
-    wanted = [s for s in stats if not local or s != "test" or split_files(folder, s)]
-    return {s: load_split(s, folder, stats[s], max_tokens) for s in wanted}, stats
+    wanted = [s for s in stats if s != "test" or split_files(folder, s)]
+    return {
+        s: load_split(s, folder, stats[s], max_tokens if s == "train" else None) for s in wanted
+    }, stats
+
+
+def _read_files(
+    files: Sequence[Path], stats: ReadStats, max_tokens: int | None
+) -> tuple[list[CorefDocument], ConllStyle]:
+    """The documents of ``files`` and the style they are written in (see :func:`load_split`)."""
+    documents: list[CorefDocument] = []
+    styles: list[ConllStyle] = []
+    for file in files:
+        for document in coref_documents(_styles_of(read_documents(file), styles), stats):
+            if max_tokens is not None and document.num_tokens > max_tokens:
+                raise DataError(
+                    document.path,
+                    document.line,
+                    f"document {document.document_id} part {document.part} has "
+                    f"{document.num_tokens} tokens, more than the configured limit "
+                    f"max_document_tokens={max_tokens}",
+                )
+            for _ in document.crossing_mentions():
+                stats.skip("mention crossing a sentence", exempt=True)  # doc kept
+            documents.append(document)
+    return documents, ConllStyle.combine(styles)
+
+
+def _styles_of(documents: Iterable[Document], styles: list[ConllStyle]) -> Iterator[Document]:
+    """Pass ``documents`` through, appending each one's style to ``styles``."""
+    for document in documents:
+        styles.append(document.style)
+        yield document
+
+
+def _layout(folder: str | Path, files: Sequence[Path]) -> tuple[str, str]:
+    """``(source, layout)``: the files (or the split's folder) and which of the :data:`LAYOUTS`
+    ``files`` follow, in words."""
+    root = Path(folder)
+    if all(file.parent == root for file in files):
+        return ", ".join(str(file) for file in files), "file " + ", ".join(f.name for f in files)
+    tree = files[0].relative_to(root).parts[0]
+    source = f"{root / tree}/"
+    if files[0].name.endswith(".conll"):
+        return source, f"LitBank layout: {tree}/ folder of {len(files)} *.conll files"
+    return source, f"CoNLL-2012 v4 layout: {tree}/ tree of {len(files)} *_gold_conll files"
+
+
+def _chain_counts(documents: Sequence[CorefDocument]) -> str:
+    """Mentions, chains and singleton chains (one distinct mention) of ``documents``."""
+    chains = [cluster for document in documents for cluster in document.clusters]
+    mentions = sum(len(cluster) for cluster in chains)
+    singletons = sum(1 for cluster in chains if len(set(cluster)) == 1)
+    note = " (scored as the reference scorer does: in B3 and CEAF-e, not in MUC)"
+    return (
+        f"{len(documents):,} documents, {mentions:,} mentions in {len(chains):,} chains, "
+        f"{singletons:,} singleton chains{note if singletons else ''}"
+    )
 
 
 def _hub_split(split: str, data_dir: str | Path, cache_dir: str | Path | None) -> Path:

@@ -48,6 +48,16 @@ Clusters = Sequence[Sequence[Mention]]
 _LAST_FIELD = re.compile(r"\S+\s*$")
 
 
+def _last_field_start(text: str) -> int:
+    """Where a token line's coreference field starts: after the last tab of a tab-separated
+    line (LitBank leaves it empty for no mention), else at the last whitespace-separated field."""
+    if "\t" in text:
+        return text.rstrip(" \r\n").rfind("\t") + 1
+    match = _LAST_FIELD.search(text)
+    assert match is not None  # a token line has at least 12 fields (checked by the reader)
+    return match.start()
+
+
 def encode_clusters(num_tokens: int, clusters: Clusters) -> list[str]:
     """The coreference column (``(3``, ``3)``, ``(3)``, ``|``-joined, ``-``) for one document.
 
@@ -144,9 +154,7 @@ def _rewrite(
         elif stripped.startswith("#"):
             column = None if re.match(r"^#\s*end document", stripped) else column
         elif stripped and column is not None:
-            match = _LAST_FIELD.search(text)
-            assert match is not None  # a token line has at least 12 fields (checked by the reader)
-            text = text[: match.start()] + column[token]
+            text = text[: _last_field_start(text)] + column[token]
             token += 1
         yield text
 
@@ -194,9 +202,7 @@ def write_document_response(
                 continue
             key.append(text)
             if stripped and not stripped.startswith("#"):
-                match = _LAST_FIELD.search(text)
-                assert match is not None
-                text = text[: match.start()] + column[token]
+                text = text[: _last_field_start(text)] + column[token]
                 token += 1
             response.append(text)
             if re.match(r"^#\s*end document", stripped):

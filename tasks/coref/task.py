@@ -208,7 +208,9 @@ class CorefRecipe(RecipeBase):
 
 
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> CorefRecipe:
-    """Read data (demo set when ``data_dir`` is None), build vocabularies and word vectors."""
+    """Read data (demo set when ``data_dir`` is None; a folder in one of
+    :data:`tasks.coref.data.LAYOUTS` otherwise, never the Hub), build vocabularies and word
+    vectors."""
     config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     require_turian(config.turian_vectors)
@@ -245,7 +247,8 @@ TASK = TaskSpec(
     paper_split="test",  # Table 1: CoNLL-2012 test (348 documents)
     table_split="test",  # the data has a labelled test split
     metric_from_totals=conll_f1_from_totals,
-    data_help="a folder with train/dev/test.english.v4_gold_conll (e2e-coref names) or "
-    "train/, development/, test/ trees of *_gold_conll files (CoNLL-2012 v4, English)",
+    data_help="a folder with train/dev/test.english.v4_gold_conll (e2e-coref names), "
+    "train/, development/, test/ trees of *_gold_conll files (CoNLL-2012 v4, English) or "
+    "train/, dev/, test/ folders of *.conll files (LitBank); test is optional",
     elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" [R]
 )

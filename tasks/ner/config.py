@@ -49,11 +49,16 @@ class NerConfig:
     # "source" keeps the file's own scheme
     label_encoding: Literal["BIOUL", "source"] = "BIOUL"
     include_start_end: bool = False  # source: allennlp ner.jsonnet
-    # data: the tag column (0-based, negative from the end; -1 = CoNLL-2003's NER column)
-    tag_column: int = -1
-    # "auto" detects IOB1 / IOB2 / BIOUL / plain tags from the training file
-    tag_scheme: Literal["auto", "IOB1", "IOB2", "BIOUL", "none"] = "auto"
-    # training sentences longer than this are skipped (counted); dev/test raise a located error
+    # data: the folder's layout (tasks.ner.data.ACCEPTED_LAYOUTS); "auto": the one whose
+    # training split is there (eng.*, esp.*, ned.*, train.txt, or train/ dev/ test/ folders)
+    layout: Literal["auto", "eng", "esp", "ned", "txt", "folders"] = "auto"
+    # the tag column (0-based, negative from the end); None: 1 (the outermost entity layer) for
+    # LitBank entities' *.tsv files, else -1 (the last: CoNLL-2003's NER, CoNLL-2000's chunks)
+    tag_column: int | None = None
+    # "auto" detects IOB1 / IOB2 / BIOUL / BIOES / plain tags from the training file
+    tag_scheme: Literal["auto", "IOB1", "IOB2", "BIOUL", "BIOES", "none"] = "auto"
+    # TRAINING sentences longer than this are skipped (counted, exempt); dev and test sentences
+    # are never refused for their length
     max_sentence_tokens: int = 250  # CoNLL-2003's longest sentence has 124 tokens
     # no dev file (CoNLL-2000): the last N training sentences become dev (0: require a dev file)
     dev_from_train: int = 0
@@ -66,7 +71,8 @@ def mini() -> NerConfig:
 
     ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): char CNN 32 filters, biLSTMs 64 then 32
     units (the paper's 2:1 ratio), batch 32, Adam 1e-2, at most 12 epochs with early stopping
-    after 3 epochs without a better dev F1.
+    after 3 epochs without a better dev F1, training sentences over 100 tokens skipped (dev and
+    test sentences are scored whatever their length).
     """
     return NerConfig(
         char_filters=32,
@@ -84,4 +90,3 @@ def mini() -> NerConfig:
 
 #: Preset name → builder of its configuration; the first is the default.
 PRESETS: dict[str, Callable[[], NerConfig]] = {"mini": mini, "paper": NerConfig}
-

@@ -6,19 +6,27 @@ copies); a blank line ends a sentence; a ``-DOCSTART- -X- -X- O`` line starts a 
 **not** a sentence. NER tags are shipped in IOB1: ``I-TYPE`` inside an entity, ``B-TYPE`` only on
 the first token of an entity that directly follows another entity of the same type.
 
+Any CoNLL-style column file (word first, the tags in one column) reads through
+:func:`read_columns`, and a data folder through :func:`load_splits` in one of the
+:data:`ACCEPTED_LAYOUTS` (CoNLL-2003 ``eng.*``, CoNLL-2002 ``esp.*`` / ``ned.*``, ``train.txt`` /
+``dev.txt`` / ``test.txt``, or ``train/`` / ``dev/`` / ``test/`` folders of ``*.tsv`` /
+``*.conll`` / ``*.txt`` files such as LitBank entities'); what the reader detects (layout, columns,
+``-DOCSTART-``, tag column, tag scheme) is reported in :attr:`ReadStats.variant`.
+
 The tag schemes and the lossless conversions between them live in :mod:`tasks.common.spans`.
 """
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tasks.common.io import DataError, ReadStats, attribute_columns, iter_lines, require_datasets
-from tasks.common.spans import SCHEMES, Scheme, convert, split_tag, tags_to_spans
+from tasks.common.spans import SCHEMES, Scheme, convert, is_valid, split_tag, tags_to_spans
 
 if TYPE_CHECKING:
     import datasets
@@ -141,7 +149,36 @@ def to_hf_dataset(path: str | Path, *, scheme: Scheme = "IOB1") -> datasets.Data
 CONLL2003_FILES = {"train": "eng.train", "dev": "eng.testa", "test": "eng.testb"}
 #: Generic file names (e.g. CoNLL-2000 chunking ships train.txt and test.txt only).
 GENERIC_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+#: The layouts of single split files (the ``layout`` option's values), in detection order:
+#: name → (the layout in words, split → file name).
+FLAT_LAYOUTS: dict[str, tuple[str, dict[str, str]]] = {
+    "eng": ("CoNLL-2003 English files", CONLL2003_FILES),
+    "esp": (
+        "CoNLL-2002 Spanish files",
+        {"train": "esp.train", "dev": "esp.testa", "test": "esp.testb"},
+    ),
+    "ned": (
+        "CoNLL-2002 Dutch files",
+        {"train": "ned.train", "dev": "ned.testa", "test": "ned.testb"},
+    ),
+    "txt": ("flat files", GENERIC_FILES),
+}
+#: The ``folders`` layout: one sub-folder per split, holding column files with these suffixes.
+FOLDER_SUFFIXES = (".tsv", ".conll", ".txt")
+FOLDERS_DESCRIPTION = "folders train/, dev/, test/ of *.tsv, *.conll or *.txt column files"
+#: Every accepted layout, in words (error messages).
+ACCEPTED_LAYOUTS = (
+    "; ".join(
+        f"{words} {names['train']}, {names['dev']} (dev), {names['test']} (test)"
+        for words, names in FLAT_LAYOUTS.values()
+    )
+    + f"; {FOLDERS_DESCRIPTION}; the test split is optional"
+)
 _CHUNK_TAG = re.compile(r"^[BILU]-\S+$")
+_BIO_TAG = re.compile(r"^(O|[BI]-\S+)$")
+_BIOES_TAG = re.compile(r"^[ES]-\S+$")
+#: LitBank entities' column files: the word, then at least this many BIO layers.
+LITBANK_LAYERS = 4
 
 
 @dataclass(frozen=True)
@@ -162,6 +199,59 @@ class TaggedSentence:
     path: str = ""
 
 
+@dataclass
+class ColumnShape:
+    """What reading one column file found (complete once its sentences are exhausted).
+
+    Attributes:
+        columns: fields on each token line (the first token line sets it; 0: none read yet).
+        first_line: the 1-based line that set :attr:`columns`.
+        tabbed: fields are tab-separated (``*.tsv``), else separated by any whitespace.
+        bom: the file starts with a UTF-8 byte-order mark (stripped).
+        docstarts: ``-DOCSTART-`` lines (document starts, not sentences).
+    """
+
+    columns: int = 0
+    first_line: int = 0
+    tabbed: bool = False
+    bom: bool = False
+    docstarts: int = 0
+
+
+def _fields(line: str, tabbed: bool, path: str | Path, number: int) -> list[str]:
+    """The fields of one line (``[]`` for a blank one); tab-separated fields keep inner spaces,
+    and a trailing tab (LitBank's files end each line with one) ends the last field."""
+    if not tabbed or not line.strip():
+        return line.split()
+    fields = [part.strip() for part in line.rstrip("\t").split("\t")]
+    if "" in fields:
+        raise DataError(path, number, f"column {fields.index('')} is empty (tab-separated file)")
+    return fields
+
+
+def _check_line(
+    fields: list[str], tag_column: int, shape: ColumnShape, path: str | Path, number: int
+) -> None:
+    """Raise unless the line has the tag column and as many columns as the file's first one."""
+    if not -len(fields) <= tag_column < len(fields) or tag_column % len(fields) == 0:
+        raise DataError(
+            path,
+            number,
+            f"no tag column {tag_column} after the word (the line has {len(fields)} "
+            "columns; choose one with --set tag_column=N)",
+        )
+    if not shape.columns:
+        shape.columns, shape.first_line = len(fields), number
+    elif len(fields) != shape.columns:
+        raise DataError(
+            path,
+            number,
+            f"{len(fields)} columns, but the first token line of the file (line "
+            f"{shape.first_line}) has {shape.columns}: a column is missing or extra (columns "
+            "are never shifted)",
+        )
+
+
 def read_columns(
     path: str | Path,
     tag_column: int = -1,
@@ -169,10 +259,13 @@ def read_columns(
     max_tokens: int | None = None,
     skip_long: bool = False,
     stats: ReadStats | None = None,
+    shape: ColumnShape | None = None,
 ) -> Iterator[TaggedSentence]:
     """Stream the sentences of a CoNLL-style column file (word first, tags in ``tag_column``).
 
-    A blank line ends a sentence; ``-DOCSTART-`` lines end one and are not sentences.
+    A blank line ends a sentence; ``-DOCSTART-`` lines end one and are not sentences. Fields are
+    separated by tabs in ``*.tsv`` files and by any whitespace otherwise; every token line of a
+    file has the same number of columns. A byte-order mark at the start is stripped.
 
     Args:
         path: the file.
@@ -182,12 +275,16 @@ def read_columns(
         skip_long: skip (and count under ``"longer than max_tokens"``) longer sentences
             instead of raising.
         stats: counts of sentences read and skipped.
+        shape: filled with what the file holds (columns, separator, BOM, ``-DOCSTART-``).
 
     Raises (while iterating):
-        DataError: invalid UTF-8, an empty file, a line without the tag column, or (unless
-            ``skip_long``) a sentence over ``max_tokens``, located at its first line.
+        DataError: invalid UTF-8, an empty file, a line without the tag column or with another
+            number of columns than the file's first token line, an empty tab-separated field,
+            or (unless ``skip_long``) a sentence over ``max_tokens``, located at its first line.
     """
     stats = stats if stats is not None else ReadStats()
+    shape = shape if shape is not None else ColumnShape()
+    shape.tabbed = Path(path).suffix == ".tsv"
     words: list[str] = []
     tags: list[str] = []
     first = 0
@@ -211,17 +308,14 @@ def read_columns(
         tags.clear()
 
     for number, line in iter_lines(path):
-        fields = line.split()
+        if number == 1 and line.startswith("\ufeff"):
+            line, shape.bom = line[1:], True
+        fields = _fields(line, shape.tabbed, path, number)
         if not fields or fields[0] == DOCSTART:
+            shape.docstarts += bool(fields)
             yield from flush()
             continue
-        if not -len(fields) <= tag_column < len(fields) or tag_column % len(fields) == 0:
-            raise DataError(
-                path,
-                number,
-                f"no tag column {tag_column} after the word (the line has {len(fields)} "
-                "columns; choose one with --set tag_column=N)",
-            )
+        _check_line(fields, tag_column, shape, path, number)
         if not words:
             first = number
         words.append(fields[0])
@@ -275,22 +369,117 @@ def check_tags(sentences: Iterable[TaggedSentence], scheme: Scheme | None) -> No
                 )
 
 
-def data_files(folder: str | Path) -> dict[str, Path]:
-    """The split files of a data folder: CoNLL-2003 names (``eng.train``, ``eng.testa`` as dev,
-    ``eng.testb`` as test) or ``train.txt`` / ``dev.txt`` / ``test.txt``; absent splits are
-    left out.
+def is_bioes(tag_sequences: Iterable[Sequence[str]]) -> bool:
+    """Whether a tag column is BIOES (some ``E-``/``S-`` tag, and every sentence a valid
+    sequence once ``E-``/``S-`` are read as BIOUL's ``L-``/``U-``)."""
+    sequences = [list(tags) for tags in tag_sequences]
+    if not any(_BIOES_TAG.match(tag) for tags in sequences for tag in tags):
+        return False
+    return all(is_valid(_bioes_to_bioul(tags), "BIOUL") for tags in sequences)
+
+
+def _bioes_to_bioul(tags: Sequence[str]) -> tuple[str, ...]:
+    """BIOES tags as BIOUL (``E-X`` → ``L-X``, ``S-X`` → ``U-X``; the same chunks)."""
+    rename = {"E": "L", "S": "U"}
+    return tuple(rename[t[0]] + t[1:] if _BIOES_TAG.match(t) else t for t in tags)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The split files of a data folder.
+
+    Attributes:
+        name: the ``layout`` option's value (``eng``, ``esp``, ``ned``, ``txt`` or ``folders``).
+        description: the layout in words.
+        files: split → its files in reading order (one file per split, or a split folder's
+            column files sorted by name); absent splits are left out.
+    """
+
+    name: str
+    description: str
+    files: dict[str, tuple[Path, ...]]
+
+
+def _layout(folder: Path, name: str) -> Layout | None:
+    """``folder`` read as layout ``name``, or ``None`` when its training split is not there.
 
     Raises:
-        FileNotFoundError: no training file, naming both conventions.
+        FileNotFoundError: a split folder of the ``folders`` layout holds no column file.
+    """
+    if name in FLAT_LAYOUTS:
+        description, names = FLAT_LAYOUTS[name]
+        if not (folder / names["train"]).is_file():
+            return None
+        present: dict[str, tuple[Path, ...]] = {
+            s: (folder / n,) for s, n in names.items() if (folder / n).is_file()
+        }
+        return Layout(name, description, present)
+    if not (folder / "train").is_dir():
+        return None
+    files: dict[str, tuple[Path, ...]] = {}
+    for split in ("train", "dev", "test"):
+        sub = folder / split
+        if sub.is_dir():
+            files[split] = tuple(
+                sorted(
+                    p
+                    for p in sub.iterdir()
+                    if p.is_file() and p.suffix in FOLDER_SUFFIXES and not p.name.startswith(".")
+                )
+            )
+            if not files[split]:
+                raise FileNotFoundError(
+                    f"{sub}: no column file (*.tsv, *.conll or *.txt) in this split folder"
+                )
+    return Layout("folders", FOLDERS_DESCRIPTION, files)
+
+
+def find_layout(folder: str | Path, choice: str = "auto") -> Layout:
+    """The layout of a data folder: ``choice`` (a name of :data:`FLAT_LAYOUTS` or
+    ``folders``), or with ``auto`` the one layout whose training split is there.
+
+    Raises:
+        FileNotFoundError: no such folder, or no training split of the layout(s) looked for
+            (naming the accepted layouts).
+        DataError: with ``auto``, the folder holds the training splits of several layouts.
     """
     folder = Path(folder)
-    for names in (CONLL2003_FILES, GENERIC_FILES):
-        if (folder / names["train"]).is_file():
-            return {s: folder / n for s, n in names.items() if (folder / n).is_file()}
-    raise FileNotFoundError(
-        f"{folder}: no training file; expected CoNLL-2003's eng.train, eng.testa (dev), "
-        "eng.testb (test), or train.txt, dev.txt, test.txt (column files, word first)"
-    )
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such data folder (accepted: {ACCEPTED_LAYOUTS})")
+    names = [*FLAT_LAYOUTS, "folders"] if choice == "auto" else [choice]
+    found = [layout for name in names if (layout := _layout(folder, name)) is not None]
+    if not found:
+        looked = "any layout" if choice == "auto" else f"layout={choice}"
+        raise FileNotFoundError(
+            f"{folder}: no training split ({looked}); accepted layouts: {ACCEPTED_LAYOUTS}"
+        )
+    if len(found) > 1:
+        raise DataError(
+            folder,
+            None,
+            f"holds the training split of several layouts ({', '.join(x.name for x in found)}); "
+            f"choose one with --set layout={'|'.join(x.name for x in found)}",
+        )
+    return found[0]
+
+
+def _peek_fields(path: Path) -> list[str]:
+    """The fields of the first token line of a column file (``[]`` when it has none)."""
+    for number, line in iter_lines(path):
+        fields = _fields(line.lstrip("\ufeff"), path.suffix == ".tsv", path, number)
+        if fields and fields[0] != DOCSTART:
+            return fields
+    return []
+
+
+def is_litbank(layout: Layout) -> bool:
+    """Whether a layout is LitBank entities' (``folders`` of ``*.tsv`` files whose token lines
+    hold the word and at least :data:`LITBANK_LAYERS` BIO columns, outermost layer first)."""
+    first = layout.files["train"][0]
+    if layout.name != "folders" or first.suffix != ".tsv":
+        return False
+    fields = _peek_fields(first)
+    return len(fields) > LITBANK_LAYERS and all(_BIO_TAG.match(f) for f in fields[1:])
 
 
 def load_hf_tagging(name: str, feature: str = "ner_tags") -> dict[str, list[TaggedSentence]]:
@@ -331,22 +520,59 @@ def load_hf_tagging(name: str, feature: str = "ner_tags") -> dict[str, list[Tagg
 Splits = dict[str, list[TaggedSentence]]
 
 
-def _read_folder(config: NerConfig, folder: Path) -> tuple[Splits, dict[str, ReadStats]]:
-    """The column files of ``folder`` (:func:`data_files`); over-long training sentences are
-    skipped (counted), over-long dev/test ones raise."""
-    stats: dict[str, ReadStats] = {}
+def _tag_column(config: NerConfig, litbank: bool) -> tuple[int, str]:
+    """The tag column to read and how it was chosen, in words."""
+    if config.tag_column is not None:
+        return config.tag_column, f"tag column {config.tag_column} (--set tag_column)"
+    if litbank:
+        return 1, "tag column 1 (the outermost entity layer)"
+    return -1, "tag column -1 (the last column)"
+
+
+def _shape_words(shapes: Sequence[ColumnShape], litbank: bool) -> str:
+    """What a split's files hold, e.g. ``"whitespace-separated, 3 columns, -DOCSTART- absent"``."""
+
+    def unit(columns: int) -> str:
+        return f"word + {columns - 1} BIO layers" if litbank else f"{columns} columns"
+
+    parts = ["tab-separated" if shapes[0].tabbed else "whitespace-separated"]
+    counts = collections.Counter(s.columns for s in shapes if s.columns)
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if ordered:
+        others = ", ".join(f"{unit(n)} in {k} files" for n, k in ordered[1:])
+        parts.append(unit(ordered[0][0]) + (f" ({others})" if others else ""))
+    boms = sum(s.bom for s in shapes)
+    if boms:
+        parts.append(f"byte-order mark stripped ({boms} file{'s' if boms > 1 else ''})")
+    documents = sum(s.docstarts for s in shapes)
+    parts.append(f"-DOCSTART- present ({documents:,})" if documents else "-DOCSTART- absent")
+    return ", ".join(parts)
+
+
+def _read_layout(layout: Layout, config: NerConfig) -> tuple[Splits, dict[str, ReadStats]]:
+    """Every split of ``layout`` with no length limit, each split's statistics naming its
+    file (or split folder) and what the reader found (:attr:`ReadStats.variant`)."""
+    litbank = is_litbank(layout)
+    column, column_words = _tag_column(config, litbank)
     splits: Splits = {}
-    for split, path in data_files(folder).items():
-        stats[split] = ReadStats(source=str(path))
-        splits[split] = list(
-            read_columns(
-                path,
-                config.tag_column,
-                max_tokens=config.max_sentence_tokens,
-                skip_long=split == "train",
-                stats=stats[split],
-            )
-        )
+    stats: dict[str, ReadStats] = {}
+    for split, files in layout.files.items():
+        split_stats = stats[split] = ReadStats()
+        shapes = [ColumnShape() for _ in files]
+        splits[split] = [
+            sentence
+            for path, shape in zip(files, shapes, strict=True)
+            for sentence in read_columns(path, column, stats=split_stats, shape=shape)
+        ]
+        if layout.name == "folders":
+            suffixes = "/".join(sorted({f"*{p.suffix}" for p in files}))
+            split_stats.source = str(files[0].parent)
+            where = f"{split}/ folder of {len(files)} {suffixes} files"
+        else:
+            split_stats.source = str(files[0])
+            where = f"{files[0].name} ({layout.description})"
+        prefix = "LitBank entities layout: " if litbank else ""
+        split_stats.variant = f"{prefix}{where}, {_shape_words(shapes, litbank)}, {column_words}"
     return splits, stats
 
 
@@ -354,55 +580,132 @@ def _hold_out_dev(splits: Splits, stats: dict[str, ReadStats], n: int) -> None:
     """Make the last ``n`` training sentences the dev split (``dev_from_train``)."""
     if n >= len(splits["train"]):
         raise ValueError(f"dev_from_train={n} leaves no training sentence")
+    replaced = f", {stats['dev'].source} is not used" if "dev" in stats else ""
     splits["train"], splits["dev"] = splits["train"][:-n], splits["train"][-n:]
     if "train" in stats:
-        stats["train"].examples -= n
-        stats["dev"] = ReadStats(n, source=f"{stats['train'].source} (last {n} sentences)")
+        train = stats["train"]
+        train.examples -= n
+        stats["dev"] = ReadStats(
+            n,
+            source=f"{train.source} (last {n} sentences)",
+            variant=f"held out: the last {n:,} training sentences (--set dev_from_train={n}"
+            f"{replaced}), {train.variant}",
+        )
+
+
+def _drop_long(splits: Splits, stats: ReadStats, max_tokens: int) -> None:
+    """Skip (and count, exempt) the training sentences over ``max_tokens``; evaluation
+    sentences are never refused for their length."""
+    kept = []
+    for sentence in splits["train"]:
+        if len(sentence.tokens) > max_tokens:
+            stats.skip("longer than max_tokens", exempt=True)  # configured filter
+            stats.examples -= 1
+        else:
+            kept.append(sentence)
+    splits["train"] = kept
+
+
+def _no_dev(where: str, looked: str) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"{where}: no dev split (looked for {looked}); accepted layouts: {ACCEPTED_LAYOUTS}. "
+        "Data without a dev split (e.g. CoNLL-2000's train.txt and test.txt) need --set "
+        "dev_from_train=N: the last N training sentences become the dev split (e.g. 1000)"
+    )
 
 
 def load_splits(
     config: NerConfig, data_dir: str | None, demo: Callable[[], Path]
 ) -> tuple[Splits, dict[str, ReadStats]]:
     """Sentences per split with the file's tags, and the read statistics: ``--data hf:NAME``
-    (a Hugging Face dataset), a folder of column files, or the DEMO set (``demo()``).
+    (a Hugging Face dataset: the only way to the Hub), a folder in one of the
+    :data:`ACCEPTED_LAYOUTS` (:func:`find_layout`), or the DEMO set (``demo()``).
+
+    Training sentences over ``max_sentence_tokens`` are skipped (counted, exempt) from folders;
+    dev and test sentences are never refused for their length. A missing test split is fine.
 
     Raises:
-        FileNotFoundError: no dev split (and no ``dev_from_train``).
+        FileNotFoundError: no training split, or no dev split (and no ``dev_from_train``),
+            naming the folder, what was looked for and the accepted layouts.
+        DataError: a malformed file (file and line), or an ambiguous folder.
         ValueError: ``dev_from_train`` leaves no training sentence.
     """
     if data_dir is not None and data_dir.startswith("hf:"):
-        splits = load_hf_tagging(data_dir[3:], config.hf_tag_feature)
-        stats = {s: ReadStats(len(v), source=f"{data_dir}[{s}]") for s, v in splits.items()}
+        name = data_dir[3:]
+        splits = load_hf_tagging(name, config.hf_tag_feature)
+        variant = f"Hugging Face dataset {name}, tags from {config.hf_tag_feature}"
+        stats = {
+            s: ReadStats(len(v), source=f"{data_dir}[{s}]", variant=variant)
+            for s, v in splits.items()
+        }
+        where, looked = data_dir, "its 'validation' split"
     else:
-        splits, stats = _read_folder(config, Path(data_dir) if data_dir else demo())
+        folder = Path(data_dir) if data_dir else demo()
+        layout = find_layout(folder, config.layout)
+        splits, stats = _read_layout(layout, config)
+        where = str(folder)
+        looked = (
+            "a dev/ folder"
+            if layout.name == "folders"
+            else f"{FLAT_LAYOUTS[layout.name][1]['dev']} ({layout.description})"
+        )
     if config.dev_from_train > 0:
         _hold_out_dev(splits, stats, config.dev_from_train)
     if "dev" not in splits:
-        raise FileNotFoundError(
-            f"{data_dir}: no dev file (eng.testa or dev.txt); hold out the last N training "
-            "sentences with --set dev_from_train=N"
-        )
+        raise _no_dev(where, looked)
+    if data_dir is None or not data_dir.startswith("hf:"):
+        _drop_long(splits, stats["train"], config.max_sentence_tokens)
     return splits, stats
 
 
-def encode_splits(raw: Splits, config: NerConfig) -> tuple[Splits, Scheme | None, Scheme | None]:
+def _scheme(raw: Splits, config: NerConfig) -> tuple[Scheme | None, str, Splits]:
+    """The data's tag scheme (BIOES read as BIOUL), how it was found in words, and the
+    sentences (BIOES tags renamed)."""
+    train = [ex.tags for ex in raw["train"]]
+    auto = config.tag_scheme == "auto"
+    how = "detected from train" if auto else f"tag_scheme={config.tag_scheme}"
+    if config.tag_scheme == "BIOES" or (auto and is_bioes(train)):
+        renamed = {
+            s: [replace(ex, tags=_bioes_to_bioul(ex.tags)) for ex in sentences]
+            for s, sentences in raw.items()
+        }
+        return "BIOUL", f"BIOES ({how}; E-/S- read as L-/U-)", renamed
+    scheme: Scheme | None
+    if config.tag_scheme == "auto":
+        scheme = detect_scheme(train)
+    elif config.tag_scheme == "none":
+        scheme = None
+    else:
+        scheme = config.tag_scheme
+    words = f"{scheme} ({how})" if scheme else f"plain tags, scored per token ({how})"
+    return scheme, words, raw
+
+
+def encode_splits(
+    raw: Splits, config: NerConfig, stats: dict[str, ReadStats] | None = None
+) -> tuple[Splits, Scheme | None, Scheme | None]:
     """The data's tag scheme (detected from the training tags with ``tag_scheme=auto``), every
     tag checked against it, and the sentences in the CRF's label encoding.
 
+    Args:
+        raw: split → sentences with the file's tags.
+        config: the configuration (``tag_scheme``, ``label_encoding``).
+        stats: when given, the scheme (and how it was found) is added to each split's
+            :attr:`ReadStats.variant`.
+
     Returns:
         ``(splits, scheme, encoding)``: the sentences with tags in ``encoding`` (BIOUL for chunk
-        data unless ``label_encoding=source``; ``None`` for plain tags), the data's scheme.
+        data unless ``label_encoding=source``; ``None`` for plain tags), the data's scheme
+        (BIOES data: BIOUL, the same chunks).
 
     Raises:
         DataError: a tag outside the scheme (file and line).
     """
-    scheme: Scheme | None
-    if config.tag_scheme == "auto":
-        scheme = detect_scheme(ex.tags for ex in raw["train"])
-    else:
-        scheme = None if config.tag_scheme == "none" else config.tag_scheme
+    scheme, words, raw = _scheme(raw, config)
     for sentences in raw.values():
         check_tags(sentences, scheme)
+    for split_stats in (stats or {}).values():
+        split_stats.variant = f"{split_stats.variant}, {words}" if split_stats.variant else words
     if scheme is None or config.label_encoding != "BIOUL" or scheme == "BIOUL":
         return raw, scheme, scheme
     splits = {

@@ -1,13 +1,18 @@
 """NER (and any CoNLL-column tagging) as a :class:`tasks.core.TaskSpec`: column files → batches →
 biLSTM-CRF → conlleval F1.
 
-Data: ``--data DIR`` with CoNLL-2003's ``eng.train`` / ``eng.testa`` (dev) / ``eng.testb`` (test),
-or ``train.txt`` / ``dev.txt`` / ``test.txt`` in any CoNLL column format (word first; the tag
-column chosen with ``--set tag_column=N``); ``--data hf:NAME`` reads a Hugging Face dataset
-(``hf:conll2003``, ``hf:eriktks/conll2003``) when online. The tag scheme is detected from the
-training file: chunk schemes (IOB1, IOB2, BIOUL) are converted losslessly to BIOUL for the CRF and
-scored as chunk F1 by conlleval's rules; plain tags (POS) are scored as conlleval ``-r`` does,
-each token a chunk, whose F1 equals the token accuracy. Without ``data_dir`` the recipe uses the
+Data: ``--data DIR`` in one of :data:`tasks.ner.data.ACCEPTED_LAYOUTS`: CoNLL-2003's ``eng.train``
+/ ``eng.testa`` (dev) / ``eng.testb`` (test), CoNLL-2002's ``esp.*`` / ``ned.*``, ``train.txt`` /
+``dev.txt`` / ``test.txt``, or ``train/`` / ``dev/`` / ``test/`` folders of ``*.tsv`` / ``*.conll``
+/ ``*.txt`` column files (LitBank entities: the outermost layer), in any CoNLL column format (word
+first; the tag column chosen with ``--set tag_column=N``); the test split is optional, a data set
+without dev needs ``--set dev_from_train=N``. A folder is never completed from the Hub: only
+``--data hf:NAME`` reads a Hugging Face dataset (``hf:conll2003``, ``hf:eriktks/conll2003``) when
+online. What the reader detected is in each split's ``ReadStats.variant``. The tag scheme is
+detected from the training file: chunk schemes (IOB1, IOB2, BIOUL; BIOES read as BIOUL) are
+converted losslessly to BIOUL for the CRF and scored as chunk F1 by conlleval's rules; plain tags
+(POS) are scored as conlleval ``-r`` does, each token a chunk, whose F1 equals the token
+accuracy. Without ``data_dir`` the recipe uses the
 bundled **DEMO** set (``tasks/ner/demo.py``; not CoNLL-2003).
 """
 
@@ -230,7 +235,7 @@ def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> NerRec
     config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)
     raw, stats = load_splits(config, data_dir, ensure_demo)
-    splits, scheme, encoding = encode_splits(raw, config)
+    splits, scheme, encoding = encode_splits(raw, config, stats)
     labels = tag_labels(
         encoding, (t for sentences in splits.values() for ex in sentences for t in ex.tags)
     )
@@ -260,7 +265,8 @@ TASK = TaskSpec(
     metric_from_totals=span_f1_from_totals,
     elmo_dropout=0.0,  # source: allennlp ner_elmo.jsonnet (Elmo dropout 0.0), TASKS_SPEC §3.5
     seeds=5,  # source: paper Table 1 (NER: mean ± std over 5 seeds)
-    data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), or "
-    "train.txt / dev.txt / test.txt column files (--set tag_column=N, dev_from_train=N); or "
-    "hf:conll2003 when online",
+    data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), "
+    "CoNLL-2002's esp.*/ned.*, train.txt / dev.txt / test.txt, or train/ dev/ test/ folders of "
+    "*.tsv/*.conll/*.txt column files (test optional; --set tag_column=N, dev_from_train=N, "
+    "layout=NAME); or hf:conll2003 when online",
 )

@@ -48,8 +48,9 @@ class SrlConfig:
         layers: LSTM layers; directions alternate, forward first.
         recurrent_dropout: variational dropout on each layer's hidden state (see model.py for
             how it is applied with cuDNN/packed LSTMs).
-        max_length: sentences longer than this are skipped when read (counted as
-            ``sentence_too_long``); ``None`` keeps everything.
+        max_length: training sentences longer than this are skipped when read (counted as
+            ``sentence_too_long``); dev and test sentences are always kept; ``None`` keeps
+            everything.
         train: training loop configuration.
     """
 
@@ -75,15 +76,14 @@ class SrlConfig:
 def mini() -> SrlConfig:
     """The ``mini`` preset: ``paper`` with the deviations below.
 
-    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): the embedded GloVe 6B 50-d instead of
-    100-d (still trainable), predicate embedding 16-d, 4 alternating layers of 64 units instead
-    of 8 × 300 (alternation, highway connections and recurrent dropout 0.1 kept), batch 32,
-    sentences of at most 60 tokens, Adam lr 5e-3 instead of Adadelta (which was still climbing
-    after 15 epochs: dev F1 76.8), at most 8 epochs with early stopping after 2 epochs without a
-    better dev F1; clipping 1.0 as the paper. Seed 0 on the DEMO set, one thread per run, both
-    runs side by side: baseline best dev F1 84.2 at epoch 6 of 8 (64 s CPU), ELMo input 90.3 at
-    epoch 8 (100 s CPU, the biLM feature cache included); ELMo passed the baseline's best at
-    epoch 4.
+    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): the embedded GloVe 6B 50-d instead of 100-d
+    (still trainable), predicate embedding 16-d, 4 alternating layers of 64 units instead of 8 × 300
+    (alternation, highway connections and recurrent dropout 0.1 kept), batch 32, training sentences
+    of at most 60 tokens, Adam lr 5e-3 instead of Adadelta (which was still climbing after 15
+    epochs: dev F1 76.8), at most 8 epochs with early stopping after 2 epochs without a better dev
+    F1; clipping 1.0 as the paper. Seed 0 on the DEMO set, one thread per run, both runs side by
+    side: baseline best dev F1 84.2 at epoch 6 of 8 (64 s CPU), ELMo input 90.3 at epoch 8 (100 s
+    CPU, the biLM feature cache included); ELMo passed the baseline's best at epoch 4.
     """
     return SrlConfig(
         word_vectors="glove",
@@ -103,4 +103,3 @@ def mini() -> SrlConfig:
 
 #: Preset name → builder of its configuration; the first is the default.
 PRESETS: dict[str, Callable[[], SrlConfig]] = {"mini": mini, "paper": SrlConfig}
-

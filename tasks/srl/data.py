@@ -14,16 +14,19 @@ Dropped, and counted in :class:`~tasks.common.io.ReadStats`:
 * ``nested_argument``: an argument nested inside another of the same frame (BIO cannot encode it;
   the outer one is kept). Gold props written by :mod:`tasks.srl.evaluate` keep it, so scores stay
   honest.
-* ``sentence_too_long``: a sentence over ``max_length`` tokens gives no instance (the sentence
-  itself stays in the props files, so in dev/test its gold arguments count as missed, as
-  srl-eval.pl counts a missing proposition).
+* ``sentence_too_long``: a training sentence over ``max_length`` tokens gives no instance (dev
+  and test sentences are never skipped for their length).
 
-Splits (:func:`load_split_sentences`): the CoNLL-2012 split of Pradhan et al. (2013), which He et
-al. (2017) and Peters et al. (2018) use, read from the ``train``, ``development`` and ``test``
-folders of ``conll-2012/v4/data`` (the folder given, or any folder below it with those names;
-``*_gold_conll`` files only, so ``*_auto_conll`` files next to them are never mixed in). Or, when
-no such folder exists, the Hugging Face ``conll2012_ontonotesv5`` dataset, configuration
-``english_v4`` (the same split), when the Hub or a local cache can be reached.
+Splits (:func:`load_splits`): the CoNLL-2012 split of Pradhan et al. (2013), which He et
+al. (2017) and Peters et al. (2018) use, read from the ``train``, ``development`` (or ``dev``)
+and ``test`` folders of ``conll-2012/v4/data`` (the folder given, or any folder below it with
+those names; ``*_gold_conll`` files only, so ``*_auto_conll`` files next to them are never mixed
+in). Any other folder with ``train`` and ``development`` (or ``dev``) folders of
+``*_gold_conll`` files is read the same way, e.g. the PropBank release's WSJ sample; the test
+folder is optional (the splits then have no ``test``). A missing train or dev folder is an error
+naming the folder given (:class:`SrlNotAvailable`): a data folder never falls back to the Hugging
+Face Hub. :func:`hf_sentences` reads the Hub's ``conll2012_ontonotesv5`` / ``english_v4`` (the
+same split) when called explicitly.
 """
 
 from __future__ import annotations
@@ -43,25 +46,46 @@ if TYPE_CHECKING:
 __all__ = [
     "HF_CONFIG",
     "HF_DATASET",
+    "LAYOUTS",
     "SPLIT_FOLDERS",
+    "SPLIT_FOLDER_NAMES",
     "SrlInstance",
     "SrlNotAvailable",
     "hf_sentences",
     "load_split_sentences",
+    "load_splits",
     "read_srl",
+    "split_files",
+    "split_folder",
     "srl_instances",
     "to_hf_dataset",
 ]
 
 #: split → the CoNLL-2012 v4 folder holding it (Pradhan et al. 2013).
 SPLIT_FOLDERS = {"train": "train", "dev": "development", "test": "test"}
+#: split → the folder names accepted for it, in order of preference.
+SPLIT_FOLDER_NAMES: dict[str, tuple[str, ...]] = {
+    "train": ("train",),
+    "dev": ("development", "dev"),
+    "test": ("test",),
+}
+#: The splits a data folder must hold (test is optional).
+REQUIRED_SPLITS = ("train", "dev")
+#: The folder layouts ``--data DIR`` accepts, in words (for error messages and help).
+LAYOUTS = (
+    "the conll-2012/v4/data folder (or a folder above it) with train/, development/ and test/ "
+    "holding *_gold_conll files (OntoNotes 5.0, LDC2013T19, built with the CoNLL-2012 scripts), "
+    "or any folder with train/ and development/ (or dev/) holding *_gold_conll files below "
+    "them, test/ optional (e.g. the PropBank release's WSJ sample)"
+)
 HF_DATASET = "ontonotes/conll2012_ontonotesv5"
 HF_CONFIG = "english_v4"
 HF_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
 
 class SrlNotAvailable(FileNotFoundError):
-    """No CoNLL-2012 split folder and the Hugging Face Hub could not be reached."""
+    """A required split folder is missing from the data folder, or (:func:`hf_sentences`) the
+    Hugging Face Hub could not be reached."""
 
 
 @dataclass(frozen=True)
@@ -125,33 +149,55 @@ def read_srl(path: str | Path, stats: ReadStats | None = None) -> Iterator[SrlIn
     return srl_instances(read_sentences(path), stats)
 
 
-def split_files(data_dir: str | Path, split: str) -> list[Path] | None:
-    """The sorted ``*_gold_conll`` files of ``split`` below ``data_dir``, or None when no folder
-    named for the split exists there (:data:`SPLIT_FOLDERS`).
+def split_folder(data_dir: str | Path, split: str) -> Path | None:
+    """The folder holding ``split``: a folder named for it (:data:`SPLIT_FOLDER_NAMES`, in order)
+    directly in ``data_dir``, else the one folder of that name below it; None when there is none.
 
     Raises:
         ValueError: an unknown split.
-        DataError: the split folder exists but holds no ``*_gold_conll`` file, or two folders
-            below ``data_dir`` carry the split's name (the split would be ambiguous).
+        DataError: two folders below ``data_dir`` carry the split's name (it would be ambiguous).
     """
-    if split not in SPLIT_FOLDERS:
-        raise ValueError(f"unknown split {split!r}; choose {', '.join(SPLIT_FOLDERS)}")
+    if split not in SPLIT_FOLDER_NAMES:
+        raise ValueError(f"unknown split {split!r}; choose {', '.join(SPLIT_FOLDER_NAMES)}")
     root = Path(data_dir)
-    name = SPLIT_FOLDERS[split]
-    if (root / name).is_dir():
-        folder = root / name
-    else:
-        found = sorted(p for p in root.rglob(name) if p.is_dir()) if root.is_dir() else []
-        if not found:
-            return None
+    if not root.is_dir():
+        return None
+    names = SPLIT_FOLDER_NAMES[split]
+    for name in names:
+        if (root / name).is_dir():
+            return root / name
+    for name in names:
+        found = sorted(p for p in root.rglob(name) if p.is_dir())
         if len(found) > 1:
             raise DataError(
                 root,
                 None,
                 f"several {name!r} folders ({', '.join(map(str, found[:3]))}); "
-                "pass the conll-2012/v4/data folder itself",
+                "pass the folder that holds train/ and development/ itself",
             )
-        folder = found[0]
+        if found:
+            return found[0]
+    return None
+
+
+def split_files(data_dir: str | Path, split: str) -> list[Path] | None:
+    """The sorted ``*_gold_conll`` files of ``split`` below ``data_dir`` (:func:`split_folder`),
+    or None when no folder for the split exists there.
+
+    Raises:
+        ValueError: an unknown split.
+        DataError: the split folder holds no ``*_gold_conll`` file, or the folder is ambiguous.
+    """
+    folder = split_folder(data_dir, split)
+    return None if folder is None else _gold_files(folder)
+
+
+def _gold_files(folder: Path) -> list[Path]:
+    """The ``*_gold_conll`` files below ``folder``, sorted by relative path.
+
+    Raises:
+        DataError: there is none.
+    """
     files = sorted(
         (p for p in folder.rglob("*_gold_conll") if p.is_file()),
         key=lambda p: p.relative_to(folder).as_posix(),
@@ -161,19 +207,27 @@ def split_files(data_dir: str | Path, split: str) -> list[Path] | None:
     return files
 
 
-def load_split_sentences(data_dir: str | Path, split: str) -> list[Sentence]:
-    """Every sentence of one split, in read order (predicate-less sentences included).
+def _missing_split(data_dir: str | Path, split: str) -> SrlNotAvailable:
+    """The error for a split folder ``data_dir`` lacks: what was looked for, and the layouts."""
+    names = " or ".join(f"{name}/" for name in SPLIT_FOLDER_NAMES[split])
+    where = str(data_dir) if Path(data_dir).is_dir() else f"{data_dir} (no such folder)"
+    return SrlNotAvailable(
+        f"CoNLL-2012 SRL {split!r} split not found: no {names} folder in or below {where}. "
+        f"Accepted layouts: {LAYOUTS}. A data folder is never completed from the Hugging Face Hub."
+    )
 
-    From the split's folder below ``data_dir`` (:func:`split_files`), else from the Hugging Face
-    Hub (:func:`hf_sentences`).
+
+def load_split_sentences(data_dir: str | Path, split: str) -> list[Sentence]:
+    """Every sentence of one split, in read order (predicate-less sentences included), from the
+    split's folder below ``data_dir`` (:func:`split_files`; never from the Hub).
 
     Raises:
         DataError: a malformed file (file and line given).
-        SrlNotAvailable: no split folder and no Hub.
+        SrlNotAvailable: ``data_dir`` has no folder for the split (naming what was looked for).
     """
     files = split_files(data_dir, split)
     if files is None:
-        return hf_sentences(split, looked=f"no {SPLIT_FOLDERS[split]!r} folder below {data_dir}")
+        raise _missing_split(data_dir, split)
     return [sentence for file in files for sentence in read_sentences(file)]
 
 
@@ -186,7 +240,8 @@ def hf_sentences(
     Args:
         split: ``train``, ``dev`` or ``test``.
         looked: what was looked for locally (for the error message).
-        rows: the dataset's documents (tests); None loads them from the Hub or its cache.
+        rows: the dataset's documents (tests); None loads them from the Hub or its cache (only
+            when called so: the recipe reads folders and never calls this).
 
     Raises:
         SrlNotAvailable: the Hub cannot be reached and no local cache holds the data.
@@ -246,12 +301,14 @@ def hf_sentences(
 def instances_by_split(
     sentences: Mapping[str, Sequence[Sentence]], max_length: int | None
 ) -> tuple[dict[str, list[SrlInstance]], dict[str, ReadStats]]:
-    """Instances and read statistics of each split (train sentences over ``max_length`` are
-    skipped; so are dev/test ones, whose arguments then count as missed)."""
+    """Instances and read statistics of each split. Only training sentences over ``max_length``
+    are skipped (counted as exempt ``sentence_too_long``): dev and test are never cut for length.
+    """
     instances, stats = {}, {}
     for split, split_sentences in sentences.items():
         stats[split] = ReadStats()
-        instances[split] = list(srl_instances(split_sentences, stats[split], max_length))
+        limit = max_length if split == "train" else None
+        instances[split] = list(srl_instances(split_sentences, stats[split], limit))
     return instances, stats
 
 
@@ -286,17 +343,66 @@ def to_hf_dataset(path: str | Path) -> datasets.Dataset:
 def load_splits(
     folder: str | Path, max_length: int | None
 ) -> tuple[dict[str, list[Sentence]], dict[str, list[SrlInstance]], dict[str, ReadStats]]:
-    """Every sentence, the instances and the read statistics (naming the files, or the Hub
-    dataset) of train, dev and test (:func:`load_split_sentences`, :func:`instances_by_split`).
+    """Every sentence, the instances and the read statistics of train, dev and test (test only
+    when its folder exists), from the split folders below ``folder`` (:func:`split_folder`).
+
+    Each split's statistics name the files read (``source``) and what was found (``variant``:
+    the split folders, ``test split absent`` when it is, and the split's files, sentences and
+    predicates).
+
+    Args:
+        folder: the data folder (see :data:`LAYOUTS`).
+        max_length: training sentences over this many tokens give no instance.
 
     Returns:
         ``(sentences, instances, stats)``, each keyed by split.
+
+    Raises:
+        SrlNotAvailable: no train or no dev folder (naming ``folder`` and the layouts).
+        DataError: a malformed file, an empty split folder or an ambiguous one.
     """
-    sentences = {split: load_split_sentences(folder, split) for split in ("train", "dev", "test")}
+    folders: dict[str, Path] = {}
+    for split in SPLIT_FOLDER_NAMES:
+        found = split_folder(folder, split)
+        if found is not None:
+            folders[split] = found
+        elif split in REQUIRED_SPLITS:
+            raise _missing_split(folder, split)
+    files = {split: _gold_files(path) for split, path in folders.items()}
+    sentences = {
+        split: [sentence for file in paths for sentence in read_sentences(file)]
+        for split, paths in files.items()
+    }
     instances, stats = instances_by_split(sentences, max_length)
     for split, split_stats in stats.items():
-        files = split_files(folder, split)
-        split_stats.source = (
-            ", ".join(map(str, files)) if files else f"hf:{HF_DATASET}/{HF_CONFIG}[{split}]"
-        )
+        split_stats.source = _source(folders[split], files[split])
+        split_stats.variant = _variant(Path(folder), folders, split, files[split], sentences[split])
     return sentences, instances, stats
+
+
+def _source(folder: Path, files: Sequence[Path]) -> str:
+    """The file read, or the folder's ``**/*_gold_conll`` when there are several."""
+    return str(files[0]) if len(files) == 1 else f"{folder}/**/*_gold_conll"
+
+
+def _variant(
+    root: Path,
+    folders: Mapping[str, Path],
+    split: str,
+    files: Sequence[Path],
+    sentences: Sequence[Sentence],
+) -> str:
+    """E.g. ``"CoNLL-2012 v4 folders train/, development/, test split absent; train/: 115
+    *_gold_conll files, 2,458 sentences, 7,631 predicates"``."""
+
+    def name(path: Path) -> str:
+        return f"{path.relative_to(root).as_posix()}/"
+
+    found = ", ".join(name(path) for path in folders.values())
+    absent = "".join(f", {s} split absent" for s in SPLIT_FOLDER_NAMES if s not in folders)
+    predicates = sum(len(sentence.srl_frames) for sentence in sentences)
+    return (
+        f"CoNLL-2012 v4 folders {found}{absent}; {name(folders[split])}: {len(files):,} "
+        f"*_gold_conll file{'s' if len(files) != 1 else ''}, {len(sentences):,} sentences, "
+        f"{predicates:,} predicates"
+    )

@@ -41,7 +41,7 @@ from tasks.core import (
     unique_unit_ids,
 )
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig
-from tasks.srl.data import SrlInstance, load_splits
+from tasks.srl.data import LAYOUTS, SrlInstance, load_splits
 from tasks.srl.demo import ensure_demo
 from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
 from tasks.srl.metric import evaluate_props, write_props
@@ -263,7 +263,9 @@ def unit_ids(sentences: Sequence[Sentence]) -> tuple[str, ...]:
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:
     """Read the splits (DEMO set when ``data_dir`` is None), build vocabularies and vectors.
 
-    ``test`` is read when it exists (the demo set and CoNLL-2012 have one).
+    ``test`` is read when its folder exists (the demo set and CoNLL-2012 have one, the PropBank
+    sample has none); a missing train or dev folder is an error, never a Hub download
+    (:func:`tasks.srl.data.load_splits`).
     """
     config = configure(PRESETS, preset, overrides)
     require_srl_word_vectors(config.word_vectors)  # before minutes of reading data
@@ -298,7 +300,5 @@ TASK = TaskSpec(
     table_split="test",  # the data has a labelled test split
     metric_from_totals=span_f1_from_totals,
     elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
-    data_help="the conll-2012/v4/data folder with train/, development/ and test/ holding "
-    "*_gold_conll files (OntoNotes 5.0, LDC2013T19); without those folders the Hugging Face "
-    "dataset conll2012_ontonotesv5 (english_v4) is tried",
+    data_help=LAYOUTS,
 )

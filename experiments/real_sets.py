@@ -1,0 +1,134 @@
+"""The real, public, labelled data sets the tasks read in place (``experiments/real_sets.toml``).
+
+``--data real`` on ``compare`` and ``reproduce`` makes one table row per set (instead of one per
+task on one data folder): each row's spec reads the set's folder, with the set's task
+configuration changes, scored on the set's held-out split. A spec names such a folder by a
+location-independent label, ``shared:<folder>`` (e.g. ``shared:real/litbank-coref``), resolved
+against the shared data root at run time (:func:`data_path`), so the same run has the same id on
+every clone; the run's identity still fingerprints the files it read.
+
+The shared data root is ``$ELMO_BENCH_SHARED/data`` when that variable is set, else
+``../shared/data`` beside the repository (where CI and the developers' machines keep it).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "REAL",
+    "SHARED_PREFIX",
+    "RealSet",
+    "data_path",
+    "is_shared",
+    "missing_sets",
+    "real_sets",
+    "shared_data_root",
+]
+
+#: The ``--data`` value whose rows are the real sets.
+REAL = "real"
+#: Prefix of a spec's data label naming a folder below the shared data root.
+SHARED_PREFIX = "shared:"
+_REGISTRY = Path(__file__).with_name("real_sets.toml")
+
+
+@dataclass(frozen=True)
+class RealSet:
+    """One real data set a task reads (a section of ``real_sets.toml``).
+
+    Attributes:
+        name: the section name, e.g. ``"litbank-coref"``.
+        task: the registered task that reads it.
+        label: the row label, e.g. ``"LitBank coreference"``.
+        folder: below the shared data root, e.g. ``"real/litbank-coref"``.
+        split: the split its numbers are scored on (``dev`` where the test split is held back).
+        overrides: task configuration changes the set needs (``--set`` syntax).
+        licence: the set's licence, as its README states it.
+        reference: a published figure on the set, with its citation (another setup: shown for
+            orientation, never as a reproduction); ``""`` when there is none.
+    """
+
+    name: str
+    task: str
+    label: str
+    folder: str
+    split: str
+    overrides: tuple[str, ...] = ()
+    licence: str = ""
+    reference: str = ""
+
+    @property
+    def data(self) -> str:
+        """The spec's data label (``shared:<folder>``)."""
+        return SHARED_PREFIX + self.folder
+
+    @property
+    def eval_splits(self) -> tuple[str, ...]:
+        """The splits its runs score: dev always (model selection), and test when it is the
+        split of the numbers."""
+        return ("dev", "test") if self.split == "test" else ("dev",)
+
+
+def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> list[RealSet]:
+    """The registered real sets, in file order (only those of ``tasks`` when given).
+
+    Raises:
+        ValueError: a section that names an unknown task or split, or lacks a field.
+    """
+    from tasks.registry import TASKS
+
+    with path.open("rb") as handle:
+        sections = tomllib.load(handle)
+    out = []
+    for name, entry in sections.items():
+        try:
+            item = RealSet(
+                name=name,
+                task=entry["task"],
+                label=entry["label"],
+                folder=entry["folder"],
+                split=entry["split"],
+                overrides=tuple(entry.get("overrides", ())),
+                licence=entry.get("licence", ""),
+                reference=entry.get("reference", ""),
+            )
+        except KeyError as error:
+            raise ValueError(f"{path}: [{name}] lacks {error.args[0]!r}") from None
+        if item.task not in TASKS or item.split not in ("dev", "test"):
+            raise ValueError(f"{path}: [{name}] task {item.task!r} / split {item.split!r}")
+        if tasks is None or item.task in tasks:
+            out.append(item)
+    return out
+
+
+def shared_data_root() -> Path:
+    """``$ELMO_BENCH_SHARED/data``, else ``../shared/data`` beside the repository."""
+    env = os.environ.get("ELMO_BENCH_SHARED")
+    root = Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "shared"
+    return root / "data"
+
+
+def is_shared(label: str) -> bool:
+    """Whether a data label names a folder below the shared data root."""
+    return label.startswith(SHARED_PREFIX)
+
+
+def data_path(label: str) -> str | None:
+    """Where a spec's data is read from: ``None`` for the bundled DEMO set, the folder below
+    the shared root for ``shared:<folder>``, else the label itself (a folder the user gave)."""
+    if label == "demo":
+        return None
+    if is_shared(label):
+        return str(shared_data_root() / label.removeprefix(SHARED_PREFIX))
+    return label
+
+
+def missing_sets(sets: Sequence[RealSet]) -> list[str]:
+    """The folders of ``sets`` that are not on this machine (``[]``: all present)."""
+    root = shared_data_root()
+    return [str(root / s.folder) for s in sets if not (root / s.folder).is_dir()]

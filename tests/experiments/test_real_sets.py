@@ -1,0 +1,91 @@
+"""The real sets registry (``experiments/real_sets.toml``) and ``--data real`` tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments import named, real_sets
+from experiments.cli.errors import UsageError
+from experiments.cli.training import validate_specs
+from experiments.render import paper_comparable
+from tasks import registry
+
+
+def test_registry_names_registered_tasks_splits_and_distinct_folders() -> None:
+    sets = real_sets.real_sets()
+    assert {s.task for s in sets} <= set(registry.TASKS)
+    assert len({s.folder for s in sets}) == len(sets) == len({s.name for s in sets})
+    for item in sets:
+        assert item.data == f"shared:{item.folder}"
+        assert item.eval_splits == (("dev", "test") if item.split == "test" else ("dev",))
+    assert [s.task for s in real_sets.real_sets(["ner"])] == ["ner"] * sum(
+        s.task == "ner" for s in sets
+    )
+
+
+def test_bad_registry_entries_name_their_section(tmp_path: Path) -> None:
+    path = tmp_path / "sets.toml"
+    path.write_text('[a]\ntask = "coref"\nlabel = "A"\nsplit = "dev"\n')
+    with pytest.raises(ValueError, match=r"\[a\] lacks 'folder'"):
+        real_sets.real_sets(path=path)
+    path.write_text('[b]\ntask = "nope"\nlabel = "B"\nfolder = "x"\nsplit = "dev"\n')
+    with pytest.raises(ValueError, match=r"\[b\] task 'nope'"):
+        real_sets.real_sets(path=path)
+
+
+def test_data_labels_resolve_against_the_shared_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path))
+    assert real_sets.shared_data_root() == tmp_path / "data"
+    assert real_sets.data_path("demo") is None
+    assert real_sets.data_path("shared:real/x") == str(tmp_path / "data" / "real" / "x")
+    assert real_sets.data_path("/my/folder") == "/my/folder"
+    sets = real_sets.real_sets()
+    assert len(real_sets.missing_sets(sets)) == len(sets)
+    (tmp_path / "data" / sets[0].folder).mkdir(parents=True)
+    assert str(tmp_path / "data" / sets[0].folder) not in real_sets.missing_sets(sets)
+
+
+def test_real_tables_have_a_row_per_set_on_its_folder_and_split() -> None:
+    sets = real_sets.real_sets()
+    table = named.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1), {})
+    assert [row.base.data for row in table.rows] == [s.data for s in sets]
+    for row, item in zip(table.rows, sets, strict=True):
+        assert row.base.task == item.task and row.split == item.split
+        assert row.base.eval_splits == item.eval_splits
+        assert row.base.overrides[: len(item.overrides)] == item.overrides
+        assert row.metric.key.startswith(f"{item.split}_") and item.label in row.label
+        assert not paper_comparable(table, row)[0]
+    assert table.paper_split is None
+    caption = " ".join(table.caption)
+    assert all(s.reference in caption for s in sets)
+    (t1,) = named.tables("table1", "mini", "real", (0,), {}, tasks=["coref"])
+    coref_sets = [s for s in sets if s.task == "coref"]
+    assert len(t1.rows) == len(coref_sets) * len(registry.TASKS["coref"].table_rows)
+
+
+def test_real_is_refused_for_one_run_and_missing_folders_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = named.base_spec("sst5", "mini", "real", {})
+    with pytest.raises(UsageError, match="shared:FOLDER"):
+        validate_specs([base])
+    monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path))
+    shared = named.base_spec("sst5", "mini", "shared:dev/sentence_polarity", {})
+    with pytest.raises(UsageError, match="ELMO_BENCH_SHARED") as caught:
+        validate_specs([shared])
+    assert str(tmp_path / "data" / "dev" / "sentence_polarity") in str(caught.value)
+
+
+def test_compare_real_without_shared_exits_2_naming_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.__main__ import main
+
+    monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path))
+    args = ["compare", "--repr", "bilm-random", "--data", "real", "--tasks", "sst5"]
+    assert main([*args, "--store", str(tmp_path / "s"), "--seeds", "0", "--quiet"]) == 2
+    assert "sentence_polarity" in capsys.readouterr().err
