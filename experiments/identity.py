@@ -283,8 +283,17 @@ def _json_digest(value: object) -> str:
 
 # -------------------------------------------------------------------------------- the parts
 def _plain(value: Any) -> Any:
+    """Plain JSON data of a configuration; a field declared with
+    :func:`tasks.core.added_field` is left out while it holds its default (so adding it did not
+    change any stored run's fingerprint)."""
+    from tasks.core import ADDED
+
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (ADDED in f.metadata and getattr(value, f.name) == f.default)
+        }
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

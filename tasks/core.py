@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tasks.representations import Layers
 
 __all__ = [
+    "ADDED",
     "SITES",
     "SPLITS",
     "Batching",
@@ -44,6 +45,7 @@ __all__ = [
     "TaskSpec",
     "TrainConfig",
     "UnitStatistics",
+    "added_field",
     "batch_plan",
     "configure",
     "iter_batches",
@@ -337,6 +339,23 @@ def _no_preset(task: str, preset: str, presets: Iterable[str]) -> str:
     """The one message for an unknown preset name."""
     owner = f"task {task!r} has" if task else "there is"
     return f"{owner} no preset {preset!r}; choose {', '.join(presets)}"
+
+
+#: Field metadata key of :func:`added_field`.
+ADDED = "added_compatibly"
+
+
+def added_field(default: Any, *, why: str) -> Any:
+    """A configuration field added after results were stored, whose default reproduces the
+    behaviour before it: at that default it is left out of the run identity's configuration
+    fingerprint (``experiments.identity``), so stored runs stay valid; set to anything else it
+    enters the fingerprint like every other field.
+
+    Args:
+        default: the value that keeps the old behaviour (immutable).
+        why: what the field changes, one line (kept in the field's metadata).
+    """
+    return field(default=default, metadata={ADDED: why})
 
 
 def configure(

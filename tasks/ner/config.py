@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tasks.core import Optimizer, Schedule, TrainConfig
+from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 #: The paper's training: Adam lr 0.001 constant, gradient norm rescaled at 5.0, early stopping on
 #: dev (paper A.7 [R], TASKS_SPEC §3.5); epochs 75, patience 25, batch 64 from allennlp
@@ -51,7 +51,9 @@ class NerConfig:
     include_start_end: bool = False  # source: allennlp ner.jsonnet
     # data: the folder's layout (tasks.ner.data.ACCEPTED_LAYOUTS); "auto": the one whose
     # training split is there (eng.*, esp.*, ned.*, train.txt, or train/ dev/ test/ folders)
-    layout: Literal["auto", "eng", "esp", "ned", "txt", "folders"] = "auto"
+    layout: Literal["auto", "eng", "esp", "ned", "txt", "folders"] = added_field(
+        "auto", why="choose one of several layouts in one folder"
+    )
     # the tag column (0-based, negative from the end); None: 1 (the outermost entity layer) for
     # LitBank entities' *.tsv files, else -1 (the last: CoNLL-2003's NER, CoNLL-2000's chunks)
     tag_column: int | None = None

@@ -238,3 +238,22 @@ def test_folder_digests_and_code_version(tmp_path: Path) -> None:
     code = code_version()
     assert len(code.harness_hash) == 32 and code == code_version()
     assert code.git_sha is None or len(code.git_sha) == 40
+
+
+def test_a_field_added_compatibly_counts_only_away_from_its_default() -> None:
+    """``added_field``: at its default the configuration fingerprints as it did before the
+    field existed (stored runs stay valid); another value changes the fingerprint."""
+    from experiments.identity import _plain
+    from tasks.core import added_field
+
+    @dataclasses.dataclass(frozen=True)
+    class Before:
+        width: int = 4
+
+    @dataclasses.dataclass(frozen=True)
+    class After:
+        width: int = 4
+        noise: float = added_field(0.0, why="test")
+
+    assert _plain(After()) == _plain(Before()) == {"width": 4}
+    assert _plain(After(noise=0.1)) == {"width": 4, "noise": 0.1}
