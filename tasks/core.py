@@ -64,6 +64,23 @@ Represent = Callable[[Sequence[Sequence[str]]], "Layers"]
 Forward = Callable[[Any], Any]
 
 
+#: Field metadata key of :func:`added_field`.
+ADDED = "added_compatibly"
+
+
+def added_field(default: Any, *, why: str) -> Any:
+    """A configuration field added after results were stored, whose default reproduces the
+    behaviour before it: at that default it is left out of the run identity's configuration
+    fingerprint (``experiments.identity``), so stored runs stay valid; set to anything else it
+    enters the fingerprint like every other field.
+
+    Args:
+        default: the value that keeps the old behaviour (immutable).
+        why: what the field changes, one line (kept in the field's metadata).
+    """
+    return field(default=default, metadata={ADDED: why})
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """A metric: where it is stored, which way is better and how it is shown.
@@ -184,6 +201,12 @@ class TrainConfig:
         ema: decay of an exponential moving average of the weights used for evaluation
             (0: none).
         eval_every: evaluate every N optimizer steps (``None``: after every epoch).
+        clip_value: clip every gradient element to ``[-clip_value, clip_value]`` before the
+            norm clipping (allennlp's ``grad_clipping``; ``None``: none).
+        bucket_noise: batches are re-drawn every epoch from sizes multiplied by
+            ``1 + U(-noise, noise)`` (allennlp's bucket sampler ``padding_noise``, 0.1 there),
+            deterministic per seed and epoch; 0: the same size-sorted batches every epoch, only
+            their order shuffled.
     """
 
     epochs: int = 10
@@ -195,6 +218,8 @@ class TrainConfig:
     clip_norm: float | None = None
     ema: float = 0.0
     eval_every: int | None = None
+    clip_value: float | None = added_field(None, why="element-wise gradient clipping")
+    bucket_noise: float = added_field(0.0, why="batch membership re-drawn every epoch")
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
@@ -207,6 +232,10 @@ class TrainConfig:
             raise ValueError(f"eval_every must be >= 1 or None, got {self.eval_every}")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError(f"ema must be in [0, 1), got {self.ema}")
+        if self.clip_value is not None and self.clip_value <= 0:
+            raise ValueError(f"clip_value must be > 0 or None, got {self.clip_value}")
+        if not 0.0 <= self.bucket_noise < 1.0:
+            raise ValueError(f"bucket_noise must be in [0, 1), got {self.bucket_noise}")
 
 
 @dataclass(frozen=True)
@@ -339,23 +368,6 @@ def _no_preset(task: str, preset: str, presets: Iterable[str]) -> str:
     """The one message for an unknown preset name."""
     owner = f"task {task!r} has" if task else "there is"
     return f"{owner} no preset {preset!r}; choose {', '.join(presets)}"
-
-
-#: Field metadata key of :func:`added_field`.
-ADDED = "added_compatibly"
-
-
-def added_field(default: Any, *, why: str) -> Any:
-    """A configuration field added after results were stored, whose default reproduces the
-    behaviour before it: at that default it is left out of the run identity's configuration
-    fingerprint (``experiments.identity``), so stored runs stay valid; set to anything else it
-    enters the fingerprint like every other field.
-
-    Args:
-        default: the value that keeps the old behaviour (immutable).
-        why: what the field changes, one line (kept in the field's metadata).
-    """
-    return field(default=default, metadata={ADDED: why})
 
 
 def configure(
