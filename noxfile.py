@@ -258,6 +258,21 @@ COMMITTED_TABLES: dict[str, str | None] = {
 
 
 @nox.session(venv_backend="none", default=False)
+def real_data(session: nox.Session) -> None:
+    """The real public sets beside the repository (`../shared/data`, or $ELMO_BENCH_SHARED/data;
+    `experiments/real_sets.toml`): per set the baseline, ELMo (the shipped small biLM), the
+    random-weight biLM and the bundled MiniLM, then static vs per-token layer weights, 3 seeds,
+    `mini`, each on its held-out split (dev where the test split is held back), with the
+    seed-aware tests and wall times. Trains into the committed `results/real/runs` (finished runs
+    whose identity still matches are reused, so it can be built up over several sittings) and
+    writes `results/real/tables`. Without the shared folder the first command names the folders it
+    needs and stops (exit 2) before any run."""
+    where = ("--store", "results/real/runs", "--out", "results/real", "--quiet")
+    _reproduce(session, "real", *where)
+    _reproduce(session, "dynamic", "--data", "real", "--seeds", "0,1,2", *where)
+
+
+@nox.session(venv_backend="none", default=False)
 def committed_results(session: nox.Session) -> None:
     """The committed results (the one target that writes tracked files): Table 1 (every task,
     each task's seeds), Tables 2 and 3 and the dynamic-mix table (3 seeds), DEMO data, the

@@ -74,14 +74,10 @@ def peak_rss_bytes() -> int:
 
 
 def cpu_name() -> str:
-    """The CPU model from /proc/cpuinfo (or the platform's processor string)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    """The CPU model and its vector units (:func:`bilm.devices.cpu_model`)."""
+    from bilm.machine import cpu_model
+
+    return cpu_model()
 
 
 def machine_info() -> dict[str, Any]:

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.real_sets import REAL, real_sets, shared_data_root
+from experiments.real_sets import REAL, REAL_SEEDS, SHARED_PREFIX, real_sets, shared_data_root
 from experiments.render import (
     Row,
     RunsColumn,
@@ -26,6 +26,7 @@ from experiments.render import (
     cove_table,
     dynamic_table,
     load_paper,
+    real_table,
     table1,
     table2,
     table3,
@@ -33,7 +34,7 @@ from experiments.render import (
 from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
 
-TABLES = ("table1", "table2", "table3", "cove", "dynamic")
+TABLES = ("table1", "table2", "table3", "cove", "dynamic", "real")
 COVE_MISSING = (
     "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
     "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
@@ -49,6 +50,8 @@ def reproductions() -> dict[str, str]:
         "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
         "cove": "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
         "dynamic": "beyond the paper: per-token (dynamic) vs static layer weights, every task",
+        "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
+        "MiniLM per set, 3 seeds",
     }
     for name in TASKS:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
@@ -87,6 +90,9 @@ def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
         return [t for t in TASKS if t in tasks]
     if name in ("table1", "dynamic"):
         return list(TASKS)
+    if name == "real":
+        readers = {s.task for s in real_sets()}
+        return [t for t in TASKS if t in readers]
     section = load_paper().get(name, {})
     return [t for t in TASKS if t in section]
 
@@ -115,7 +121,8 @@ def base_spec(
     overrides: Sequence[str] = (),
     eval_splits: Sequence[str] = ("dev",),
 ) -> RunSpec:
-    """The paper's ELMo configuration of a task (its default sites and mix)."""
+    """The paper's ELMo configuration of a task (its mix; the preset's sites and ELMo dropout,
+    :meth:`~tasks.core.TaskSpec.sites_for`)."""
     task = get_task(task_name)
     task.check_preset(preset)
     return RunSpec(
@@ -123,9 +130,9 @@ def base_spec(
         task_version=task.version,
         representation="elmo",
         representation_config=dict(rep_config),
-        sites=tuple(sorted(task.default_sites)),  # type: ignore[arg-type]
+        sites=tuple(sorted(task.sites_for(preset))),  # type: ignore[arg-type]
         mix=task.default_mix,
-        dropout=task.elmo_dropout,
+        dropout=task.elmo_dropout_for(preset),
         state="reset",
         preset=preset,
         overrides=tuple(overrides),
@@ -185,6 +192,7 @@ def tables(
     eval_split: str | None = None,
     cove_config: Mapping[str, Any] | None = None,
     tasks: Sequence[str] | None = None,
+    others: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[TableSpec]:
     """The tables a named reproduction renders.
 
@@ -201,12 +209,21 @@ def tables(
             own, :func:`row_split`); Tables 2 and 3 are dev tables, as in the paper.
         cove_config: CoVe weights and their GloVe; adds the CoVe columns.
         tasks: the rows of a whole table (``None``: :func:`table_tasks`).
+        others: the ``real`` table's other representations (name → configuration; ``None``:
+            the random-weight biLM and the bundled MiniLM).
     """
     task_names = table_tasks(name, tasks)
     if not task_names:
         raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
     kind = "table1" if kind == "elmo" else kind
+    if kind == "real":
+        if data not in ("demo", REAL):
+            raise ValueError(
+                "reproduce real reads the real sets (experiments/real_sets.toml); "
+                "for a data folder of your own use table1 or compare with --data"
+            )
+        data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     all_rows, splits_text, split, one_paper_split = _table_rows(
         placed, preset, data, seeds, rep_config, overrides, main_only=kind == "dynamic"
@@ -215,7 +232,7 @@ def tables(
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
     where = f"({splits_text}; preset {preset}){note}"
     caption = describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides)
-    caption = (*caption, *_reference_lines(all_rows, data))
+    caption = (*caption, *_reference_lines(all_rows, data), _deviations_line(all_rows))
 
     def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
         return dataclasses.replace(
@@ -236,6 +253,9 @@ def tables(
         only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
         t = dataclasses.replace(t, columns=only)
         return [dressed(t, f"Baseline {where}", one_paper_split)]
+    if kind == "real":
+        t = real_table(all_rows, table_seeds, others)
+        return [dressed(t, f"{t.title} {where}", None)]
     if kind == "dynamic":
         t = dynamic_table(all_rows, table_seeds)  # Table 1's splits: its ELMo runs are the static
         return [dressed(t, f"{t.title} {where}", None)]
@@ -332,6 +352,19 @@ def _reference_lines(table_rows: Sequence[Row], data: str) -> list[str]:
         if s.reference
     ]
     return lines
+
+
+def _deviations_line(table_rows: Sequence[Row]) -> str:
+    """The caption line naming where each task's departures from the paper's implementations
+    are listed (every preset has some: ``mini`` is smaller, and ``paper`` keeps those its
+    task's README lists, e.g. tokenizers and word vectors)."""
+    tasks = list(dict.fromkeys(row.base.task for row in table_rows))
+    presets = sorted({row.base.preset for row in table_rows})
+    where = ", ".join(f"tasks/{t}/README.md" for t in tasks)
+    return (
+        f"Preset {'/'.join(presets)} departs from the paper's implementations as each task's "
+        f"README lists under 'Deviations from the paper' ({where})."
+    )
 
 
 def _placed_rows(
@@ -486,6 +519,7 @@ def compare_table(
         caption=(
             *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides),
             *_reference_lines(all_rows, data),
+            _deviations_line(all_rows),
             f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
             "dropout and seeds per row.",
         ),
@@ -515,6 +549,35 @@ def weights_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
         if parts:
             lines.append(f"Layer weights, {row.base.task} (softmax s_j): {'; '.join(parts)}.")
     return lines
+
+
+def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
+    """Caption lines: each row's median wall time per run and column, in seconds, with the
+    CPUs and thread counts that ran them (from the records)."""
+    import statistics
+
+    by_id = {r.run_id: r for r in records}
+    lines: list[str] = []
+    machines: set[tuple[str, str]] = set()
+    for row in table.rows:
+        parts = []
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+            times = [r.timings["wall_s"] for r in found if "wall_s" in r.timings]
+            machines |= {
+                (r.provenance.cpu or "CPU not recorded", r.provenance.device) for r in found
+            }
+            if times:
+                parts.append(f"{column.label} {statistics.median(times):,.0f}")
+        name = row.base.data.removeprefix(SHARED_PREFIX)
+        if parts and not any(line.startswith(f"{name}:") for line in lines):
+            lines.append(f"{name}: {', '.join(parts)}")
+    if not lines:
+        return []
+    where = "; ".join(f"{cpu}, {device}" for cpu, device in sorted(machines))
+    return [f"Median wall time per run, seconds ({where}): " + "; ".join(lines) + "."]
 
 
 def sample_efficiency_table(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 __all__ = [
     "REAL",
+    "REAL_SEEDS",
     "SHARED_PREFIX",
     "RealSet",
     "data_path",
@@ -32,6 +33,8 @@ __all__ = [
 
 #: The ``--data`` value whose rows are the real sets.
 REAL = "real"
+#: Seeds of ``reproduce real`` unless given (issue #24: three per cell).
+REAL_SEEDS = (0, 1, 2)
 #: Prefix of a spec's data label naming a folder below the shared data root.
 SHARED_PREFIX = "shared:"
 _REGISTRY = Path(__file__).with_name("real_sets.toml")

@@ -24,6 +24,11 @@ biLMs (fingerprint, representation and configuration) and result versions, and s
 explicitly when runs of one table differ in data, biLM, preset or result version. Runs the caller
 reused although their recorded identity no longer matches (``stale``) are marked ``‡``.
 
+**Dead runs** (:mod:`experiments.health`: constant predictions, zero gradients, a flat dev
+metric; the record's ``dead`` metric) mark every cell that uses them with ``☠`` and a footnote
+names them with the reasons. Means include them unless ``exclude_dead`` (``--exclude-dead``):
+then they are left out of the means and the tests, and the footnote says so.
+
 Metrics are stored in natural units and scaled here (:class:`MetricSpec`, e.g. F1 × 100 with one
 decimal). :func:`render` writes Markdown, LaTeX (booktabs) or CSV (one line per cell).
 """
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from experiments.health import DEAD_MARK, record_reasons
 from experiments.real_sets import SHARED_PREFIX, is_shared
 from experiments.significance import ALPHA, Comparison, compare_runs, holm, read_units
 from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_fields, derive
@@ -57,6 +63,7 @@ SPLITS = ("train", "dev", "test")  # the prefixes of split metric keys ("dev_f1"
 PAPER_PRESET = "paper"
 PUBLISHED_ELMO = "original"  # the published biLM of the paper (``--elmo published:original``)
 SIGNIFICANCE_DOC = "docs/significance.md"
+HEALTH_DOC = "docs/runs.md#dead-runs"
 #: Largest gap (natural units) between a test's difference and the difference of the means.
 DIFFERENCE_TOLERANCE = 1e-6
 CSV_FIELDS = (
@@ -94,6 +101,7 @@ CSV_FIELDS = (
     "stale_run_ids",
     "paper_comparable",
     "paper_incomparable_because",
+    "dead_run_ids",
 )
 
 
@@ -262,6 +270,8 @@ class Cell:
             unit statistics that do not reproduce the means); ``None`` otherwise.
         stale: runs of the cell (an increase: of its two columns) reused although their
             recorded identity no longer matches.
+        dead: dead runs of the cell (an increase: of its two columns), found, whether or not
+            its mean includes them (:mod:`experiments.health`).
     """
 
     mean: float | None
@@ -278,6 +288,7 @@ class Cell:
     runs: tuple[str, ...] = ()
     no_test: str | None = None
     stale: tuple[str, ...] = ()
+    dead: tuple[str, ...] = ()
 
 
 def load_paper(path: str | Path = DEFAULT_PAPER) -> dict[str, Any]:
@@ -375,6 +386,7 @@ def compute_cells(
     attachments: Attachments | None = None,
     *,
     stale: Collection[str] = (),
+    exclude_dead: bool = False,
 ) -> list[list[Cell]]:
     """Cells of ``table`` (rows × columns) from ``records`` and the paper data.
 
@@ -387,6 +399,7 @@ def compute_cells(
             a test over exactly the runs of their two means, Holm-adjusted over all tests of
             the table.
         stale: run_ids reused although their recorded identity no longer matches.
+        exclude_dead: leave dead runs out of the means and tests (they still mark the cell).
 
     Raises:
         ValueError: a found run lacks the row's metric, or a run's unit statistics are invalid
@@ -394,6 +407,7 @@ def compute_cells(
     """
     by_id = {record.run_id: record for record in records}
     stale_ids = frozenset(stale)
+    dead = frozenset(dead_runs(by_id.values(), attachments))
     section = paper.get(table.paper_table or table.name, {})
     grid = []
     for row in table.rows:
@@ -402,7 +416,9 @@ def compute_cells(
         cells: dict[str, Cell] = {}
         for column in table.columns:
             if isinstance(column, RunsColumn):
-                cells[column.label] = _runs_cell(table, row, column, by_id, paper_row, stale_ids)
+                cells[column.label] = _runs_cell(
+                    table, row, column, by_id, paper_row, stale_ids, (dead, exclude_dead)
+                )
         for column in table.columns:
             if isinstance(column, IncreaseColumn):
                 cells[column.label] = _increase_cell(row, column, cells, paper_row)
@@ -440,6 +456,7 @@ def render(
     attachments: Attachments | None = None,
     *,
     stale: Collection[str] = (),
+    exclude_dead: bool = False,
 ) -> str:
     """The table as Markdown, LaTeX or CSV text (deterministic; ends with a newline).
 
@@ -453,11 +470,13 @@ def render(
             run's reader skipped anything); ``None``: no tests, no such line.
         stale: run_ids the caller reused although their recorded identity no longer matches
             (``--reuse-stale``): their cells are marked ``‡`` and a footnote lists them.
+        exclude_dead: leave dead runs out of the means (``--exclude-dead``); by default they
+            are included. Either way their cells are marked ``☠`` and a footnote names them.
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     records = list(records)
-    grid = compute_cells(table, records, paper, attachments, stale=stale)
+    grid = compute_cells(table, records, paper, attachments, stale=stale, exclude_dead=exclude_dead)
     if fmt == "csv":
         return _csv(table, grid, records)
     found = _found(table, records)
@@ -473,18 +492,22 @@ def render(
         shown = dataclasses.replace(table, caption=tuple(skips))
     else:
         shown = table
+    has_paper = any(column.paper_key for column in table.columns)  # else no paper columns
     header = ["Task"]
     for column in table.columns:
-        header += [column.label, f"{column.label} (paper)"]
+        header += [column.label, *([f"{column.label} (paper)"] if has_paper else [])]
     body = []
     for row, cells in zip(table.rows, grid, strict=True):
         line = [row.label]
         for column, cell in zip(table.columns, cells, strict=True):
             increase = isinstance(column, IncreaseColumn)
             ours = _increase_text if increase else _ours_text
-            line += [ours(cell, row.metric), _paper_text(cell, row.metric, increase)]
+            line.append(ours(cell, row.metric))
+            if has_paper:
+                line.append(_paper_text(cell, row.metric, increase))
         body.append(line)
-    notes = _notes(table, grid, body, _withheld(table, paper))
+    notes = _notes(table, grid, body, _withheld(table, paper) if has_paper else [])
+    notes += _dead_notes(grid, records, attachments, exclude_dead)
     if fmt == "latex":
         return _latex(shown, header, body, notes)
     return _markdown(shown, header, body, notes)
@@ -533,6 +556,36 @@ def dynamic_table(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSp
         columns=(
             RunsColumn("Static (all layers)", {"mode": "all"}),
             RunsColumn("Dynamic", {"mode": "dynamic"}, versus="Static (all layers)"),
+        ),
+        seeds=seeds,
+    )
+
+
+def real_table(
+    rows: Sequence[Row],
+    seeds: tuple[int, ...] = (0,),
+    others: Mapping[str, Mapping[str, Any]] | None = None,
+) -> TableSpec:
+    """The real sets (``--data real``): the baseline, ELMo tested against it, and each other
+    representation (name → configuration; default the random-weight biLM and the bundled
+    MiniLM) tested against ELMo. No paper number stands beside them (other data)."""
+    others = {"bilm-random": {}, "hf": {}} if others is None else others
+    labels = {"bilm-random": "biLM, random weights", "hf": "MiniLM (hf)"}
+    return TableSpec(
+        name="real",
+        title="Real sets: baseline, ELMo and other representations",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Baseline", baseline_fields()),
+            RunsColumn("ELMo", {}, versus="Baseline"),
+            *(
+                RunsColumn(
+                    labels.get(name, name),
+                    {"representation": name, "representation_config": dict(config)},
+                    versus="ELMo",
+                )
+                for name, config in others.items()
+            ),
         ),
         seeds=seeds,
     )
@@ -878,14 +931,20 @@ def _runs_cell(
     by_id: Mapping[str, RunRecord],
     paper_row: Mapping[str, Any],
     stale: Collection[str] = frozenset(),
+    dead: tuple[Collection[str], bool] = (frozenset(), False),
 ) -> Cell:
     expected = table.expected(row, column)
-    values, missing, last, runs = [], [], [], []
+    values, missing, last, runs, dead_found = [], [], [], [], []
+    dead_ids, exclude_dead = dead
     for spec in expected:
         record = by_id.get(spec.run_id)
         if record is None:
             missing.append(spec.run_id)
             continue
+        if spec.run_id in dead_ids:
+            dead_found.append(spec.run_id)
+            if exclude_dead:
+                continue
         if row.metric.key not in record.metrics:
             raise ValueError(
                 f"run {spec.run_id} ({row.label}, {column.label}) has no metric "
@@ -908,6 +967,7 @@ def _runs_cell(
         not_converged=bool(last) and 2 * sum(last) > len(last),
         runs=tuple(runs),
         stale=tuple(r for r in runs if r in stale),
+        dead=tuple(dead_found),
     )
 
 
@@ -930,6 +990,7 @@ def _increase_cell(
         paper=_number(paper_row.get(f"{key}_abs")) if key else None,
         paper_relative=_number(paper_row.get(f"{key}_rel")) if key else None,
         stale=tuple(dict.fromkeys((*top.stale, *bottom.stale))),
+        dead=tuple(dict.fromkeys((*top.dead, *bottom.dead))),
     )
 
 
@@ -1019,12 +1080,17 @@ def _spread(
 
 
 def _marks(cell: Cell) -> str:
-    return (f" {NOT_CONVERGED}" if cell.not_converged else "") + (f" {STALE}" if cell.stale else "")
+    return (
+        (f" {NOT_CONVERGED}" if cell.not_converged else "")
+        + (f" {STALE}" if cell.stale else "")
+        + (f" {DEAD}" if cell.dead else "")
+    )
 
 
 def _ours_text(cell: Cell, metric: MetricSpec) -> str:
     if cell.mean is None:
-        return f"{MISSING} ({', '.join(cell.missing)})" if cell.missing else MISSING
+        text = f"{MISSING} ({', '.join(cell.missing)})" if cell.missing else MISSING
+        return text + (f" {DEAD}" if cell.dead else "")  # every run found excluded as dead
     text = _fixed(cell.mean, metric.decimals) + _spread(cell.std, metric.decimals, _fixed, False)
     text += _marks(cell)
     if cell.missing:
@@ -1061,6 +1127,7 @@ def _increase_text(cell: Cell, metric: MetricSpec) -> str:
         return MISSING
     text = _fixed(cell.mean, metric.decimals) + _spread(cell.relative, 1, _fixed, True)
     text += f" {STALE}" if cell.stale else ""
+    text += f" {DEAD}" if cell.dead else ""
     if cell.test is not None:
         text += _test_text(cell.test, metric)
     return text
@@ -1085,6 +1152,7 @@ NOTE = (
 
 NOT_CONVERGED = "†"
 STALE = "‡"  # a run reused although its recorded identity no longer matches
+DEAD = DEAD_MARK  # a cell using a dead run (experiments.health)
 SIGNIFICANT = "✱"  # Holm-adjusted p < ALPHA (not `*`: Markdown emphasis)
 
 
@@ -1177,6 +1245,40 @@ def _notes(
     return notes
 
 
+def dead_runs(
+    records: Iterable[RunRecord], attachments: Attachments | None = None
+) -> dict[str, str]:
+    """run_id → why it is dead, for the dead runs among ``records``
+    (:func:`experiments.health.record_reasons`; records never checked are not dead)."""
+    found = {}
+    for record in records:
+        reasons = record_reasons(record.run_id, record.metrics, attachments)
+        if reasons is not None:
+            found[record.run_id] = reasons
+    return found
+
+
+def _dead_notes(
+    grid: Sequence[Sequence[Cell]],
+    records: Sequence[RunRecord],
+    attachments: Attachments | None,
+    excluded: bool,
+) -> list[str]:
+    """The footnote on dead runs: each run of a cell and why, and whether the means include
+    them; none when no cell uses a dead run."""
+    used = list(dict.fromkeys(r for cells in grid for cell in cells for r in cell.dead))
+    if not used:
+        return []
+    why = dead_runs([r for r in records if r.run_id in used], attachments)
+    listed = "; ".join(f"{run_id}: {why.get(run_id, 'reasons not read')}" for run_id in used)
+    means = (
+        "left out of the means and tests (--exclude-dead)"
+        if excluded
+        else "included in the means (--exclude-dead leaves them out)"
+    )
+    return [f"{DEAD} rests on dead runs, which never learned ({HEALTH_DOC}), {means}: {listed}."]
+
+
 #: One sentence per test scheme of :mod:`experiments.significance` (``Comparison.scheme``).
 SCHEMES = {
     "seed-aware": (
@@ -1244,6 +1346,7 @@ _LATEX = {
     "<": r"$<$",
     ">": r"$>$",
     "✱": r"$^{\ast}$",
+    "☠": r"$^{\otimes}$",
     "†": r"\dag{}",
     "‡": r"\ddag{}",
 }
@@ -1341,6 +1444,7 @@ def _csv(table: TableSpec, grid: list[list[Cell]], records: Sequence[RunRecord])
                     " ".join(cell.stale),
                     str(comparable).lower(),
                     why,
+                    " ".join(cell.dead),
                 ]
             )
     return out.getvalue()

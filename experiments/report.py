@@ -402,7 +402,7 @@ def figure2_weights(
             and r.spec.train_fraction is None
         ]
         both = [r for r in runs if set(r.spec.sites) == {"input", "output"}]
-        default = [r for r in runs if set(r.spec.sites) == set(task.default_sites)]
+        default = [r for r in runs if set(r.spec.sites) == set(task.sites_for(setup.preset))]
         sites: dict[str, list[float]] = {}
         for group in (both, default):
             try:

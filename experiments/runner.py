@@ -10,14 +10,18 @@ weights score every requested split. Its named steps:
    :mod:`experiments.represent`), :func:`_setup_model` (injector and task model on the device),
    :func:`_setup_optimizer` (optimizer, EMA, grad scaler);
 2. :func:`_train_batch`: forward (autocast), loss + λ penalty of the scalar mixes
-   (:func:`tasks.common.inject.mix_penalty`), NaN/inf guard, backward (scaled in fp16), clip,
-   step, EMA, the per-step learning-rate schedule;
+   (:func:`tasks.common.inject.mix_penalty`), NaN/inf guard, backward (scaled in fp16),
+   unscale, clip (each gradient value, then the norm), step, EMA, the per-step learning-rate
+   schedule;
 3. :func:`_evaluate`: the dev metric with the EMA weights (the task's official-parity scorer),
-   model selection, early stopping, the plateau schedule, log line, W&B, then the checkpoint
+   model selection, early stopping, the plateau schedule, log line (with the interval's
+   gradient norms and the number of distinct dev predictions: :mod:`experiments.health`, a
+   stderr warning when the run looks dead), W&B, then the checkpoint
    (:mod:`experiments.checkpoint`: model, optimizer, EMA, best weights, loop state, grad scaler
    and every RNG state), so a run killed at any point resumes from its last evaluation and ends
-   with identical metrics (batches are planned from ``(seed, epoch)``, and a resumed epoch skips
-   the batches already done);
+   with identical metrics (batches, and with ``bucket_noise`` their membership, are planned
+   from ``(seed, epoch)`` alone: :func:`epoch_seed`, :func:`tasks.core.batch_plan`; a resumed
+   epoch recomputes its plan and skips the batches already done);
 4. :func:`_finish`: the selected weights score every requested split (test only when asked)
    and write their predictions in the task's official format.
 
@@ -46,6 +50,7 @@ from torch import nn
 
 from bilm.devices import autocast, describe_device, make_scaler, resolve_device, resolve_precision
 from bilm.files import write_json, write_text
+from experiments import health
 from experiments.checkpoint import (
     CHECKPOINT,
     StaleCheckpoint,
@@ -132,6 +137,11 @@ class LoopState:
     skipped: int = 0  # non-finite losses skipped
     bad_in_a_row: int = 0
     losses: list[float] = field(default_factory=list)  # since the last evaluation
+    # the gradient norm before clipping, over the steps since the last evaluation
+    grad_norm_sum: float = 0.0
+    grad_norm_max: float = 0.0
+    grad_steps: int = 0
+    dead_warned: bool = False  # the "looks dead" warning was printed
     log: list[dict[str, Any]] = field(default_factory=list)
     # the selected weights (EMA weights when EMA is on); None before the first evaluation
     best_weights: Weights | None = field(default=None, repr=False, compare=False)
@@ -168,6 +178,7 @@ class TrainOutcome:
         predictions: split → file with the predictions in the task's official format.
         counts: examples per split.
         finetune_ppl: held-out perplexity of a task-tuned biLM before and after fine-tuning.
+        health: whether the run is dead, and why (:mod:`experiments.health`).
     """
 
     metrics: dict[str, float]
@@ -184,6 +195,7 @@ class TrainOutcome:
     predictions: dict[str, Path]
     counts: dict[str, int]
     finetune_ppl: dict[str, float] = field(default_factory=dict)
+    health: health.Health = field(default_factory=health.Health)
 
 
 @dataclass
@@ -506,7 +518,10 @@ def _train_batch(run: _Run, state: LoopState, batch: Any) -> None:
     state.bad_in_a_row = 0
     run.optimizer.zero_grad(set_to_none=True)
     run.scaler.scale(loss).backward()  # the scaler is a pass-through unless fp16 on CUDA
-    run.scaler.unscale_(run.optimizer)
+    run.scaler.unscale_(run.optimizer)  # clipping sees the true gradients (fp16 too)
+    _note_grad_norm(run, state)  # before any clipping
+    if cfg.clip_value is not None:  # element-wise first, as allennlp's grad_clipping
+        nn.utils.clip_grad_value_(run.trainable, cfg.clip_value)
     if cfg.clip_norm:
         nn.utils.clip_grad_norm_(run.trainable, cfg.clip_norm)
     run.scaler.step(run.optimizer)
@@ -521,6 +536,18 @@ def _train_batch(run: _Run, state: LoopState, batch: Any) -> None:
         _set_lr(run.optimizer, state.lr)
 
 
+def _note_grad_norm(run: _Run, state: LoopState) -> None:
+    """Add this step's total gradient norm (all trainable parameters, before clipping; 0 when
+    no gradient reached any) to the interval's statistics (a non-finite norm is not counted:
+    the grad scaler skips that step)."""
+    grads = [p.grad for p in run.trainable if p.grad is not None]
+    norm = float(nn.utils.get_total_norm(grads)) if grads else 0.0
+    if math.isfinite(norm):
+        state.grad_norm_sum += norm
+        state.grad_norm_max = max(state.grad_norm_max, norm)
+        state.grad_steps += 1
+
+
 # ---------------------------------------------------------------------- evaluate and select
 def _score(run: _Run, split: str) -> tuple[dict[str, float], Any]:
     """The official-parity metrics of ``split`` and the predictions they score."""
@@ -533,13 +560,16 @@ def _score(run: _Run, split: str) -> tuple[dict[str, float], Any]:
 def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
     """Score dev with the EMA weights, select (early stopping, plateau schedule), log the
     evaluation, then save the checkpoint."""
-    dev, weights = _score_dev(run)
+    dev, weights, values = _score_dev(run)
     record: dict[str, Any] = {
         "epoch": state.epoch + (1 if state.batch else 0),
         "step": state.step,
         "train_loss": float(np.mean(state.losses)) if state.losses else None,
         "lr": state.lr,
         **{f"dev_{k}": v for k, v in dev.items()},
+        "dev_prediction_values": values,  # distinct predicted values: 1 = constant
+        "grad_norm_mean": state.grad_norm_sum / state.grad_steps if state.grad_steps else None,
+        "grad_norm_max": state.grad_norm_max if state.grad_steps else None,
         "layer_weights": run.injector.layer_weights(),
         "gammas": run.injector.gammas(),
         "seconds": time.perf_counter() - started,
@@ -547,6 +577,7 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
     if spread := run.injector.layer_weights_std():  # dynamic mixes: over dev's real tokens
         record["layer_weights_std"] = spread
     state.losses = []
+    state.grad_norm_sum, state.grad_norm_max, state.grad_steps = 0.0, 0.0, 0
     state.log.append(record)
     numbers = {k: v for k, v in record.items() if isinstance(v, int | float) and k != "seconds"}
     sink.log(numbers, step=state.step)
@@ -555,15 +586,41 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
         state.best_weights = weights
     if run.eval_lines:
         _print_evaluation(run, state, dev[run.task.metric.key], record)
+    _warn_if_dead(run, state)
     _save(run, state)
 
 
-def _score_dev(run: _Run) -> tuple[dict[str, float], Weights]:
-    """The dev metrics of the weights evaluated (the EMA weights when EMA is on) and those
-    weights (frozen parameters never change: the live tensor, not a copy, e.g. a GloVe matrix)."""
+def _health(run: _Run, state: LoopState) -> health.Health:
+    """The run's health so far (:func:`experiments.health.diagnose` on its log)."""
+    metric = run.task.metric
+    return health.diagnose(state.log, metric.key, metric.higher_is_better, state.best_step)
+
+
+def _warn_if_dead(run: _Run, state: LoopState) -> None:
+    """One stderr line, the first time the run looks dead (it may still recover: the record
+    is flagged by the verdict at the end)."""
+    if state.dead_warned:
+        return
+    verdict = _health(run, state)
+    if verdict.dead:
+        state.dead_warned = True
+        spec = run.spec
+        print(
+            f"  warning: run {spec.run_id} ({spec.task} {spec.representation} seed={spec.seed}) "
+            f"looks dead at epoch {state.log[-1]['epoch']}: {'; '.join(verdict.reasons)}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _score_dev(run: _Run) -> tuple[dict[str, float], Weights, int]:
+    """The dev metrics of the weights evaluated (the EMA weights when EMA is on), those
+    weights (frozen parameters never change: the live tensor, not a copy, e.g. a GloVe matrix)
+    and the number of distinct values they predict (:func:`health.prediction_values`)."""
     context = run.ema.applied(run.model) if run.ema is not None else contextlib.nullcontext()
     with context:
-        dev, _ = _score(run, "dev")
+        dev, predictions = _score(run, "dev")
+        values = health.prediction_values(predictions)
         weights = {
             k: v.detach()
             if isinstance(v, nn.Parameter) and not v.requires_grad
@@ -575,7 +632,7 @@ def _score_dev(run: _Run) -> tuple[dict[str, float], Weights]:
         raise KeyError(
             f"the scorer returned {sorted(dev)}, not the selection metric {run.task.metric.key!r}"
         )
-    return dev, weights
+    return dev, weights, values
 
 
 def _select(run: _Run, state: LoopState, dev: Mapping[str, float], epoch: int) -> bool:
@@ -654,7 +711,7 @@ def train(
     evals = 0
     try:
         while state.epoch < cfg.epochs and not _stopped_early(run, state):
-            plan = batch_plan(sizes, cfg, spec.seed * 10_007 + state.epoch)
+            plan = batch_plan(sizes, cfg, epoch_seed(spec.seed, state.epoch))
             run.model.train()
             bar = _progress_bar(options.progress, spec.task, state, cfg.epochs, len(plan))
             for indices in plan[state.batch :]:
@@ -683,6 +740,13 @@ def train(
     sink.finish({**outcome.metrics, "best_epoch": outcome.best_epoch})
     _link_wandb_run(run, sink, outcome)
     return outcome
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of the batch plan of epoch ``epoch`` (0-based) of a run seeded ``seed``: the
+    batch order and, with ``bucket_noise``, the batches' membership depend on it alone, so a
+    checkpoint needs no plan (distinct for every pair while ``epoch`` < 10,007)."""
+    return seed * 10_007 + epoch
 
 
 def _set_threads(threads: int | None) -> None:
@@ -775,6 +839,7 @@ def _finish(run: _Run, state: LoopState, started: float) -> TrainOutcome:
         predictions=written,
         counts={s: len(v) for s, v in run.splits.items()},
         finetune_ppl=dict(run.finetune_ppl),
+        health=_health(run, state),
     )
 
 
@@ -873,6 +938,7 @@ def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
         "best_epoch": float(outcome.best_epoch),
         "best_step": float(outcome.best_step),
         "epochs_run": float(outcome.epochs_run),
+        health.DEAD_KEY: float(outcome.health.dead),
     }
     return RunRecord(
         spec=spec,
@@ -884,7 +950,10 @@ def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
             "wall_s": outcome.seconds,
             "skipped_steps": float(outcome.skipped_steps),
         },
-        attachments={p.name: p.read_text(encoding="utf-8") for p in outcome.predictions.values()},
+        attachments={
+            **{p.name: p.read_text(encoding="utf-8") for p in outcome.predictions.values()},
+            health.HEALTH_FILE: health.health_json(outcome.health),
+        },
     )
 
 
@@ -895,6 +964,7 @@ __all__ = [
     "RunOptions",
     "TrainOutcome",
     "build_optimizer",
+    "epoch_seed",
     "make_represent",
     "run_spec",
     "seed_everything",

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bilm.files import write_text
+from bilm.machine import cpu_model
 from experiments.spec import RUN_ID_LENGTH, RunSpec, spec_matches
 
 logger = logging.getLogger(__name__)
@@ -128,6 +129,8 @@ class Provenance:
             threads, result versions); empty for records older than store format 2.
         code: :meth:`experiments.identity.CodeVersion.to_dict` (package version, git commit,
             dirty flag, harness source hash); empty for older records.
+        cpu: the CPU model and its vector units (:func:`bilm.devices.cpu_model`); ``""`` for
+            older records.
     """
 
     git_sha: str | None
@@ -143,6 +146,7 @@ class Provenance:
     data_fingerprint: str | None = None
     identity: Mapping[str, Any] = field(default_factory=dict)
     code: Mapping[str, Any] = field(default_factory=dict)
+    cpu: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data; inverse of :meth:`from_dict`."""
@@ -453,6 +457,7 @@ def collect_env(
         device=device if device is not None else _detect_device(),
         representation_fingerprint=representation_fingerprint,
         data_fingerprint=data_fingerprint,
+        cpu=cpu_model(),
     )
 
 

@@ -168,7 +168,7 @@ def task_spec(task_name: str, preset: str, examples: int, epochs: int, options: 
         task_version=task.version,
         representation=representation,
         representation_config=config,
-        sites=tuple(sorted(task.default_sites)),  # type: ignore[arg-type]
+        sites=tuple(sorted(task.sites_for(preset))),  # type: ignore[arg-type]
         mix=task.default_mix,
         preset=preset,
         overrides=tuple(overrides),

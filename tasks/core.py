@@ -35,6 +35,7 @@ __all__ = [
     "Forward",
     "MetricSpec",
     "Optimizer",
+    "PresetElmo",
     "RecipeBase",
     "Represent",
     "Schedule",
@@ -202,11 +203,13 @@ class TrainConfig:
             (0: none).
         eval_every: evaluate every N optimizer steps (``None``: after every epoch).
         clip_value: clip every gradient element to ``[-clip_value, clip_value]`` before the
-            norm clipping (allennlp's ``grad_clipping``; ``None``: none).
+            norm clipping (allennlp's ``grad_clipping``; ``None``: none). The loop clips the
+            true gradients: under fp16 the grad scaler unscales them first.
         bucket_noise: batches are re-drawn every epoch from sizes multiplied by
             ``1 + U(-noise, noise)`` (allennlp's bucket sampler ``padding_noise``, 0.1 there),
-            deterministic per seed and epoch; 0: the same size-sorted batches every epoch, only
-            their order shuffled.
+            deterministic per seed and epoch (:func:`batch_plan`); 0: the same size-sorted
+            batches every epoch, only their order shuffled. Evaluation batches and
+            ``document`` batching ignore it.
     """
 
     epochs: int = 10
@@ -392,6 +395,20 @@ def configure(
 
 
 @dataclass(frozen=True)
+class PresetElmo:
+    """Where a preset's ELMo runs inject the representation and with which dropout, for a preset
+    that departs from the paper's (:attr:`TaskSpec.default_sites`, :attr:`TaskSpec.elmo_dropout`).
+
+    Attributes:
+        sites: the injection sites.
+        dropout: dropout on the mixed ELMo vectors.
+    """
+
+    sites: frozenset[str]
+    dropout: float
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One task: everything the harness needs, so that ``experiments/`` names no task.
 
@@ -419,6 +436,9 @@ class TaskSpec:
         table_split: the split of the Table 1 numbers of the task's own reproductions unless
             ``--eval-split`` says otherwise: ``test`` where the data has a labelled test
             split (the paper's Table 1 is test), ``dev`` where it has none (SQuAD).
+        preset_elmo: preset name → its own sites and ELMo dropout, for the presets whose ELMo
+            runs depart from ``default_sites`` / ``elmo_dropout`` (read through
+            :meth:`sites_for` and :meth:`elmo_dropout_for`).
     """
 
     name: str
@@ -436,15 +456,20 @@ class TaskSpec:
     elmo_dropout: float = 0.5
     seeds: int = 3
     table_split: Split = "dev"
+    preset_elmo: Mapping[str, PresetElmo] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.elmo_dropout < 1.0:
+        dropouts = [self.elmo_dropout] + [p.dropout for p in self.preset_elmo.values()]
+        if not all(0.0 <= p < 1.0 for p in dropouts):
             raise ValueError(f"task {self.name!r}: elmo_dropout must be in [0, 1)")
+        if set(self.preset_elmo) - set(self.configs):
+            raise ValueError(f"task {self.name!r}: preset_elmo names an unknown preset")
         if self.seeds < 1:
             raise ValueError(f"task {self.name!r}: seeds must be >= 1")
         if not self.configs:
             raise ValueError(f"task {self.name!r} declares no preset")
-        bad = sorted(set(self.default_sites) - set(SITES))
+        sites = set(self.default_sites).union(*(p.sites for p in self.preset_elmo.values()))
+        bad = sorted(sites - set(SITES))
         if bad:
             raise ValueError(f"task {self.name!r}: unknown default sites {bad}")
         if not self.table_rows or self.table_rows[0].metric.key != self.metric.key:
@@ -454,6 +479,18 @@ class TaskSpec:
     def presets(self) -> tuple[str, ...]:
         """The preset names ``setup`` accepts, in order; the first is the default."""
         return tuple(self.configs)
+
+    def sites_for(self, preset: str) -> frozenset[str]:
+        """The injection sites of ``preset``'s ELMo runs (:attr:`preset_elmo`, else
+        :attr:`default_sites`)."""
+        own = self.preset_elmo.get(preset)
+        return frozenset(own.sites) if own is not None else frozenset(self.default_sites)
+
+    def elmo_dropout_for(self, preset: str) -> float:
+        """The ELMo dropout of ``preset``'s runs (:attr:`preset_elmo`, else
+        :attr:`elmo_dropout`)."""
+        own = self.preset_elmo.get(preset)
+        return own.dropout if own is not None else self.elmo_dropout
 
     def check_preset(self, preset: str) -> None:
         """Raise a ValueError listing the valid presets unless ``preset`` is one."""
@@ -485,30 +522,50 @@ def batch_plan(sizes: Sequence[int], config: TrainConfig, seed: int | None) -> l
     Examples are sorted by size (stable), cut into batches of ``batch_size`` examples, of at most
     ``batch_size`` tokens (an example longer than the budget gets a batch of its own), or of one
     example each (``document``); ``seed`` None keeps the sorted order (evaluation).
+
+    With a ``seed`` (training: the runner derives one from the run's seed and the epoch) and
+    ``config.bucket_noise`` > 0, the sort key of each example is its size times
+    ``1 + U(-noise, noise)``, drawn from ``random.Random(seed)`` before that same generator
+    shuffles the batches (allennlp's bucket sampler with ``padding_noise``), so batch membership
+    changes from epoch to epoch but is a function of ``(sizes, config, seed)`` alone: a resumed
+    epoch recomputes its plan. Token budgets still count the true sizes; ``document`` batching
+    draws no noise. With noise 0 no number is drawn before the shuffle.
     """
     import random
 
+    rng = random.Random(seed) if seed is not None else None
     if config.batching == "document":
         chunks: list[list[int]] = [[i] for i in range(len(sizes))]
     else:
-        order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-        if config.batching == "examples":
-            step = config.batch_size
-            chunks = [order[i : i + step] for i in range(0, len(order), step)]
-        else:
-            chunks, longest = [], 0
-            current: list[int] = []
-            for i in order:
-                longest_next = max(longest, sizes[i])
-                if current and longest_next * (len(current) + 1) > config.batch_size:
-                    chunks.append(current)
-                    current, longest_next = [], sizes[i]
-                current.append(i)
-                longest = longest_next
-            if current:
-                chunks.append(current)
-    if seed is not None:
-        random.Random(seed).shuffle(chunks)
+        keys: Sequence[float] = sizes
+        if rng is not None and config.bucket_noise > 0:
+            noise = config.bucket_noise
+            keys = [size * (1.0 + rng.uniform(-noise, noise)) for size in sizes]
+        order = sorted(range(len(sizes)), key=lambda i: keys[i])
+        chunks = _cut(order, sizes, config)
+    if rng is not None:
+        rng.shuffle(chunks)
+    return chunks
+
+
+def _cut(order: Sequence[int], sizes: Sequence[int], config: TrainConfig) -> list[list[int]]:
+    """``order`` cut into consecutive batches of ``batch_size`` examples (``examples``) or of at
+    most ``batch_size`` padded tokens, longest true size × count (``tokens``)."""
+    if config.batching == "examples":
+        step = config.batch_size
+        return [list(order[i : i + step]) for i in range(0, len(order), step)]
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        longest_next = max(longest, sizes[i])
+        if current and longest_next * (len(current) + 1) > config.batch_size:
+            chunks.append(current)
+            current, longest_next = [], sizes[i]
+        current.append(i)
+        longest = longest_next
+    if current:
+        chunks.append(current)
     return chunks
 
 

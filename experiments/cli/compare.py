@@ -83,6 +83,14 @@ def run(args: argparse.Namespace) -> int:
     store = run_all(named.expected_specs(table), args, group=stem)
     lines = named.weights_lines(table, store.records())
     table = dataclasses.replace(table, caption=(*table.caption, *lines))
-    written = write_tables([table], store, args.out, stem, "markdown", reuse_stale=args.reuse_stale)
+    written = write_tables(
+        [table],
+        store,
+        args.out,
+        stem,
+        "markdown",
+        reuse_stale=args.reuse_stale,
+        exclude_dead=args.exclude_dead,
+    )
     log_outputs(args.wandb, written, group=stem)
     return 0

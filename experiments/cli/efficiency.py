@@ -48,7 +48,15 @@ def run(args: argparse.Namespace) -> int:
     )
     stem = f"sample-efficiency-{args.config}-{data_label(args.data)}"
     store = run_all(named.expected_specs(table), args, group=stem)
-    written = write_tables([table], store, args.out, stem, "markdown", reuse_stale=args.reuse_stale)
+    written = write_tables(
+        [table],
+        store,
+        args.out,
+        stem,
+        "markdown",
+        reuse_stale=args.reuse_stale,
+        exclude_dead=args.exclude_dead,
+    )
     runs = table_runs([table], store.records())
     written += print_written(efficiency_plots(table, runs, args.out / "plots", stem))
     log_outputs(args.wandb, written, group=stem)

@@ -196,7 +196,15 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_reuse_options(parser: argparse.ArgumentParser, rerun: bool = True) -> None:
-    """``--reuse-stale`` and (for commands that train) ``--rerun``, mutually exclusive."""
+    """``--reuse-stale`` and (for commands that train) ``--rerun``, mutually exclusive, and
+    ``--exclude-dead``."""
+    parser.add_argument(
+        "--exclude-dead",
+        action="store_true",
+        help="leave dead runs (constant predictions, zero gradients or a flat dev metric: "
+        "docs/runs.md) out of the tables' means and tests; default: included. Either way "
+        "their cells are marked (☠) and a footnote names them",
+    )
     reuse = parser.add_mutually_exclusive_group()
     reuse.add_argument(
         "--reuse-stale",

@@ -190,7 +190,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split or "dev")
     written = write_tables(
-        [table], store, args.out, group, "markdown", task=args.task, reuse_stale=args.reuse_stale
+        [table],
+        store,
+        args.out,
+        group,
+        "markdown",
+        task=args.task,
+        reuse_stale=args.reuse_stale,
+        exclude_dead=args.exclude_dead,
     )
     log_outputs(args.wandb, written, group=group)
     return 0

@@ -4,6 +4,7 @@ the writing of every command's tables and plots."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from experiments.cli.options import (
 from experiments.cli.training import run_all
 from experiments.identity import current_records
 from experiments.plots import table_plots
+from experiments.real_sets import REAL
 from experiments.render import Format, TableSpec, load_paper, render
 from experiments.store import ResultsStore, RunRecord
 from experiments.wandb_sink import log_outputs
@@ -68,15 +70,29 @@ def run(args: argparse.Namespace) -> int:
         args.eval_split,
         cove,
         args.tasks,
+        others={n: run_config(args, n) for n in ("bilm-random", "hf")}
+        if args.name == "real"
+        else None,
     )
     if (args.name == "cove" or args.name.endswith("_cove")) and cove is None:
         print(named.COVE_MISSING, file=sys.stderr)
-    stem = f"{args.name}-{args.config}-{data_label(args.data)}"
+    stem = f"{args.name}-{args.config}-{data_label(REAL if args.name == 'real' else args.data)}"
     if args.command == "reproduce":
         run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
     fmt: Format = args.format if args.command == "render" else "markdown"
     store = ResultsStore(args.store)
-    written = write_tables(tables, store, args.out, stem, fmt, reuse_stale=args.reuse_stale)
+    if args.name == "real":  # wall times and the machines, from the records
+        lines = named.wall_time_lines(tables[0], store.records())
+        tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
+    written = write_tables(
+        tables,
+        store,
+        args.out,
+        stem,
+        fmt,
+        reuse_stale=args.reuse_stale,
+        exclude_dead=args.exclude_dead,
+    )
     log_outputs(args.wandb, written, group=stem)
     return 0
 
@@ -108,6 +124,7 @@ def write_tables(
     fmt: Format,
     task: str | None = None,
     reuse_stale: bool = False,
+    exclude_dead: bool = False,
 ) -> list[Path]:
     """Render ``tables`` from the store's current records: print each, write it to
     ``out/tables/<stem>-<table>.<suffix>`` and its plots to ``out/plots``.
@@ -120,6 +137,7 @@ def write_tables(
         fmt: a key of :data:`SUFFIXES`.
         task: read only this task's records (``None``: all).
         reuse_stale: use stale records too (marked ‡).
+        exclude_dead: leave dead runs out of the means (their cells are marked ☠ either way).
 
     Returns:
         Every file written.
@@ -142,6 +160,7 @@ def write_tables(
             fmt=fmt,
             attachments=attachment,
             stale=stale,
+            exclude_dead=exclude_dead,
         )
         written.append(write_text(out / "tables" / f"{stem}-{table.name}.{SUFFIXES[fmt]}", text))
         print(text)

@@ -66,7 +66,9 @@ class CorefConfig:
     use_features: bool = True  # width and distance features; source: use_features
     model_heads: bool = True  # head-finding attention; source: model_heads
     lexical_dropout: float = 0.5  # source: lexical_dropout_rate
-    dropout: float = 0.2  # source: dropout_rate
+    # Dropout after the biLSTM, in the FFNNs, on the features and (one mask per sentence over
+    # time) on the LSTM's recurrent state. source: dropout_rate, e2e-coref CustomLSTMCell
+    dropout: float = 0.2
     # Antecedent scoring runs over blocks of this many mentions (checkpointed in training when a
     # document needs several), so memory grows with block × K, never with length² (not a number
     # changer: the scores are identical).

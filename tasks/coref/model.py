@@ -23,9 +23,10 @@ tensors of a block are ``block × K × width``. The first pair layer is applied 
 ``W_i g_i + W_j g_j + W_p (g_i∘g_j) + W_f φ``, the same affine map as a linear layer on the
 concatenation (tested), without materialising the concatenation.
 
-Deviations from e2e-coref (documented, none changes the model's function class): ``nn.LSTM``
-instead of its ``CustomLSTMCell`` (coupled input/forget gate, learned initial state, recurrent
-dropout); at least one span is kept when λT < 1; character windows over padding are masked.
+The context biLSTM is e2e-coref's ``CustomLSTMCell`` (:class:`CoupledBiLSTM`: coupled input and
+forget gates, learned initial state, a recurrent dropout mask fixed over time, block-orthonormal
+recurrent weights). Deviations from e2e-coref (documented, none changes the model's function
+class): at least one span is kept when λT < 1; character windows over padding are masked.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from tasks.common.inject import Injector
-from tasks.common.layers import BiLSTM
 from tasks.coref.config import CorefConfig
 from tasks.representations import Layers
 
@@ -224,6 +224,113 @@ def ffnn(input_dim: int, hidden: int, depth: int, dropout: float) -> nn.Sequenti
     return nn.Sequential(*layers)
 
 
+def block_orthonormal_(weight: Tensor, blocks: int) -> Tensor:
+    """Fill ``weight`` (blocks · n, n) with ``blocks`` independent random orthogonal n × n blocks
+    stacked along dim 0, in place (e2e-coref ``_block_orthonormal_initializer``, each block Haar
+    distributed: QR of a Gaussian matrix with the signs of ``diag(R)`` fixed)."""
+    with torch.no_grad():
+        for block in weight.chunk(blocks, dim=0):
+            nn.init.orthogonal_(block)
+    return weight
+
+
+def _tf_glorot_uniform_(tensor: Tensor, fan_in: int, fan_out: int) -> Tensor:
+    """TensorFlow 1's default variable initialiser U(±√(6 / (fan_in + fan_out))), in place."""
+    bound = math.sqrt(6.0 / (fan_in + fan_out))
+    with torch.no_grad():
+        return tensor.uniform_(-bound, bound)
+
+
+def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
+    """``tf.reverse_sequence``: reverse the first ``lengths[b]`` steps of each row, padding left
+    in place. ``x`` (batch, time, ...), ``lengths`` (batch,) → same shape."""
+    t = x.shape[1]
+    steps = torch.arange(t, device=x.device)[None, :]  # (1, time)
+    index = torch.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)  # (b, t)
+    index = index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x)
+    return x.gather(1, index)
+
+
+class CoupledBiLSTM(nn.Module):
+    """Lee et al. (2017)'s context biLSTM (e2e-coref ``util.CustomLSTMCell`` in
+    ``encode_sentences``), one forward and one backward cell with separate parameters.
+
+    Per direction and step, with ``x̃_t = W_x x_t + b_x`` computed for all steps at once:
+
+    * ``[i; j; o] = x̃_t + W_h (m ∘ h_{t−1}) + b_h``
+    * ``c_t = (1 − σ(i)) ∘ c_{t−1} + σ(i) ∘ tanh(j)`` (input and forget gates coupled, f = 1 − i)
+    * ``h_t = tanh(c_t) ∘ σ(o)``
+
+    ``(c_0, h_0)`` is learned (one vector each, shared by all sentences); ``m`` is a dropout mask
+    (0 or 1/(1 − p)) drawn once per sentence and direction and used at every step, ones in
+    evaluation. The backward cell reads each sentence reversed within its length. Initialisation
+    as the original: ``W_h`` (3H × H) three orthogonal H × H blocks; ``W_x``, the biases and the
+    initial states TensorFlow 1's default Glorot uniform (a bias of n entries has fans (n, n), an
+    initial state fans (1, H)).
+
+    Args:
+        input_dim: width of ``x_t``.
+        hidden_dim: H, units per direction.
+        dropout: p of the recurrent mask (e2e-coref: the model's ``dropout_rate``).
+    """
+
+    def __init__(self, input_dim: int, hidden_dim: int, dropout: float) -> None:
+        super().__init__()
+        h = hidden_dim
+        self.input_dim, self.hidden_dim, self.dropout = input_dim, hidden_dim, dropout
+        self.output_dim = 2 * h
+        # direction d ∈ {0: forward, 1: backward} indexes dim 0 of every parameter
+        self.input_weight = nn.Parameter(torch.empty(2, 3 * h, input_dim))
+        self.input_bias = nn.Parameter(torch.empty(2, 3 * h))
+        self.recurrent_weight = nn.Parameter(torch.empty(2, 3 * h, h))
+        self.recurrent_bias = nn.Parameter(torch.empty(2, 3 * h))
+        self.initial_cell = nn.Parameter(torch.empty(2, h))
+        self.initial_hidden = nn.Parameter(torch.empty(2, h))
+        for d in range(2):
+            _tf_glorot_uniform_(self.input_weight[d], input_dim, 3 * h)
+            block_orthonormal_(self.recurrent_weight[d], 3)
+        for bias in (self.input_bias, self.recurrent_bias):
+            _tf_glorot_uniform_(bias, 3 * h, 3 * h)
+        for state in (self.initial_cell, self.initial_hidden):
+            _tf_glorot_uniform_(state, 1, h)
+
+    def recurrent_mask(self, batch: int) -> Tensor:
+        """The dropout mask ``m`` of a batch: (2, batch, H), one row per direction and sentence
+        (no time axis: the same mask at every step), values 0 or 1/(1 − p); ones unless
+        training."""
+        keep = self.initial_hidden.new_ones(2, batch, self.hidden_dim)
+        if self.training and self.dropout > 0:
+            keep = F.dropout(keep, self.dropout, training=True)
+        return keep
+
+    def forward(self, x: Tensor, mask: Tensor, keep: Tensor | None = None) -> Tensor:
+        """``x`` (batch, time, in), ``mask`` (batch, time) right-padded → (batch, time, 2·H)
+        ``[forward; backward]``, 0 at padded positions. ``keep``: the recurrent dropout mask
+        (2, batch, H) to use, by default a fresh :meth:`recurrent_mask`."""
+        b, t, _ = x.shape
+        h_dim = self.hidden_dim
+        lengths = mask.sum(1)  # (b,)
+        projected = torch.einsum("bti,dgi->dbtg", x, self.input_weight)  # (2, b, t, 3H)
+        projected = projected + self.input_bias[:, None, None, :]
+        projected = torch.stack([projected[0], reverse_padded(projected[1], lengths)])
+        hidden = self.initial_hidden[:, None, :].expand(2, b, h_dim)  # (2, b, H)
+        cell = self.initial_cell[:, None, :].expand(2, b, h_dim)  # (2, b, H)
+        keep = self.recurrent_mask(b) if keep is None else keep  # (2, b, H), fixed over time
+        recurrent = self.recurrent_weight.transpose(1, 2)  # (2, H, 3H)
+        bias = self.recurrent_bias[:, None, :]  # (2, 1, 3H)
+        outputs = []
+        for step in range(t):
+            gates = projected[:, :, step] + torch.baddbmm(bias, hidden * keep, recurrent)
+            i, j, o = gates.chunk(3, dim=-1)  # (2, b, H) each
+            i = torch.sigmoid(i)
+            cell = (1 - i) * cell + i * torch.tanh(j)  # (2, b, H)
+            hidden = torch.tanh(cell) * torch.sigmoid(o)  # (2, b, H)
+            outputs.append(hidden)
+        out = torch.stack(outputs, dim=2) if outputs else x.new_zeros(2, b, 0, h_dim)
+        both = torch.cat([out[0], reverse_padded(out[1], lengths)], dim=-1)  # (b, t, 2H)
+        return both * mask[:, :, None]
+
+
 # ------------------------------------------------------------------------------------- model
 class SpanRankingCoref(nn.Module):
     """Lee et al. (2017)'s model; every width is computed from its parts.
@@ -259,7 +366,9 @@ class SpanRankingCoref(nn.Module):
         text_dim = sum(v.shape[1] for v in tables) + self.chars.output_dim
         self.lexical_dropout = nn.Dropout(config.lexical_dropout)
         self.dropout = nn.Dropout(config.dropout)
-        self.encoder = BiLSTM(text_dim + injector.extra_dim("input"), config.hidden)
+        self.encoder = CoupledBiLSTM(
+            text_dim + injector.extra_dim("input"), config.hidden, config.dropout
+        )
         context_dim = self.encoder.output_dim + injector.extra_dim("output")
         f = config.feature_size
         self.width_embedding = (

@@ -50,8 +50,10 @@ from tasks.coref.metric import (
 )
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
 
-VERSION = 1  # bump when reader, metric, model or a preset changes a number
+VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: Lee et al. (2017) span ranking (e2e-coref `best`), DEMO set v1 from the public-domain corpus
+# v2: the context biLSTM is Lee et al.'s CustomLSTMCell (coupled gates, learned initial state,
+#     recurrent dropout fixed over time, block-orthonormal recurrent weights), issue #23 item 4
 
 #: OntoNotes genres (first component of the document id); id 0 = any other genre.
 GENRES = ("bc", "bn", "mz", "nw", "pt", "tc", "wb")

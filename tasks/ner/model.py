@@ -5,16 +5,31 @@ Read top to bottom (TASKS_SPEC §3.5):
 
 1. words → [word vectors (fine-tuned); char CNN (16-d characters, 128 filters of width 3, ReLU,
    max-pool)] (+ ELMo input mix: the paper's site for NER)
-2. variational dropout → biLSTM (layer 1) → variational dropout → biLSTM (layer 2)
-3. variational dropout → (+ ELMo output mix) → linear → per-token label scores
+2. dropout → biLSTM (layer 1) → dropout → biLSTM (layer 2)
+3. dropout → (+ ELMo output mix) → linear → per-token label scores
 4. linear-chain CRF (:mod:`tasks.common.crf`): training maximises the sequence log-likelihood
    (summed over the batch, as allennlp); decoding is Viterbi restricted to sequences the tag
    scheme allows, so it never emits an invalid sequence
+
+Dropout (``NerConfig.dropout_kind``) is variational (one mask per sentence, the paper's A.7 [R]) or
+element-wise (allennlp ``crf_tagger``: ``torch.nn.Dropout`` on the embeddings and on the encoder
+output, and the 2-layer ``torch.nn.LSTM``'s own dropout between its layers), at the same three
+sites. Initialisation follows allennlp (the implementation behind the paper's NER numbers):
+
+* word vectors: a vocabulary word without a pre-trained vector (an all-zero row from
+  :func:`tasks.common.vocab.word_vectors`) and the unknown row start from
+  ``N(mean, std)`` of all values of the rows that have one (allennlp
+  ``_read_embeddings_from_text_file``), not from zeros; row 0 (padding) stays 0;
+* character embeddings: Xavier-uniform (allennlp ``Embedding``), the padding row 0 (allennlp
+  masks padded characters to 0 before the CNN);
+* biLSTMs, convolution and the output layer: PyTorch's defaults (allennlp's configuration sets no
+  initialiser); CRF: :class:`tasks.common.crf.ConditionalRandomField` (as allennlp).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -47,6 +62,42 @@ class TaggerOutput:
     paths: list[list[int]] | None
 
 
+def make_dropout(kind: Literal["variational", "elementwise"], p: float) -> nn.Module:
+    """The tagger's dropout: ``variational`` (one mask per sentence, shared over time) or
+    ``elementwise`` (``torch.nn.Dropout``: an independent mask per token, allennlp)."""
+    if kind == "variational":
+        return VariationalDropout(p)
+    if kind == "elementwise":
+        return nn.Dropout(p)
+    raise ValueError(f"dropout_kind must be 'variational' or 'elementwise', got {kind!r}")
+
+
+def fill_missing_vectors(vectors: Tensor) -> Tensor:
+    """A copy of ``vectors`` whose rows without a pre-trained vector are drawn at random.
+
+    Rows ``1:`` that are all zero (the unknown row and words the vector file lacks:
+    :func:`tasks.common.vocab.word_vectors` leaves them 0) are drawn from ``N(mean, std)`` of all
+    the values of the other rows ``1:``, as allennlp initialises the words of its vocabulary that
+    its pre-trained file lacks; row 0 (padding) is left as it is. Draws from torch's global
+    generator (seeded by the runner). Without any pre-trained row, the copy is returned as is.
+
+    Args:
+        vectors: (vocab, dim) with row 0 padding, row 1 unknown.
+
+    Returns:
+        (vocab, dim) the filled copy.
+    """
+    out = vectors.detach().clone().float()  # (vocab, dim)
+    rows = out[1:]  # (vocab - 1, dim), a view
+    missing = (rows == 0).all(dim=1)  # (vocab - 1,)
+    found = rows[~missing]  # (found, dim)
+    if found.numel() == 0 or not bool(missing.any()):
+        return out
+    mean, std = float(found.mean()), float(found.std(unbiased=False))  # numpy.mean / numpy.std
+    rows[missing] = torch.randn(int(missing.sum()), out.shape[1]) * std + mean
+    return out
+
+
 class CrfTagger(nn.Module):
     """Word vectors + char CNN → 2 biLSTMs → linear → CRF; every width computed from its parts.
 
@@ -69,7 +120,9 @@ class CrfTagger(nn.Module):
         super().__init__()
         self.injector = injector
         self.words = nn.Embedding.from_pretrained(
-            word_vectors.clone(), freeze=not config.train_word_vectors, padding_idx=0
+            fill_missing_vectors(word_vectors),
+            freeze=not config.train_word_vectors,
+            padding_idx=0,
         )
         self.chars = CharCNNEncoder(
             n_chars,
@@ -78,9 +131,12 @@ class CrfTagger(nn.Module):
             config.char_width,
             max_chars=config.max_word_chars,
         )
+        with torch.no_grad():  # allennlp Embedding: Xavier-uniform; padded characters are 0
+            nn.init.xavier_uniform_(self.chars.embedding.weight)
+            self.chars.embedding.weight[0].zero_()
         first, second = config.hidden
         embed_dim = word_vectors.shape[1] + self.chars.output_dim + injector.extra_dim("input")
-        self.drop = VariationalDropout(config.dropout)
+        self.drop = make_dropout(config.dropout_kind, config.dropout)
         self.lstm1 = BiLSTM(embed_dim, first)
         self.lstm2 = BiLSTM(self.lstm1.output_dim, second)
         out_dim = self.lstm2.output_dim + injector.extra_dim("output")

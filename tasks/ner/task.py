@@ -59,11 +59,15 @@ from tasks.ner.evaluate import write_tagged
 from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
 
-VERSION = 2  # bump when reader, metric, model or a preset changes a number
+VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: biLSTM-CRF (word + char CNN, 2 biLSTMs, BIOUL CRF with constrained Viterbi), any
 #     CoNLL-column data with scheme detection, conlleval scoring, seqeval per-type F1, DEMO set
 # v2: unit statistics keyed by the sentence's FILE:LINE instead of its position (stored v1 units
 #     cannot be paired with v2 ones); no metric changes
+# v3: allennlp's initialisation (issue #23): words without a pre-trained vector start from
+#     N(mean, std) of the found vectors instead of 0, character embeddings Xavier-uniform instead
+#     of N(0, 1) (every preset); paper preset: 2 x 200 biLSTMs, element-wise dropout, batches
+#     re-drawn every epoch (bucket_noise 0.1)
 
 #: The splits whose words the vocabulary indexes: every split read (allennlp's NER vocabulary
 #: extends over its validation and test files; the words' GloVe vectors are fine-tuned).

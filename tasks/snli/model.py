@@ -9,18 +9,23 @@ Read top to bottom (TASKS_SPEC §3.2; Chen et al. §3.1–3.3):
    before the attention, TASKS_SPEC §1.7)
 3. soft alignment: ``e_ij = a_iᵀ b_j``; ``ã_i = Σ_j softmax_j(e_ij) b_j``,
    ``b̃_j = Σ_i softmax_i(e_ij) a_i`` (:func:`soft_align`)
-4. enhancement ``m = [a; ã; a − ã; a ⊙ ã]``, dropout after the attention (A.3)
+4. enhancement ``m = [a; ã; a − ã; a ⊙ ã]``, dropout after the attention (A.3; with a
+   representation only, see below)
 5. projection: linear + ReLU down to ``hidden``
 6. variational dropout → composition biLSTM
 7. average and max pooling over real positions of both sentences → ``[v_a,avg; v_a,max;
    v_b,avg; v_b,max]``
-8. dropout → linear + tanh (Chen et al.; relu as allennlp) → dropout → linear → label logits
+8. dropout → linear + ReLU (A.3 [R] "ReLU FFs", allennlp ``esim.jsonnet``; Chen et al.'s tanh
+   with ``mlp_activation=tanh``) → dropout → linear → label logits
 
 The loss is the cross-entropy plus ``weight_l2 · Σ‖W‖²`` over the LSTM and linear weight
 matrices (A.3: 0.0001 on "all recurrent and feed-forward weight matrices" [R]); the λ penalty
-of the ELMo mixes is added by the runner. Initialisation as allennlp's ESIM configuration: Xavier
-uniform linear weights, Xavier input-to-hidden and orthogonal hidden-to-hidden LSTM weights, zero
-biases except the LSTM forget gates (1).
+of the ELMo mixes is added by the runner. A.3 [R] gives the extra ℓ2 and the dropout after the
+attention for the *ELMo* model only, so both apply only when the injector has an active site (a
+representation with layers: ELMo, CoVe, …); the baseline (``none``: no active site) is the
+paper's ESIM without them (:attr:`ESIM.represented`). Initialisation as allennlp's ESIM
+configuration: Xavier uniform linear weights, Xavier input-to-hidden and orthogonal
+hidden-to-hidden LSTM weights, zero biases except the LSTM forget gates (1).
 """
 
 from __future__ import annotations
@@ -99,6 +104,12 @@ class ESIM(nn.Module):
         word_vectors: (vocab, word_dim) fixed word vectors (row 0 = padding, row 1 = unknown).
         n_labels: number of labels.
         injector: ELMo (or any representation) injection; a ``none`` injector adds nothing.
+
+    Attributes:
+        represented: whether the injector adds a representation at some site (it has layers and
+            an active site); the ELMo model's extra regularisation (A.3) applies only then.
+        weight_l2: the extra ℓ2 coefficient in use (``config.weight_l2`` when represented,
+            else 0).
     """
 
     def __init__(
@@ -106,13 +117,16 @@ class ESIM(nn.Module):
     ) -> None:
         super().__init__()
         self.config, self.injector = config, injector
+        # A.3 [R]: the extra ℓ2 and the dropout after the attention belong to the ELMo model
+        self.represented = bool(injector.active_sites)
+        self.weight_l2 = config.weight_l2 if self.represented else 0.0
         h = config.hidden
         self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
         embed_dim = word_vectors.shape[1] + injector.extra_dim("input")
         self.rnn_dropout = VariationalDropout(config.dropout)
         self.encoder = BiLSTM(embed_dim, h)
         enc_dim = self.encoder.output_dim + injector.extra_dim("output")
-        self.attention_dropout = nn.Dropout(config.attention_dropout)
+        self.attention_dropout = nn.Dropout(config.attention_dropout if self.represented else 0.0)
         self.projection = nn.Linear(4 * enc_dim, h)
         self.composition = BiLSTM(h, h)
         pooled_dim = 2 * 2 * self.composition.output_dim  # [avg; max] of both sentences
@@ -177,7 +191,7 @@ class ESIM(nn.Module):
         loss = None
         if batch.labels is not None:
             loss = F.cross_entropy(logits, batch.labels)
-            if self.config.weight_l2:
+            if self.weight_l2:
                 l2 = torch.stack([w.pow(2).sum() for w in self.weight_matrices()]).sum()
-                loss = loss + self.config.weight_l2 * l2
+                loss = loss + self.weight_l2 * l2
         return SnliOutput(loss, logits, logits.argmax(dim=-1))

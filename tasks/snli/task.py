@@ -61,10 +61,13 @@ from tasks.snli.evaluate import write_predictions
 from tasks.snli.metric import accuracy
 from tasks.snli.model import ESIM, SnliBatch
 
-VERSION = 2  # bump when reader, metric, model or a preset changes a number
+VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: ESIM (Chen et al. 2017) with ELMo at the encoder's input and output; official, plain and
 #     Hugging Face data; the DEMO pair set generated from the public-domain corpus
 # v2: mini preset: at most 8 epochs, early stopping after 2 evaluations without improvement
+# v3: the paper's baseline (issue #23): ReLU output layer (A.3, allennlp; was tanh); the dropout
+#     after the attention and the extra ℓ2 only with a representation (A.3: the ELMo model's);
+#     paper preset: bucket_noise 0.1 (allennlp's bucket iterator)
 
 #: The splits whose words the vocabulary indexes: every split read (the word vectors are fixed,
 #: so a dev/test word keeps its GloVe vector).

@@ -11,10 +11,15 @@ Read top to bottom (TASKS_SPEC §3.1; document-qa ``lm_qa_models.py`` as used fo
 5. residual block: dropout → bi-GRU → dropout → self-attention over the context (diagonal
    masked, learned "no alignment" option) → ``[s; a; s∘a]`` → linear + ReLU; then dropout
 6. chained bi-GRUs predict the start, then the end of the answer span
+
+Initialisation as document-qa (:meth:`BiDAFSelfAttention.init_like_document_qa`): truncated
+normal σ 0.05 for the GRUs, Glorot uniform for the dense layers, the similarity vectors and the
+char CNN, uniform ±0.05 for the char embeddings, zero biases where document-qa's were zero.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -95,6 +100,65 @@ def bi_attention(scores: Tensor, c: Tensor, q: Tensor, c_mask: Tensor, q_mask: T
     return torch.cat([c, c2q, c * c2q, c * q2c], dim=-1)  # (b, tc, 4·d)
 
 
+#: document-qa's GRU initialiser ``CudnnGru(w_init=TruncatedNormal(stddev=0.05))``: every input
+#: and recurrent matrix (``recurrent_init=None`` → ``w_init``), biases zero (``is_forget_bias``
+#: all false for GRUs). ``tf.truncated_normal`` re-draws values beyond 2σ.
+GRU_STD = 0.05
+#: document-qa ``LearnedCharEmbedder(init_scale=0.05)``: ``random_uniform_initializer(±0.05)``.
+CHAR_EMBED_SCALE = 0.05
+
+
+def init_gru_(gru: nn.GRU) -> None:
+    """Weights ~ N(0, σ²) truncated to ±2σ (σ = :data:`GRU_STD`), biases 0, in place."""
+    for name, p in gru.named_parameters():
+        if name.startswith("weight"):
+            nn.init.trunc_normal_(p, std=GRU_STD, a=-2 * GRU_STD, b=2 * GRU_STD)
+        else:
+            nn.init.zeros_(p)
+
+
+def init_dense_(linear: nn.Linear) -> None:
+    """Glorot uniform weight and zero bias, in place: ``tf.layers.dense`` /
+    ``tf.contrib.layers.fully_connected`` with ``glorot_uniform`` kernels (document-qa's
+    ``FullyConnected`` and ``BoundsPredictor``); their bias initialiser is zeros."""
+    nn.init.xavier_uniform_(linear.weight)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+def glorot_vector_limit(n: int) -> float:
+    """Glorot uniform bound of a 1-D ``(n,)`` variable in TF's ``init_ops`` (which TF 1.3's
+    ``contrib.keras`` initialisers re-export, tensorflow@1cd3573): ``fan_in = fan_out = n``, so
+    ``√(6 / 2n)``; a scalar has fans 1 (``n = 1``: ``√3``)."""
+    return math.sqrt(3.0 / n)
+
+
+def init_trilinear_(att: TrilinearAttention) -> None:
+    """document-qa ``TriLinear(init="glorot_uniform", bias=True)``, in place: ``input_w``,
+    ``key_w`` and ``dot_w`` are 1-D ``(d,)`` variables (bound :func:`glorot_vector_limit`);
+    the scalar ``bias`` has no initialiser, so TF's default ``glorot_uniform_initializer``
+    applies: U(±√3)."""
+    limit = glorot_vector_limit(att.w_xy.numel())
+    for w in (att.w_x.weight, att.w_y.weight, att.w_xy):
+        nn.init.uniform_(w, -limit, limit)
+    bias = glorot_vector_limit(1)
+    nn.init.uniform_(att.bias, -bias, bias)
+
+
+def init_char_cnn_(chars: CharCNNEncoder) -> None:
+    """document-qa's char embedder, in place: embeddings U(±0.05) with a zero padding row
+    (``LearnedCharEmbedder``); ``Conv1d``'s filter and bias have no initialiser, so TF's default
+    ``glorot_uniform_initializer`` applies (filter fans ``width·in`` / ``width·out``, as
+    ``xavier_uniform_``; the 1-D bias has fans ``n_filters``: U(±√(3 / n_filters)))."""
+    nn.init.uniform_(chars.embedding.weight, -CHAR_EMBED_SCALE, CHAR_EMBED_SCALE)
+    with torch.no_grad():
+        chars.embedding.weight[0].zero_()
+    nn.init.xavier_uniform_(chars.conv.weight)
+    assert chars.conv.bias is not None
+    bound = glorot_vector_limit(chars.conv.bias.numel())
+    nn.init.uniform_(chars.conv.bias, -bound, bound)
+
+
 class BiDAFSelfAttention(nn.Module):
     """Clark & Gardner's model; every width is computed from its parts.
 
@@ -135,6 +199,19 @@ class BiDAFSelfAttention(nn.Module):
         self.start_out = nn.Linear(2 * h, 1)
         self.end_gru = BiGRU(2 * h + 2 * h, h)
         self.end_out = nn.Linear(2 * h, 1)
+        self.init_like_document_qa()
+
+    def init_like_document_qa(self) -> None:
+        """Re-draw every task parameter as document-qa initialises it (the fixed word vectors,
+        the injector's mixes and the no-alignment logit −1 are left as they are); the draws
+        come from torch's global generator, so a seed fixes them."""
+        init_char_cnn_(self.chars)
+        for gru in (self.encoder, self.self_gru, self.start_gru, self.end_gru):
+            init_gru_(gru.gru)
+        for att in (self.bi_attention, self.self_attention):
+            init_trilinear_(att)
+        for dense in (self.attended, self.self_linear, self.start_out, self.end_out):
+            init_dense_(dense)
 
     def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""

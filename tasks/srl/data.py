@@ -19,14 +19,24 @@ Dropped, and counted in :class:`~tasks.common.io.ReadStats`:
 
 Splits (:func:`load_splits`): the CoNLL-2012 split of Pradhan et al. (2013), which He et
 al. (2017) and Peters et al. (2018) use, read from the ``train``, ``development`` (or ``dev``)
-and ``test`` folders of ``conll-2012/v4/data`` (the folder given, or any folder below it with
-those names; ``*_gold_conll`` files only, so ``*_auto_conll`` files next to them are never mixed
-in). Any other folder with ``train`` and ``development`` (or ``dev``) folders of
-``*_gold_conll`` files is read the same way, e.g. the PropBank release's WSJ sample; the test
-folder is optional (the splits then have no ``test``). A missing train or dev folder is an error
-naming the folder given (:class:`SrlNotAvailable`): a data folder never falls back to the Hugging
-Face Hub. :func:`hf_sentences` reads the Hub's ``conll2012_ontonotesv5`` / ``english_v4`` (the
-same split) when called explicitly.
+and test folders of either release layout (the folder given, or any folder below it with those
+names):
+
+* ``conll-2012/v4/data/{train,development,test}`` (OntoNotes 5.0 built with the CoNLL-2012
+  scripts; ``*_gold_conll`` files such as ``wsj_0001.v4_gold_conll``);
+* ``conll-formatted-ontonotes-5.0/data/{train,development,conll-2012-test}``, the release He et
+  al. (deep_srl ``scripts/make_conll2012_data.sh``) and allennlp read (``*.gold_conll`` files
+  beside ``*.gold_skel`` ones). Its ``test/`` folder is the larger v12 test set, not the
+  CoNLL-2012 one (allennlp #4220: 29,669 vs 25,624 instances), so ``conll-2012-test/`` wins
+  whenever both are there.
+
+Only files whose name ends in ``gold_conll`` are read (allennlp's rule), so ``*_auto_conll`` and
+``*.gold_skel`` files next to them are never mixed in. Any other folder with ``train`` and
+``development`` (or ``dev``) folders of such files is read the same way, e.g. the PropBank
+release's WSJ sample; the test folder is optional (the splits then have no ``test``). A missing
+train or dev folder is an error naming the folder given (:class:`SrlNotAvailable`): a data folder
+never falls back to the Hugging Face Hub. :func:`hf_sentences` reads the Hub's
+``conll2012_ontonotesv5`` / ``english_v4`` (the same split) when called explicitly.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ if TYPE_CHECKING:
     import datasets
 
 __all__ = [
+    "GOLD_GLOB",
     "HF_CONFIG",
     "HF_DATASET",
     "LAYOUTS",
@@ -67,15 +78,21 @@ SPLIT_FOLDERS = {"train": "train", "dev": "development", "test": "test"}
 SPLIT_FOLDER_NAMES: dict[str, tuple[str, ...]] = {
     "train": ("train",),
     "dev": ("development", "dev"),
-    "test": ("test",),
+    "test": ("conll-2012-test", "test"),  # the release's test/ is v12's; see module docstring
 }
+#: The glob of the files read: allennlp's ``endswith("gold_conll")`` (``*.v4_gold_conll`` of
+#: the CoNLL-2012 scripts, ``*.gold_conll`` of ``conll-formatted-ontonotes-5.0``).
+GOLD_GLOB = "*gold_conll"
 #: The splits a data folder must hold (test is optional).
 REQUIRED_SPLITS = ("train", "dev")
 #: The folder layouts ``--data DIR`` accepts, in words (for error messages and help).
 LAYOUTS = (
     "the conll-2012/v4/data folder (or a folder above it) with train/, development/ and test/ "
-    "holding *_gold_conll files (OntoNotes 5.0, LDC2013T19, built with the CoNLL-2012 scripts), "
-    "or any folder with train/ and development/ (or dev/) holding *_gold_conll files below "
+    "holding *gold_conll files (OntoNotes 5.0, LDC2013T19, built with the CoNLL-2012 scripts), "
+    "the conll-formatted-ontonotes-5.0/data folder (or one above it) with train/, development/ "
+    "and conll-2012-test/ (He et al.'s and allennlp's release; its test/ is ignored when "
+    "conll-2012-test/ is there), "
+    "or any folder with train/ and development/ (or dev/) holding *gold_conll files below "
     "them, test/ optional (e.g. the PropBank release's WSJ sample)"
 )
 HF_DATASET = "ontonotes/conll2012_ontonotesv5"
@@ -181,29 +198,29 @@ def split_folder(data_dir: str | Path, split: str) -> Path | None:
 
 
 def split_files(data_dir: str | Path, split: str) -> list[Path] | None:
-    """The sorted ``*_gold_conll`` files of ``split`` below ``data_dir`` (:func:`split_folder`),
+    """The sorted ``*gold_conll`` files of ``split`` below ``data_dir`` (:func:`split_folder`),
     or None when no folder for the split exists there.
 
     Raises:
         ValueError: an unknown split.
-        DataError: the split folder holds no ``*_gold_conll`` file, or the folder is ambiguous.
+        DataError: the split folder holds no ``*gold_conll`` file, or the folder is ambiguous.
     """
     folder = split_folder(data_dir, split)
     return None if folder is None else _gold_files(folder)
 
 
 def _gold_files(folder: Path) -> list[Path]:
-    """The ``*_gold_conll`` files below ``folder``, sorted by relative path.
+    """The :data:`GOLD_GLOB` files below ``folder``, sorted by relative path.
 
     Raises:
         DataError: there is none.
     """
     files = sorted(
-        (p for p in folder.rglob("*_gold_conll") if p.is_file()),
+        (p for p in folder.rglob(GOLD_GLOB) if p.is_file()),
         key=lambda p: p.relative_to(folder).as_posix(),
     )
     if not files:
-        raise DataError(folder, None, "split folder holds no *_gold_conll file")
+        raise DataError(folder, None, f"split folder holds no {GOLD_GLOB} file")
     return files
 
 
@@ -256,7 +273,7 @@ def hf_sentences(
                 f"CoNLL-2012 SRL {split!r} split is not available: {looked or 'no --data'}, and "
                 f"the Hugging Face dataset {HF_DATASET!r} ({HF_CONFIG}) could not be loaded "
                 f"({type(exc).__name__}: {exc}). Supply --data DIR: the conll-2012/v4/data "
-                "folder with train/, development/ and test/ holding *_gold_conll files (built "
+                "folder with train/, development/ and test/ holding *gold_conll files (built "
                 "from OntoNotes 5.0, LDC2013T19, with the CoNLL-2012 scripts), or fill a local "
                 "Hugging Face cache while online and rerun with HF_DATASETS_OFFLINE=1."
             ) from exc
@@ -381,8 +398,8 @@ def load_splits(
 
 
 def _source(folder: Path, files: Sequence[Path]) -> str:
-    """The file read, or the folder's ``**/*_gold_conll`` when there are several."""
-    return str(files[0]) if len(files) == 1 else f"{folder}/**/*_gold_conll"
+    """The file read, or the folder's ``**/*gold_conll`` when there are several."""
+    return str(files[0]) if len(files) == 1 else f"{folder}/**/{GOLD_GLOB}"
 
 
 def _variant(
@@ -392,8 +409,8 @@ def _variant(
     files: Sequence[Path],
     sentences: Sequence[Sentence],
 ) -> str:
-    """E.g. ``"CoNLL-2012 v4 folders train/, development/, test split absent; train/: 115
-    *_gold_conll files, 2,458 sentences, 7,631 predicates"``."""
+    """E.g. ``"CoNLL-2012 folders train/, development/, test split absent; train/: 115
+    *gold_conll files, 2,458 sentences, 7,631 predicates"``."""
 
     def name(path: Path) -> str:
         return f"{path.relative_to(root).as_posix()}/"
@@ -402,7 +419,7 @@ def _variant(
     absent = "".join(f", {s} split absent" for s in SPLIT_FOLDER_NAMES if s not in folders)
     predicates = sum(len(sentence.srl_frames) for sentence in sentences)
     return (
-        f"CoNLL-2012 v4 folders {found}{absent}; {name(folders[split])}: {len(files):,} "
-        f"*_gold_conll file{'s' if len(files) != 1 else ''}, {len(sentences):,} sentences, "
+        f"CoNLL-2012 folders {found}{absent}; {name(folders[split])}: {len(files):,} "
+        f"{GOLD_GLOB} file{'s' if len(files) != 1 else ''}, {len(sentences):,} sentences, "
         f"{predicates:,} predicates"
     )

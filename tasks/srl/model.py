@@ -4,31 +4,30 @@ input and/or the output of the LSTM stack (TASKS_SPEC §3.3, §1.7).
 Read top to bottom:
 
 1. word embedding (GloVe, trainable) ⊕ binary predicate-indicator embedding (+ ELMo input mix)
-2. ``layers`` LSTM layers with **directions interleaved** (layer 0 reads left to right, layer 1
-   right to left, …), each with a **highway connection** (a gated mix of the LSTM output and a
-   linear map of the layer input), **recurrent dropout** and **orthogonal initialisation** with
-   forget-gate bias 1 (:class:`AlternatingHighwayLSTM`)
+2. ``layers`` highway LSTM layers with **directions interleaved** (layer 0 reads left to right,
+   layer 1 right to left, …; :class:`AlternatingHighwayLSTM`)
 3. (+ ELMo output mix) → linear tag projection (orthogonal init) → per-token softmax; the training
    loss is the token negative log-likelihood (no CRF)
 4. at test time, **BIO-constrained Viterbi** over the log-probabilities (no learned transitions):
    the decoded tags always form valid IOB2 (no ``I-X`` without ``B-X``/``I-X`` before it).
 
-Speed and the approximations it costs (the paper's cell, He et al. eq. 3–6, runs one Python step
-per token; here every layer is one fused ``nn.LSTM`` call):
+The highway LSTM cell (:class:`HighwayLSTMLayer`) is He et al.'s (deep_srl ``layer.py``
+``HighwayLSTMLayer``; allennlp ``AugmentedLstm``, the paper's implementation), step by step::
 
-* a backward layer reverses each sequence *within its length* (:func:`reverse_padded`), runs the
-  forward LSTM and reverses back. Sequences are right-padded, so a forward LSTM's outputs at real
-  positions never see padding and no packing is needed.
-* the highway gate of He et al. is ``r_t = σ(W [h_{t-1}; x_t])`` with ``h_{t-1}`` the previous
-  *highway* output, which also feeds the recurrence. Here the recurrence runs on the plain LSTM
-  state ``h'`` (cuDNN cannot take the highway inside), and the gate reads the previous plain
-  state: ``r_t = σ(W [h'_{t-1}; x_t] + b)``, ``h_t = r_t ∘ h'_t + (1 − r_t) ∘ W_x x_t``.
-* recurrent dropout (Gal & Ghahramani 2016: one mask per sequence, the same at every step, on the
-  hidden state) is applied in two places: on the state fed back into the recurrence as one mask of
-  the columns of the hidden-to-hidden weights, drawn per *batch* (exactly the per-step-constant
-  mask, but shared by the batch's sequences), and on each layer's output as a per-sequence,
-  time-constant mask (:class:`~tasks.common.layers.VariationalDropout`). In allennlp's
-  ``AugmentedLstm`` one per-sequence mask does both.
+    [i; f; o; r] = σ(W_{ifor} x_t + U_{ifor} h_{t-1} + b_{ifor})     r: the highway gate
+    g            = tanh(W_g x_t + U_g h_{t-1} + b_g)
+    c_t          = f ∘ c_{t-1} + i ∘ g
+    h_t          = m ∘ (r ∘ o ∘ tanh(c_t) + (1 − r) ∘ W_k x_t)
+
+The highway output ``h_t`` is both the layer's output and the state fed back; ``m`` is the
+recurrent-dropout mask (Gal & Ghahramani 2016): one mask per sequence, the same at every step,
+scaled by ``1/(1 − p)``, drawn anew for every forward pass in training, all ones in evaluation.
+Weights are block-orthogonal per gate, biases zero except the forget gate's 1; the carry
+projection ``W_k`` has no bias (``use_input_projection_bias: false`` in allennlp's
+``srl_elmo.jsonnet``). The input projections of every step are one matrix product before the
+time loop; only ``U h_{t-1}`` runs per step. A right-to-left layer reverses each sequence within
+its length (:func:`reverse_padded`), runs left to right and reverses back; sequences are
+right-padded, so no real position ever sees padding.
 """
 
 from __future__ import annotations
@@ -39,11 +38,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.func import functional_call
 
 from tasks.common.crf import allowed_transitions, viterbi_decode
 from tasks.common.inject import Injector
-from tasks.common.layers import VariationalDropout, run_rnn
 from tasks.representations import Layers
 from tasks.srl.config import SrlConfig
 
@@ -104,58 +101,77 @@ def _block_orthogonal_(weight: Tensor, block_rows: int) -> None:
 
 
 class HighwayLSTMLayer(nn.Module):
-    """One left-to-right LSTM layer with a highway connection and recurrent dropout (module
-    docstring for the approximations).
+    """One left-to-right highway LSTM layer with recurrent dropout: He et al. (2017)'s cell
+    (module docstring for the equations).
 
     Args:
         input_dim: width of the layer input.
-        hidden: LSTM units.
-        recurrent_dropout: probability of dropping a hidden unit (per batch in the recurrence, per
-            sequence on the output; the same at every time step).
+        hidden: LSTM units (the output width).
+        recurrent_dropout: probability of dropping a unit of the highway output, with one mask
+            per sequence shared by every time step (output and recurrence alike).
     """
 
     def __init__(self, input_dim: int, hidden: int, recurrent_dropout: float) -> None:
         super().__init__()
-        self.hidden = hidden
-        self.lstm = nn.LSTM(input_dim, hidden, batch_first=True)
-        self.gate = nn.Linear(hidden + input_dim, hidden)  # r_t from [h'_{t-1}; x_t]
-        self.carry = nn.Linear(input_dim, hidden, bias=False)  # W_x x_t (AugmentedLstm: no bias)
-        self.p = recurrent_dropout
-        self.output_dropout = VariationalDropout(recurrent_dropout)
+        self.input_dim, self.hidden, self.p = input_dim, hidden, recurrent_dropout
+        # rows in blocks of ``hidden``: gates i, f, o, r, candidate g, then the carry W_k
+        self.input_projection = nn.Linear(input_dim, 6 * hidden, bias=False)
+        self.state_projection = nn.Linear(hidden, 5 * hidden)  # U and b of i, f, o, r, g
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Orthogonal weights per gate, zero biases, forget-gate bias 1 (paper A.5 [R]; allennlp
-        ``AugmentedLstm``)."""
+        """Orthogonal weights per gate block, zero biases, forget-gate bias 1 (allennlp
+        ``AugmentedLstm``: ``block_orthogonal``, forget bias 1; deep_srl: block orthonormal
+        ``W``/``U``, forget bias 1; paper A.5 [R])."""
         h = self.hidden
-        _block_orthogonal_(self.lstm.weight_ih_l0, h)
-        _block_orthogonal_(self.lstm.weight_hh_l0, h)
-        _block_orthogonal_(self.gate.weight, h)
-        _block_orthogonal_(self.carry.weight, h)
+        _block_orthogonal_(self.input_projection.weight, h)
+        _block_orthogonal_(self.state_projection.weight, h)
         with torch.no_grad():
-            self.lstm.bias_ih_l0.zero_()
-            self.lstm.bias_hh_l0.zero_()
-            self.lstm.bias_ih_l0[h : 2 * h] = 1.0  # torch gate order: input, forget, cell, output
-            self.gate.bias.zero_()
+            self.state_projection.bias.zero_()
+            self.state_projection.bias[h : 2 * h] = 1.0  # the forget gate
 
-    def _run_lstm(self, x: Tensor) -> Tensor:
-        """``nn.LSTM`` over ``x`` (b, t, in) → (b, t, hidden); in training the hidden state fed
-        back is dropped with one mask over the columns of ``weight_hh`` (constant over time)."""
+    def dropout_mask(self, batch: int, like: Tensor) -> Tensor | None:
+        """A fresh recurrent-dropout mask, (batch, hidden): one row per sequence, entries 0 or
+        ``1/(1 − p)``; None in evaluation or without dropout."""
         if not self.training or self.p == 0.0:
-            return run_rnn(self.lstm, x)
-        w_hh = self.lstm.weight_hh_l0  # (4h, h): column j reads hidden unit j
-        keep = w_hh.new_empty(1, self.hidden).bernoulli_(1.0 - self.p) / (1.0 - self.p)
-        params = dict(self.lstm.named_parameters())
-        params["weight_hh_l0"] = w_hh * keep  # (4h, h)
-        return run_rnn(lambda seq: functional_call(self.lstm, params, (seq,)), x)
+            return None
+        keep = like.new_empty(batch, self.hidden).bernoulli_(1.0 - self.p)  # (b, hidden)
+        return keep / (1.0 - self.p)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        """``x`` (batch, time, in), ``mask`` (batch, time) → (batch, time, hidden); 0 at pads."""
-        h = self._run_lstm(x)  # (b, t, hidden) plain LSTM outputs h'
-        previous = F.pad(h, (0, 0, 1, 0))[:, :-1]  # (b, t, hidden): h'_{t-1}, zeros at t = 0
-        r = torch.sigmoid(self.gate(torch.cat([previous, x], dim=-1)))  # (b, t, hidden)
-        out = r * h + (1.0 - r) * self.carry(x)  # (b, t, hidden)
-        return self.output_dropout(out) * mask[:, :, None]  # (b, t, hidden)
+    def forward(self, x: Tensor, mask: Tensor, keep: Tensor | None = None) -> Tensor:
+        """Run the layer left to right.
+
+        Args:
+            x: (batch, time, input_dim), right-padded.
+            mask: (batch, time) bool, True at real tokens.
+            keep: a (batch, hidden) dropout mask to use instead of drawing one
+                (:meth:`dropout_mask`); it multiplies every step's highway output.
+
+        Returns:
+            (batch, time, hidden) highway outputs, 0 at padding.
+        """
+        b, t, _ = x.shape
+        h = self.hidden
+        keep = self.dropout_mask(b, x) if keep is None else keep
+        projected = self.input_projection(x)  # (b, t, 6h): every step's W x_t at once
+        gate_inputs = projected[..., : 5 * h] + self.state_projection.bias  # (b, t, 5h)
+        carry = projected[..., 5 * h :]  # (b, t, h): W_k x_t
+        recurrent = self.state_projection.weight.t()  # (h, 5h)
+        state = x.new_zeros(b, h)  # h_{t-1}
+        memory = x.new_zeros(b, h)  # c_{t-1}
+        outputs = []
+        for step in range(t):
+            pre = torch.addmm(gate_inputs[:, step], state, recurrent)  # (b, 5h)
+            i, f, o, r = torch.sigmoid(pre[:, : 4 * h]).chunk(4, dim=1)  # each (b, h)
+            g = torch.tanh(pre[:, 4 * h :])  # (b, h)
+            memory = f * memory + i * g  # (b, h)
+            state = r * o * torch.tanh(memory) + (1.0 - r) * carry[:, step]  # (b, h)
+            if keep is not None:
+                state = state * keep  # the same mask at every step, fed back as well
+            outputs.append(state)
+        if not outputs:
+            return x.new_zeros(b, 0, h)
+        return torch.stack(outputs, dim=1) * mask[:, :, None]  # (b, t, h)
 
 
 class AlternatingHighwayLSTM(nn.Module):
@@ -166,7 +182,7 @@ class AlternatingHighwayLSTM(nn.Module):
         input_dim: width of the input vectors.
         hidden: units per layer (the output width).
         layers: number of layers.
-        recurrent_dropout: see :class:`HighwayLSTMLayer`.
+        recurrent_dropout: see :class:`HighwayLSTMLayer` (each layer draws its own mask).
     """
 
     def __init__(self, input_dim: int, hidden: int, layers: int, recurrent_dropout: float) -> None:
@@ -206,6 +222,10 @@ class SrlTagger(nn.Module):
         labels: the tag names (index = tag id), IOB2 (``O``, ``B-ARG0``, ``I-ARG0``, ``B-V`` …).
         injector: ELMo (or any representation) injection; a ``none`` injector adds nothing.
     """
+
+    allowed_start: Tensor  # (tags,) buffers of the IOB2 constraints
+    allowed: Tensor  # (tags, tags)
+    allowed_end: Tensor  # (tags,)
 
     def __init__(
         self,

@@ -47,11 +47,15 @@ from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns,
 from tasks.srl.metric import evaluate_props, write_props
 from tasks.srl.model import SrlBatch, SrlTagger
 
-VERSION = 2  # bump when reader, metric, model or a preset changes a number
+VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: He et al. (2017) alternating highway biLSTM tagger, BIO-constrained Viterbi, srl-eval.pl
 #     scoring of the regrouped propositions; DEMO set v1
 # v2: unit statistics keyed by the sentence's DOCUMENT_PART:INDEX instead of its position (stored
 #     v1 units cannot be paired with v2 ones); no metric changes
+# v3: He et al.'s highway LSTM cell exactly (the highway output is the recurrent state, the gate
+#     reads x_t and h_{t-1}, one recurrent-dropout mask per sequence); paper preset clips each
+#     gradient value at 1.0 (no norm clipping) with bucket noise 0.1; the reader also takes
+#     conll-formatted-ontonotes-5.0 (conll-2012-test/, *.gold_conll)
 
 #: The splits whose words the vocabulary indexes: train and dev, not test (allennlp builds the
 #: SRL vocabulary from its train and validation files; the word vectors are trained, and a test

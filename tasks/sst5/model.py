@@ -3,7 +3,8 @@ as modified by Peters et al. (2018, A.8), with ELMo at the input and/or the inte
 
 Read top to bottom (TASKS_SPEC §3.6; allennlp ``BiattentiveClassificationNetwork``):
 
-1. words → fixed word vectors (+ ELMo / CoVe input mix) → dropout
+1. words → fixed word vectors (+ ELMo / CoVe input mix) → dropout (its own rate with a
+   representation: :meth:`Sst5Config.embedding_dropout_for`)
 2. pre-encode feed-forward: linear + ReLU → dropout
 3. encoder biLSTM → ``X``; for one sentence ``Y = X``
 4. biattention: affinity ``A = X Xᵀ``, softmax over the keys (padding masked), context
@@ -146,7 +147,8 @@ class BiattentiveClassificationNetwork(nn.Module):
         self.config, self.injector = config, injector
         self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
         embed_dim = word_vectors.shape[1] + injector.extra_dim("input")
-        self.embedding_dropout = nn.Dropout(config.embedding_dropout)
+        represented = bool(injector.active_sites)  # ELMo (or CoVe, …) at some site
+        self.embedding_dropout = nn.Dropout(config.embedding_dropout_for(represented))
         self.pre_encode = nn.Linear(embed_dim, config.pre_encode_dim)
         self.pre_encode_dropout = nn.Dropout(config.pre_encode_dropout)
         self.encoder = BiLSTM(config.pre_encode_dim, config.encoder_hidden)

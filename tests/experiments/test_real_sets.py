@@ -89,3 +89,46 @@ def test_compare_real_without_shared_exits_2_naming_folders(
     args = ["compare", "--repr", "bilm-random", "--data", "real", "--tasks", "sst5"]
     assert main([*args, "--store", str(tmp_path / "s"), "--seeds", "0", "--quiet"]) == 2
     assert "sentence_polarity" in capsys.readouterr().err
+
+
+def test_reproduce_real_shares_its_runs_with_compare_and_dynamic() -> None:
+    """``reproduce real``: baseline, ELMo (tested against it), the random-weight biLM and
+    MiniLM (tested against ELMo), 3 seeds per set; its MiniLM and ELMo runs are exactly those
+    of ``compare --repr hf --data real`` and ``reproduce dynamic --data real`` (one set of
+    runs serves all three tables)."""
+    (table,) = named.tables("real", "mini", "demo", None, {})
+    assert table.seeds == (0, 1, 2) and table.paper_split is None
+    assert [c.label for c in table.columns] == [
+        "Baseline",
+        "ELMo",
+        "biLM, random weights",
+        "MiniLM (hf)",
+    ]
+    assert [c.versus for c in table.columns] == [None, "Baseline", "ELMo", "ELMo"]
+    assert all(c.paper_key is None for c in table.columns)
+    compare = named.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1, 2), {})
+    (dynamic,) = named.tables("dynamic", "mini", "real", (0, 1, 2), {})
+    ours = {s.run_id for s in named.expected_specs(table)}
+    assert {s.run_id for s in named.expected_specs(compare)} <= ours
+    static = dynamic.columns[0]
+    assert {s.run_id for r in dynamic.rows for s in dynamic.expected(r, static)} <= ours
+    with pytest.raises(ValueError, match="real sets"):
+        named.tables("real", "mini", "/my/data", None, {})
+
+
+def test_wall_time_lines_give_medians_and_the_machine() -> None:
+    from types import SimpleNamespace
+
+    (table,) = named.tables("real", "mini", "demo", (0, 1, 2), {}, tasks=["sst5"])
+    row, elmo = table.rows[0], table.columns[1]
+    records = [
+        SimpleNamespace(
+            run_id=spec.run_id,
+            timings={"wall_s": wall},
+            provenance=SimpleNamespace(cpu="AMD EPYC (AVX2)", device="cpu, 1 thread"),
+        )
+        for spec, wall in zip(table.expected(row, elmo), (100.0, 300.0, 200.0), strict=True)
+    ]
+    (line,) = named.wall_time_lines(table, records)
+    assert "AMD EPYC (AVX2), cpu, 1 thread" in line
+    assert "dev/sentence_polarity: ELMo 200" in line

@@ -264,7 +264,7 @@ def test_sites_build_train_and_predict(sites: frozenset[str]) -> None:
     grads = [p.grad for p in model.injector.parameters()]
     assert all(g is not None for g in grads)  # the mixes of every active site learn
     extra = model.injector.extra_dim("input")
-    assert model.encoder.lstm.input_size == 4 + 2 + 3 * 2 + extra
+    assert model.encoder.input_dim == 4 + 2 + 3 * 2 + extra
 
 
 def test_training_cuts_documents_to_max_sentences() -> None:

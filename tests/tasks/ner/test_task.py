@@ -43,7 +43,7 @@ def test_presets_and_task_spec() -> None:
     paper, mini = TASK.configure("paper", ()), TASK.configure("mini", ())
     assert paper.word_vectors == "glove" and paper.lowercase_words and paper.train_word_vectors
     assert (paper.char_dim, paper.char_filters, paper.char_width) == (16, 128, 3)
-    assert paper.hidden == (200, 100) and paper.dropout == 0.5
+    assert paper.hidden == (200, 200) and paper.dropout == 0.5  # allennlp ner.jsonnet
     assert paper.train.optimizer.lr == 1e-3 and paper.train.clip_norm == 5.0
     assert paper.label_encoding == "BIOUL" and not paper.include_start_end
     assert mini.hidden[0] == 2 * mini.hidden[1] and mini.train.patience is not None

@@ -166,14 +166,14 @@ def test_initialisation() -> None:
     assert model.logits.bias.eq(0).all()
 
 
-def test_tanh_or_relu_hidden_layer() -> None:
-    relu = ESIM(
-        dataclasses.replace(CONFIG, mlp_activation="relu"),
+def test_relu_or_tanh_hidden_layer() -> None:
+    tanh = ESIM(
+        dataclasses.replace(CONFIG, mlp_activation="tanh"),
         _model().words.weight,
         N_LABELS,
         Injector(build_representation("none"), frozenset()),
     )
-    assert relu.activation is torch.nn.functional.relu and _model().activation is torch.tanh
+    assert tanh.activation is torch.tanh and _model().activation is torch.nn.functional.relu
     with pytest.raises(ValueError, match="mlp_activation"):
         dataclasses.replace(CONFIG, mlp_activation="sigmoid")  # type: ignore[arg-type]
 

@@ -78,7 +78,7 @@ def test_split_folders_read_gold_files_only(tmp_path: Path) -> None:
 
 def test_empty_split_folder_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "train").mkdir()
-    with pytest.raises(DataError, match="no \\*_gold_conll"):
+    with pytest.raises(DataError, match="no \\*gold_conll"):
         split_files(tmp_path, "train")
 
 
@@ -137,5 +137,5 @@ def test_offline_without_split_folders_is_a_clear_error(
     monkeypatch.setattr(
         data, "require_datasets", lambda: types.SimpleNamespace(load_dataset=offline)
     )
-    with pytest.raises(SrlNotAvailable, match="development/ and test/ holding \\*_gold_conll"):
+    with pytest.raises(SrlNotAvailable, match="development/ and test/ holding \\*gold_conll"):
         load_split_sentences(tmp_path, "dev")

@@ -39,10 +39,35 @@ def _document(*sentences: list[str]) -> list[str]:
     return [*lines, "#end document"]
 
 
-def _split(root: Path, folder: str, *sentences: list[str]) -> Path:
+def _split(
+    root: Path, folder: str, *sentences: list[str], name: str = "wsj_0001.v4_gold_conll"
+) -> Path:
     target = root.joinpath(folder, *WSJ)
     target.mkdir(parents=True, exist_ok=True)
-    return write_lines(target / "wsj_0001.v4_gold_conll", _document(*sentences))
+    return write_lines(target / name, _document(*sentences))
+
+
+@pytest.mark.usefixtures("no_hub")
+def test_the_conll_formatted_ontonotes_release_layout(tmp_path: Path) -> None:
+    """He et al.'s / allennlp's ``conll-formatted-ontonotes-5.0/data/{train,development,
+    conll-2012-test}`` with ``*.gold_conll`` files beside ``*.gold_skel`` ones: the test split is
+    ``conll-2012-test/``, never the release's larger v12 ``test/`` beside it."""
+    data_dir = tmp_path / "conll-formatted-ontonotes-5.0" / "data"
+    release = {"name": "wsj_0001.gold_conll"}
+    _split(data_dir, "train", SHORT, LONG, **release)
+    _split(data_dir, "development", LONG, **release)
+    _split(data_dir, "conll-2012-test", SHORT, **release)
+    _split(data_dir, "test", SHORT, SHORT, LONG, **release)  # the v12 test set: not read
+    skeleton = data_dir.joinpath("train", *WSJ, "wsj_0001.gold_skel")
+    write_lines(skeleton, ["not a CoNLL file"])  # would raise DataError if read
+    for given in (tmp_path, data_dir):
+        sentences, instances, stats = load_splits(given, None)
+        assert {s: len(i) for s, i in sentences.items()} == {"train": 2, "dev": 1, "test": 1}
+        assert {s: len(i) for s, i in instances.items()} == {"train": 2, "dev": 1, "test": 1}
+        assert stats["test"].source.endswith(
+            "conll-2012-test/" + "/".join(WSJ) + "/wsj_0001.gold_conll"
+        )
+        assert "conll-2012-test/: 1 *gold_conll file, 1 sentences" in stats["test"].variant
 
 
 @pytest.fixture
@@ -66,11 +91,11 @@ def test_train_and_development_without_test_read_without_the_hub(tmp_path: Path)
     assert [len(instances[s]) for s in ("train", "dev")] == [2, 1]
     assert stats["train"].source == str(train)
     assert stats["train"].variant == (
-        "CoNLL-2012 v4 folders train/, development/, test split absent; "
-        "train/: 1 *_gold_conll file, 3 sentences, 2 predicates"
+        "CoNLL-2012 folders train/, development/, test split absent; "
+        "train/: 1 *gold_conll file, 3 sentences, 2 predicates"
     )
     assert stats["dev"].variant.endswith(
-        "development/: 1 *_gold_conll file, 1 sentences, 1 predicates"
+        "development/: 1 *gold_conll file, 1 sentences, 1 predicates"
     )
     assert dict(stats["train"].skipped) == {"no_predicate_sentence": 1}
 
@@ -82,7 +107,7 @@ def test_a_dev_folder_is_the_development_split(tmp_path: Path) -> None:
     _split(tmp_path, "test", SHORT, SHORT)
     _, instances, stats = load_splits(tmp_path, None)
     assert {s: len(i) for s, i in instances.items()} == {"train": 1, "dev": 1, "test": 2}
-    assert stats["dev"].variant.startswith("CoNLL-2012 v4 folders train/, dev/, test/; dev/: ")
+    assert stats["dev"].variant.startswith("CoNLL-2012 folders train/, dev/, test/; dev/: ")
 
 
 @pytest.mark.usefixtures("no_hub")
@@ -128,12 +153,12 @@ def test_the_propbank_wsj_sample_reads_in_place() -> None:
     counts = {s: (len(sentences[s]), len(instances[s])) for s in sentences}
     assert counts == {"train": (2458, 7631), "dev": (272, 840)}
     assert stats["train"].variant == (
-        "CoNLL-2012 v4 folders train/, development/, test split absent; "
-        "train/: 115 *_gold_conll files, 2,458 sentences, 7,631 predicates"
+        "CoNLL-2012 folders train/, development/, test split absent; "
+        "train/: 115 *gold_conll files, 2,458 sentences, 7,631 predicates"
     )
     assert stats["dev"].variant.endswith(
-        "development/: 14 *_gold_conll files, 272 sentences, 840 predicates"
+        "development/: 14 *gold_conll files, 272 sentences, 840 predicates"
     )
-    assert stats["dev"].source == f"{folder / 'development'}/**/*_gold_conll"
+    assert stats["dev"].source == f"{folder / 'development'}/**/*gold_conll"
     _, mini, _ = load_splits(folder, 60)  # the mini preset's limit cuts training only
     assert len(mini["dev"]) == 840 and len(mini["train"]) < 7631

@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import torch
 
 from tasks.common.inject import Injector
 from tasks.common.spans import is_valid
-from tasks.representations import Layers, build_representation
+from tasks.representations import Layers, Representation, build_representation
 from tasks.srl.config import SrlConfig
 from tasks.srl.model import (
     AlternatingHighwayLSTM,
@@ -51,7 +52,7 @@ def _mask(lengths: list[int]) -> torch.Tensor:
 
 def _model(sites: frozenset[str] = frozenset(), config: SrlConfig = CONFIG) -> SrlTagger:
     torch.manual_seed(0)
-    rep = FakeRepresentation() if sites else build_representation("none")
+    rep = cast(Representation, FakeRepresentation()) if sites else build_representation("none")
     injector = Injector(rep, sites, dropout=0.0)
     vectors = torch.randn(VOCAB, WORD_DIM, generator=torch.Generator().manual_seed(1))
     return SrlTagger(config, vectors, LABELS, injector)
@@ -99,12 +100,18 @@ def test_directions_alternate() -> None:
 
 
 def test_orthogonal_blocks_and_forget_bias() -> None:
+    """Gate blocks i, f, o, r, g (and the carry W_k) orthogonal; biases 0 but the forget gate's
+    1; the carry projection has no bias (allennlp ``use_input_projection_bias: false``)."""
     layer = HighwayLSTMLayer(7, 5, 0.1)
     h = 5
-    assert torch.all(layer.lstm.bias_ih_l0[h : 2 * h] == 1.0)
-    assert torch.all(layer.lstm.bias_ih_l0[:h] == 0.0) and torch.all(layer.lstm.bias_hh_l0 == 0)
-    for weight in (layer.lstm.weight_ih_l0, layer.lstm.weight_hh_l0, layer.carry.weight):
-        for block in weight.detach().split(h):  # rows of a block are orthonormal
+    bias = layer.state_projection.bias.detach()
+    assert torch.all(bias[h : 2 * h] == 1.0)
+    assert torch.all(bias[:h] == 0.0) and torch.all(bias[2 * h :] == 0.0)
+    assert layer.input_projection.bias is None
+    assert layer.input_projection.weight.shape == (6 * h, 7)
+    assert layer.state_projection.weight.shape == (5 * h, h)
+    for weight in (layer.input_projection.weight, layer.state_projection.weight):
+        for block in weight.detach().split(h):  # each gate's block: orthonormal rows
             assert torch.allclose(block @ block.T, torch.eye(h), atol=1e-5)
 
 
@@ -113,7 +120,7 @@ def test_sites_size_the_layers_and_receive_gradients() -> None:
     for sites in (frozenset({"input"}), frozenset({"output"}), frozenset({"input", "output"})):
         model = _model(sites).train()
         widths[tuple(sorted(sites))] = (
-            model.encoder.layers[0].lstm.input_size,
+            model.encoder.layers[0].input_dim,
             model.tag_projection.in_features,
         )
         out = model(_batch(LENGTHS, with_layers=True))

@@ -30,7 +30,8 @@ def test_presets_follow_the_paper_and_the_spec() -> None:
     assert paper.word_vectors == GLOVE_6B_100D and paper.train_word_vectors
     opt = paper.train.optimizer
     assert (opt.name, opt.lr, opt.rho, opt.eps) == ("adadelta", 1.0, 0.95, 1e-6)
-    assert paper.train.clip_norm == 1.0 and paper.train.batch_size == 80
+    assert paper.train.clip_value == 1.0 and paper.train.clip_norm is None
+    assert paper.train.batch_size == 80
     assert (paper.train.epochs, paper.train.patience) == (500, 200)
     assert (mini.layers, mini.hidden, mini.word_vectors) == (4, 64, "glove")
     assert mini.train.epochs < paper.train.epochs and mini.train.patience is not None

@@ -47,7 +47,8 @@ def test_presets() -> None:
 
 def test_task_spec() -> None:
     assert TASK.version == VERSION and TASK.presets == ("mini", "paper")
-    assert TASK.default_sites == {"input", "output"}
+    assert TASK.default_sites == {"input"} and TASK.elmo_dropout == 0.0  # paper (a27afe0b)
+    assert TASK.sites_for("mini") == {"input", "output"} and TASK.elmo_dropout_for("mini") == 0.5
     assert TASK.default_mix.lam == 0.001 and TASK.default_mix.mode == "all"
     assert TASK.table_rows[0].paper_key == "sst5" and TASK.metric.key == "accuracy"
     with pytest.raises(FileNotFoundError, match="--glove"):
