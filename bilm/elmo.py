@@ -14,7 +14,8 @@ from torch import Tensor, nn
 
 from bilm.bilm import BiLM, BiLMOutput
 from bilm.chars import batch_to_ids
-from bilm.scalar_mix import MixMode, ScalarMix
+from bilm.dynamic_mix import DynamicMix
+from bilm.scalar_mix import MixMode, MixSpec, ScalarMix, mix_from_spec
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class Elmo(nn.Module):
     Args:
         bilm: a loaded :class:`~bilm.bilm.BiLM` (its state policy is kept).
         num_outputs: number of independent mixes sharing one biLM pass.
-        mode: ``"all"`` or ``"last"`` (LastOnly) for every mix.
+        mode: ``"all"``, ``"last"`` (LastOnly) or ``"dynamic"`` (per-token layer weights,
+            :class:`bilm.dynamic_mix.DynamicMix`) for every mix.
         lam: λ of each mix's penalty.
         layer_norm: masked layer norm inside each mix.
         dropout: applied to each mixed output in training (paper/allennlp default 0.5).
@@ -63,9 +65,9 @@ class Elmo(nn.Module):
         for p in bilm.parameters():
             p.requires_grad_(fine_tune)
         #: One mix per output (typed view of :attr:`mixes`, the registered container).
-        self.scalar_mixes: tuple[ScalarMix, ...] = tuple(
-            ScalarMix(bilm.num_layers, mode=mode, lam=lam, layer_norm=layer_norm)
-            for _ in range(num_outputs)
+        spec = MixSpec(mode, lam, layer_norm)
+        self.scalar_mixes: tuple[ScalarMix | DynamicMix, ...] = tuple(
+            mix_from_spec(bilm.num_layers, bilm.output_dim, spec) for _ in range(num_outputs)
         )
         self.mixes = nn.ModuleList(self.scalar_mixes)
         self.dropout = nn.Dropout(dropout)

@@ -679,8 +679,7 @@ def wandb_link(record: RunRecord, store: ResultsStore) -> str | None:
 def _system(spec: RunSpec) -> str:
     if spec.representation == NO_REPRESENTATION:
         return "baseline"
-    mix = "LastOnly" if spec.mix.mode == "last" else f"λ={spec.mix.lam:g}"
-    return f"{spec.representation} {mix} {'+'.join(spec.sites)}"
+    return f"{spec.representation} {spec.mix.label} {'+'.join(spec.sites)}"
 
 
 def _task_label(name: str) -> str:

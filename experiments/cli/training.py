@@ -76,7 +76,7 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
     if any(spec.data == REAL for spec in specs):
         raise UsageError(
             "--data real makes one table row per real set (compare, reproduce); one run reads "
-            "one of them with --data shared:FOLDER, e.g. shared:real/litbank-coref"
+            "one of them with --data shared:FOLDER (a folder of experiments/real_sets.toml)"
         )
     folders = {str(data_path(s.data)) for s in specs if is_shared(s.data)}
     missing = sorted(f for f in folders if not os.path.isdir(f))

@@ -245,3 +245,20 @@ def test_dynamic_mode_needs_its_own_module() -> None:
         "LastOnly",
         "dynamic λ=0.01",
     ]
+
+
+def test_elmo_takes_the_dynamic_mix_per_output() -> None:
+    """``Elmo(mode="dynamic")``: each output mixes the layers with per-token weights (one gate
+    per output), starting as the uniform mix, with its own penalty."""
+    from bilm.dynamic_mix import DynamicMix
+
+    model = tiny_bilm()
+    dynamic = Elmo(model, num_outputs=2, mode="dynamic", lam=0.1, dropout=0.0).eval()
+    uniform = Elmo(model, num_outputs=1, mode="all", lam=0.0, dropout=0.0).eval()
+    assert all(isinstance(m, DynamicMix) for m in dynamic.scalar_mixes)
+    ids = batch_to_ids(SENTENCES)
+    with torch.no_grad():
+        out, ref = dynamic(ids), uniform(ids)
+    assert out.representations[0].shape == ref.representations[0].shape
+    assert torch.allclose(out.representations[0], ref.representations[0], atol=1e-6)
+    assert float(dynamic.penalty()) == pytest.approx(0.0, abs=1e-12)
