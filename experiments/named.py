@@ -17,7 +17,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from experiments.real_sets import REAL, REAL_SEEDS, SHARED_PREFIX, real_sets, shared_data_root
+from experiments.real_sets import (
+    REAL,
+    REAL_SEEDS,
+    SHARED_PREFIX,
+    is_shared,
+    real_sets,
+    shared_data_root,
+)
 from experiments.render import (
     Row,
     RunsColumn,
@@ -499,7 +506,8 @@ def compare_table(
         changes = {"representation": name, "representation_config": dict(config)}
         return RunsColumn(label, changes, paper_key)
 
-    reference = column(*against, {"elmo": "elmo", "none": "baseline"}.get(against[0]))
+    paper_key = None if data == REAL else {"elmo": "elmo", "none": "baseline"}.get(against[0])
+    reference = column(*against, paper_key)  # no paper number beside the real sets
     candidate = column(*new, None)
     if candidate.label == reference.label:
         raise ValueError(f"--repr and --against are both {candidate.label!r}")
@@ -547,7 +555,9 @@ def weights_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
                 values = ", ".join(f"{w:.2f}" for w in weights.mean)
                 parts.append(f"{column.label} {site} [{values}]")
         if parts:
-            lines.append(f"Layer weights, {row.base.task} (softmax s_j): {'; '.join(parts)}.")
+            where = row.base.data.removeprefix(SHARED_PREFIX)
+            what = f"{row.base.task} on {where}" if is_shared(row.base.data) else row.base.task
+            lines.append(f"Layer weights, {what} (softmax s_j): {'; '.join(parts)}.")
     return lines
 
 
