@@ -56,9 +56,15 @@ class NerConfig:
     label_encoding: Literal["BIOUL", "source"] = "BIOUL"
     include_start_end: bool = False  # source: allennlp ner.jsonnet
     # data: the folder's layout (tasks.ner.data.ACCEPTED_LAYOUTS); "auto": the one whose
-    # training split is there (eng.*, esp.*, ned.*, train.txt, or train/ dev/ test/ folders)
-    layout: Literal["auto", "eng", "esp", "ned", "txt", "folders"] = added_field(
+    # training split is there (eng.*, esp.*, ned.*, train.txt, train/ dev/ test/ folders, or
+    # CoNLL-U *.conllu files)
+    layout: Literal["auto", "eng", "esp", "ned", "txt", "folders", "conllu"] = added_field(
         "auto", why="choose one of several layouts in one folder"
+    )
+    # CoNLL-U data: the tag read, the universal POS (UPOS, column 4) or the language-specific
+    # one (XPOS, column 5); other layouts refuse "xpos" (tag_column chooses their column)
+    conllu_tag: Literal["upos", "xpos"] = added_field(
+        "upos", why="read XPOS instead of UPOS from CoNLL-U files"
     )
     # the tag column (0-based, negative from the end); None: 1 (the outermost entity layer) for
     # LitBank entities' *.tsv files, else -1 (the last: CoNLL-2003's NER, CoNLL-2000's chunks)

@@ -10,7 +10,8 @@ Any CoNLL-style column file (word first, the tags in one column) reads through
 :func:`read_columns`, and a data folder through :func:`load_splits` in one of the
 :data:`ACCEPTED_LAYOUTS` (CoNLL-2003 ``eng.*``, CoNLL-2002 ``esp.*`` / ``ned.*``, ``train.txt`` /
 ``dev.txt`` / ``test.txt``, or ``train/`` / ``dev/`` / ``test/`` folders of ``*.tsv`` /
-``*.conll`` / ``*.txt`` files such as LitBank entities'); what the reader detects (layout, columns,
+``*.conll`` / ``*.txt`` files such as LitBank entities', or CoNLL-U files of Universal
+Dependencies, read by :func:`read_conllu`); what the reader detects (layout, columns,
 ``-DOCSTART-``, tag column, tag scheme) is reported in :attr:`ReadStats.variant`.
 
 The tag schemes and the lossless conversions between them live in :mod:`tasks.common.spans`.
@@ -23,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from tasks.common.io import DataError, ReadStats, attribute_columns, iter_lines, require_datasets
 from tasks.common.spans import SCHEMES, Scheme, convert, is_valid, split_tag, tags_to_spans
@@ -166,13 +167,25 @@ FLAT_LAYOUTS: dict[str, tuple[str, dict[str, str]]] = {
 #: The ``folders`` layout: one sub-folder per split, holding column files with these suffixes.
 FOLDER_SUFFIXES = (".tsv", ".conll", ".txt")
 FOLDERS_DESCRIPTION = "folders train/, dev/, test/ of *.tsv, *.conll or *.txt column files"
+#: The ``conllu`` layout's namings (Universal Dependencies' CoNLL-U files), in detection order:
+#: the layout in words → split → the files' glob pattern in the data folder.
+CONLLU_NAMINGS: dict[str, dict[str, str]] = {
+    "CoNLL-U (UD naming)": {s: f"*-ud-{s}.conllu" for s in ("train", "dev", "test")},
+    "CoNLL-U (plain naming)": {s: f"{s}.conllu" for s in ("train", "dev", "test")},
+    "CoNLL-U (folders)": {s: f"{s}/*.conllu" for s in ("train", "dev", "test")},
+}
+CONLLU_DESCRIPTION = (
+    "CoNLL-U files *-ud-train.conllu, *-ud-dev.conllu, *-ud-test.conllu (the UD release "
+    "naming, one treebank per folder), train.conllu, dev.conllu, test.conllu, or folders "
+    "train/, dev/, test/ of *.conllu files"
+)
 #: Every accepted layout, in words (error messages).
 ACCEPTED_LAYOUTS = (
     "; ".join(
         f"{words} {names['train']}, {names['dev']} (dev), {names['test']} (test)"
         for words, names in FLAT_LAYOUTS.values()
     )
-    + f"; {FOLDERS_DESCRIPTION}; the test split is optional"
+    + f"; {FOLDERS_DESCRIPTION}; {CONLLU_DESCRIPTION}; the test split is optional"
 )
 _CHUNK_TAG = re.compile(r"^[BILU]-\S+$")
 _BIO_TAG = re.compile(r"^(O|[BI]-\S+)$")
@@ -389,8 +402,9 @@ class Layout:
     """The split files of a data folder.
 
     Attributes:
-        name: the ``layout`` option's value (``eng``, ``esp``, ``ned``, ``txt`` or ``folders``).
-        description: the layout in words.
+        name: the ``layout`` option's value (``eng``, ``esp``, ``ned``, ``txt``, ``folders`` or
+            ``conllu``).
+        description: the layout in words (for ``conllu``, a key of :data:`CONLLU_NAMINGS`).
         files: split → its files in reading order (one file per split, or a split folder's
             column files sorted by name); absent splits are left out.
     """
@@ -405,7 +419,10 @@ def _layout(folder: Path, name: str) -> Layout | None:
 
     Raises:
         FileNotFoundError: a split folder of the ``folders`` layout holds no column file.
+        DataError: several CoNLL-U namings or treebanks in one folder (:func:`_conllu_layout`).
     """
+    if name == "conllu":
+        return _conllu_layout(folder)
     if name in FLAT_LAYOUTS:
         description, names = FLAT_LAYOUTS[name]
         if not (folder / names["train"]).is_file():
@@ -427,6 +444,8 @@ def _layout(folder: Path, name: str) -> Layout | None:
                     if p.is_file() and p.suffix in FOLDER_SUFFIXES and not p.name.startswith(".")
                 )
             )
+            if not files[split] and any(sub.glob("*.conllu")):
+                return None  # split folders of CoNLL-U files: the conllu layout
             if not files[split]:
                 raise FileNotFoundError(
                     f"{sub}: no column file (*.tsv, *.conll or *.txt) in this split folder"
@@ -435,8 +454,8 @@ def _layout(folder: Path, name: str) -> Layout | None:
 
 
 def find_layout(folder: str | Path, choice: str = "auto") -> Layout:
-    """The layout of a data folder: ``choice`` (a name of :data:`FLAT_LAYOUTS` or
-    ``folders``), or with ``auto`` the one layout whose training split is there.
+    """The layout of a data folder: ``choice`` (a name of :data:`FLAT_LAYOUTS`, ``folders`` or
+    ``conllu``), or with ``auto`` the one layout whose training split is there.
 
     Raises:
         FileNotFoundError: no such folder, or no training split of the layout(s) looked for
@@ -446,7 +465,7 @@ def find_layout(folder: str | Path, choice: str = "auto") -> Layout:
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such data folder (accepted: {ACCEPTED_LAYOUTS})")
-    names = [*FLAT_LAYOUTS, "folders"] if choice == "auto" else [choice]
+    names = [*FLAT_LAYOUTS, "folders", "conllu"] if choice == "auto" else [choice]
     found = [layout for name in names if (layout := _layout(folder, name)) is not None]
     if not found:
         looked = "any layout" if choice == "auto" else f"layout={choice}"
@@ -480,6 +499,226 @@ def is_litbank(layout: Layout) -> bool:
         return False
     fields = _peek_fields(first)
     return len(fields) > LITBANK_LAYERS and all(_BIO_TAG.match(f) for f in fields[1:])
+
+
+# ------------------------------------------------------------------------ CoNLL-U (UD) files
+#: The ten tab-separated fields of a CoNLL-U token line (universaldependencies.org/format.html).
+CONLLU_FIELDS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+#: The tag choice (``conllu_tag``) → its 0-based field.
+CONLLU_TAG_FIELDS = {"upos": 3, "xpos": 4}
+_WORD_ID = re.compile(r"^[1-9][0-9]*$")
+_MULTIWORD_ID = re.compile(r"^[1-9][0-9]*-[1-9][0-9]*$")
+_EMPTY_NODE_ID = re.compile(r"^[0-9]+\.[1-9][0-9]*$")
+
+
+@dataclass
+class ConlluCounts:
+    """What reading CoNLL-U files found besides the sentences (adds up over files).
+
+    Attributes:
+        multiword: multiword-token lines (ID ``3-4``) skipped; their words are read.
+        empty_nodes: empty-node lines (ID ``5.1``, enhanced dependencies only) skipped.
+        boms: files that start with a UTF-8 byte-order mark (stripped).
+    """
+
+    multiword: int = 0
+    empty_nodes: int = 0
+    boms: int = 0
+
+
+def _conllu_layout(folder: Path) -> Layout | None:
+    """``folder`` as CoNLL-U files of one naming of :data:`CONLLU_NAMINGS`, or ``None`` when no
+    naming's training file is there.
+
+    Raises:
+        DataError: training files of several namings, or a UD-named split with several files
+            (two treebanks in one folder).
+    """
+    found: dict[str, dict[str, tuple[Path, ...]]] = {}
+    for description, patterns in CONLLU_NAMINGS.items():
+        files = {
+            split: tuple(
+                sorted(p for p in folder.glob(pattern) if p.is_file() and p.name[0] != ".")
+            )
+            for split, pattern in patterns.items()
+        }
+        if files["train"]:
+            found[description] = {split: paths for split, paths in files.items() if paths}
+    if len(found) > 1:
+        raise DataError(
+            folder, None, f"holds CoNLL-U training files of several namings ({', '.join(found)})"
+        )
+    if not found:
+        return None
+    description, files = found.popitem()
+    for split, paths in files.items():
+        if len(paths) > 1 and "folders" not in description:
+            names = ", ".join(p.name for p in paths)
+            raise DataError(
+                folder, None, f"several {split} files ({names}): keep one treebank per folder"
+            )
+    return Layout("conllu", description, files)
+
+
+def read_conllu(
+    path: str | Path,
+    tag: Literal["upos", "xpos"] = "upos",
+    *,
+    stats: ReadStats | None = None,
+    counts: ConlluCounts | None = None,
+) -> Iterator[TaggedSentence]:
+    """Stream the sentences of a CoNLL-U file: each word's FORM and its UPOS or XPOS tag.
+
+    A blank line ends a sentence; comment lines (``#``), multiword-token lines (ID ``3-4``: the
+    surface token of the words 3 and 4, which are read) and empty nodes (ID ``5.1``) are skipped,
+    the last two counted in ``counts``. A byte-order mark at the start is stripped.
+
+    Args:
+        path: the file.
+        tag: the tag field, ``upos`` (UPOS) or ``xpos`` (XPOS).
+        stats: counts of sentences read.
+        counts: multiword tokens and empty nodes skipped, byte-order marks.
+
+    Raises (while iterating):
+        DataError: invalid UTF-8, an empty file, a token line without exactly 10 tab-separated
+            fields or with an empty one, an ID that is no word index, range or empty node, word
+            IDs out of sequence, or a ``_`` tag (no UPOS / XPOS given), at file:line.
+    """
+    stats = stats if stats is not None else ReadStats()
+    counts = counts if counts is not None else ConlluCounts()
+    column = CONLLU_TAG_FIELDS[tag]
+    words: list[str] = []
+    tags: list[str] = []
+    first = 0
+    for number, line in iter_lines(path):
+        if number == 1 and line.startswith("\ufeff"):
+            line, counts.boms = line[1:], counts.boms + 1
+        if not line.strip():
+            if words:
+                stats.examples += 1
+                yield TaggedSentence(tuple(words), tuple(tags), first, str(path))
+            words, tags = [], []
+            continue
+        if line.startswith("#"):
+            continue
+        fields = _conllu_fields(line, path, number)
+        if _MULTIWORD_ID.match(fields[0]) or _EMPTY_NODE_ID.match(fields[0]):
+            if "-" in fields[0]:
+                counts.multiword += 1
+            else:
+                counts.empty_nodes += 1
+            continue
+        _check_conllu_word(fields, len(words), column, path, number)
+        if not words:
+            first = number
+        words.append(fields[1])
+        tags.append(fields[column])
+    if words:
+        stats.examples += 1
+        yield TaggedSentence(tuple(words), tuple(tags), first, str(path))
+
+
+def _conllu_fields(line: str, path: str | Path, number: int) -> list[str]:
+    """The ten fields of a CoNLL-U token line.
+
+    Raises:
+        DataError: another number of tab-separated fields, or an empty one.
+    """
+    fields = line.split("\t")
+    if len(fields) != len(CONLLU_FIELDS):
+        spaces = " (the fields look space-separated)" if len(line.split()) == 10 else ""
+        raise DataError(
+            path,
+            number,
+            f"expected 10 tab-separated CoNLL-U fields ({' '.join(CONLLU_FIELDS)}), got "
+            f"{len(fields)}{spaces}",
+        )
+    if "" in fields:
+        raise DataError(path, number, f"field {CONLLU_FIELDS[fields.index('')]} is empty")
+    return fields
+
+
+def _check_conllu_word(
+    fields: list[str], previous: int, column: int, path: str | Path, number: int
+) -> None:
+    """Raise unless a word line has the next word ID of its sentence and a tag.
+
+    Raises:
+        DataError: an ID that is no word index, range or empty node; a word ID other than
+            ``previous + 1``; a ``_`` tag.
+    """
+    if not _WORD_ID.match(fields[0]):
+        raise DataError(
+            path,
+            number,
+            f"ID {fields[0]!r} is no word index (1, 2, ...), multiword-token range (3-4) or "
+            "empty node (5.1)",
+        )
+    if int(fields[0]) != previous + 1:
+        raise DataError(
+            path,
+            number,
+            f"word ID {fields[0]} where {previous + 1} was expected (a missing line, or no blank "
+            "line between two sentences)",
+        )
+    if fields[column] == "_":
+        name = CONLLU_FIELDS[column]
+        other = "xpos" if column == CONLLU_TAG_FIELDS["upos"] else "upos"
+        raise DataError(
+            path,
+            number,
+            f"no {name} for the word {fields[1]!r} ('_'); this file has no {name} tags, or "
+            f"--set conllu_tag={other} reads the {other.upper()} field",
+        )
+
+
+def _counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` in words: ``"1 empty node"``, ``"1,204 empty nodes"``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _read_conllu_layout(layout: Layout, config: NerConfig) -> tuple[Splits, dict[str, ReadStats]]:
+    """Every split of a ``conllu`` layout, each split's statistics naming its file (or split
+    folder), the tag field and the lines skipped (:attr:`ReadStats.variant`).
+
+    Raises:
+        ValueError: ``tag_column`` is set (CoNLL-U tags are chosen with ``conllu_tag``).
+    """
+    if config.tag_column is not None:
+        raise ValueError(
+            f"tag_column={config.tag_column} does not apply to CoNLL-U data; choose the tag "
+            "with --set conllu_tag=upos|xpos"
+        )
+    tag = config.conllu_tag
+    field_number = CONLLU_TAG_FIELDS[tag] + 1
+    splits: Splits = {}
+    stats: dict[str, ReadStats] = {}
+    for split, files in layout.files.items():
+        split_stats = stats[split] = ReadStats()
+        counts = ConlluCounts()
+        splits[split] = [
+            sentence
+            for path in files
+            for sentence in read_conllu(path, tag, stats=split_stats, counts=counts)
+        ]
+        if layout.description.endswith("(folders)"):
+            split_stats.source = str(files[0].parent)
+            where = f"{split}/ folder of {len(files)} *.conllu files"
+        else:
+            split_stats.source = str(files[0])
+            where = files[0].name
+        parts = [
+            f"{layout.description}: {where}",
+            f"{tag.upper()} tags (field {field_number}; --set conllu_tag=upos|xpos)",
+            f"{_counted(counts.multiword, 'multiword token')} skipped",
+            f"{_counted(counts.empty_nodes, 'empty node')} skipped",
+        ]
+        if counts.boms:
+            parts.append(
+                f"byte-order mark stripped ({counts.boms} file{'s' if counts.boms > 1 else ''})"
+            )
+        split_stats.variant = ", ".join(parts)
+    return splits, stats
 
 
 def load_hf_tagging(name: str, feature: str = "ner_tags") -> dict[str, list[TaggedSentence]]:
@@ -551,7 +790,18 @@ def _shape_words(shapes: Sequence[ColumnShape], litbank: bool) -> str:
 
 def _read_layout(layout: Layout, config: NerConfig) -> tuple[Splits, dict[str, ReadStats]]:
     """Every split of ``layout`` with no length limit, each split's statistics naming its
-    file (or split folder) and what the reader found (:attr:`ReadStats.variant`)."""
+    file (or split folder) and what the reader found (:attr:`ReadStats.variant`).
+
+    Raises:
+        ValueError: ``conllu_tag=xpos`` for a column layout, or ``tag_column`` for CoNLL-U.
+    """
+    if layout.name == "conllu":
+        return _read_conllu_layout(layout, config)
+    if config.conllu_tag != "upos":
+        raise ValueError(
+            f"conllu_tag={config.conllu_tag} applies to CoNLL-U data only; this folder is "
+            f"{layout.description} (choose their tag column with --set tag_column=N)"
+        )
     litbank = is_litbank(layout)
     column, column_words = _tag_column(config, litbank)
     splits: Splits = {}
@@ -606,6 +856,15 @@ def _drop_long(splits: Splits, stats: ReadStats, max_tokens: int) -> None:
     splits["train"] = kept
 
 
+def _dev_looked_for(layout: Layout) -> str:
+    """The dev split a layout looks for, in words (error messages)."""
+    if layout.name == "folders":
+        return "a dev/ folder"
+    if layout.name == "conllu":
+        return f"{CONLLU_NAMINGS[layout.description]['dev']} ({layout.description})"
+    return f"{FLAT_LAYOUTS[layout.name][1]['dev']} ({layout.description})"
+
+
 def _no_dev(where: str, looked: str) -> FileNotFoundError:
     return FileNotFoundError(
         f"{where}: no dev split (looked for {looked}); accepted layouts: {ACCEPTED_LAYOUTS}. "
@@ -644,11 +903,7 @@ def load_splits(
         layout = find_layout(folder, config.layout)
         splits, stats = _read_layout(layout, config)
         where = str(folder)
-        looked = (
-            "a dev/ folder"
-            if layout.name == "folders"
-            else f"{FLAT_LAYOUTS[layout.name][1]['dev']} ({layout.description})"
-        )
+        looked = _dev_looked_for(layout)
     if config.dev_from_train > 0:
         _hold_out_dev(splits, stats, config.dev_from_train)
     if "dev" not in splits:

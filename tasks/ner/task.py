@@ -189,10 +189,12 @@ class NerRecipe(RecipeBase):
         path: Path,
     ) -> Path:
         """conlleval input ``WORD GOLD PREDICTED`` (score with ``python -m tasks.ner.evaluate``,
-        adding ``-r`` for plain tags)."""
+        adding ``-r`` for plain tags); whitespace inside a word (CoNLL-U and ``*.tsv`` words
+        such as ``New York``) is written as ``_``, conlleval's fields being space-separated."""
         out = path.with_suffix(".txt")
         gold, predicted = self._scored_tags(predictions, examples)
-        write_tagged(out, [ex.tokens for ex in examples], gold, predicted)
+        words = [["_".join(word.split()) for word in ex.tokens] for ex in examples]
+        write_tagged(out, words, gold, predicted)
         return out
 
 
