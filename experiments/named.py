@@ -242,8 +242,11 @@ def tables(
     caption = (*caption, *_reference_lines(all_rows, data), _deviations_line(all_rows))
 
     def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
+        columns = t.columns  # the real sets are not the paper's data: no paper columns
+        if data == REAL:
+            columns = tuple(dataclasses.replace(c, paper_key=None) for c in t.columns)
         return dataclasses.replace(
-            t, title=title, split=split, paper_split=paper_split, caption=caption
+            t, title=title, split=split, paper_split=paper_split, caption=caption, columns=columns
         )
 
     if kind == "table1":
