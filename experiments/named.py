@@ -21,9 +21,9 @@ from experiments.real_sets import (
     REAL,
     REAL_SEEDS,
     SHARED_PREFIX,
+    SHARED_ROOT_TEXT,
     is_shared,
     real_sets,
-    shared_data_root,
 )
 from experiments.render import (
     Row,
@@ -346,8 +346,8 @@ def _reference_lines(table_rows: Sequence[Row], data: str) -> list[str]:
     used = {r.base.data for r in table_rows}
     sets = [s for s in real_sets() if s.data in used]
     lines = [
-        f"Real sets, read in place from {shared_data_root()} (the data is not in the "
-        "repository; its records are): "
+        f"Real sets, read in place from the shared data folder ({SHARED_ROOT_TEXT}; the data "
+        "is not in the repository; its records are): "
         + "; ".join(
             f"{s.name} = {s.folder} ({s.licence}"
             + (f"; --set {' '.join(s.overrides)}" if s.overrides else "")
@@ -570,9 +570,12 @@ def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     import statistics
 
     by_id = {r.run_id: r for r in records}
+    first: dict[str, Row] = {}  # a data set's rows (e.g. coreference's four) share their runs
+    for row in table.rows:
+        first.setdefault(row.base.data, row)
     lines: list[str] = []
     machines: set[tuple[str, str]] = set()
-    for row in table.rows:
+    for data, row in first.items():
         parts = []
         for column in table.columns:
             if not isinstance(column, RunsColumn):
@@ -584,9 +587,8 @@ def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
             }
             if times:
                 parts.append(f"{column.label} {statistics.median(times):,.0f}")
-        name = row.base.data.removeprefix(SHARED_PREFIX)
-        if parts and not any(line.startswith(f"{name}:") for line in lines):
-            lines.append(f"{name}: {', '.join(parts)}")
+        if parts:
+            lines.append(f"{data.removeprefix(SHARED_PREFIX)}: {', '.join(parts)}")
     if not lines:
         return []
     where = "; ".join(f"{cpu}, {device}" for cpu, device in sorted(machines))

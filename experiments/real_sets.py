@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +23,11 @@ __all__ = [
     "REAL",
     "REAL_SEEDS",
     "SHARED_PREFIX",
+    "SHARED_ROOT_TEXT",
     "RealSet",
     "data_path",
     "is_shared",
+    "missing_folders",
     "missing_sets",
     "real_sets",
     "shared_data_root",
@@ -37,6 +39,8 @@ REAL = "real"
 REAL_SEEDS = (0, 1, 2)
 #: Prefix of a spec's data label naming a folder below the shared data root.
 SHARED_PREFIX = "shared:"
+#: How captions and messages name the shared data root (never this machine's path).
+SHARED_ROOT_TEXT = "../shared/data beside the repository, or $ELMO_BENCH_SHARED/data"
 _REGISTRY = Path(__file__).with_name("real_sets.toml")
 
 
@@ -131,7 +135,13 @@ def data_path(label: str) -> str | None:
     return label
 
 
+def missing_folders(labels: Iterable[str]) -> list[str]:
+    """The folders that the ``shared:`` labels among ``labels`` name and this machine lacks,
+    sorted (``[]``: all present; other labels are not checked)."""
+    folders = {str(data_path(label)) for label in labels if is_shared(label)}
+    return sorted(f for f in folders if not Path(f).is_dir())
+
+
 def missing_sets(sets: Sequence[RealSet]) -> list[str]:
     """The folders of ``sets`` that are not on this machine (``[]``: all present)."""
-    root = shared_data_root()
-    return [str(root / s.folder) for s in sets if not (root / s.folder).is_dir()]
+    return missing_folders(s.data for s in sets)

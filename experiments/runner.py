@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from bilm.devices import autocast, describe_device, make_scaler, resolve_device, resolve_precision
 from bilm.files import write_json, write_text
@@ -137,10 +137,6 @@ class LoopState:
     skipped: int = 0  # non-finite losses skipped
     bad_in_a_row: int = 0
     losses: list[float] = field(default_factory=list)  # since the last evaluation
-    # the gradient norm before clipping, over the steps since the last evaluation
-    grad_norm_sum: float = 0.0
-    grad_norm_max: float = 0.0
-    grad_steps: int = 0
     dead_warned: bool = False  # the "looks dead" warning was printed
     log: list[dict[str, Any]] = field(default_factory=list)
     # the selected weights (EMA weights when EMA is on); None before the first evaluation
@@ -155,8 +151,11 @@ class LoopState:
 
     @classmethod
     def from_json(cls, text: str, best_weights: Weights | None = None) -> LoopState:
-        """The state :meth:`to_json` wrote, with ``best_weights``."""
-        return cls(**json.loads(text), best_weights=best_weights)
+        """The state :meth:`to_json` wrote, with ``best_weights`` (keys of fields this code
+        no longer has are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in json.loads(text).items() if k in names}
+        return cls(**data, best_weights=best_weights)
 
 
 @dataclass
@@ -223,6 +222,9 @@ class _Run:
     identity: str = (
         ""  # the run identity's reuse fields as JSON: a checkpoint resumes only under it
     )
+    #: each optimizer step's total gradient norm before clipping, since the last evaluation,
+    #: on the device (read once per evaluation: no sync per step); empty at every checkpoint
+    grad_norms: list[Tensor] = field(default_factory=list)
 
 
 def seed_everything(seed: int) -> None:
@@ -519,11 +521,14 @@ def _train_batch(run: _Run, state: LoopState, batch: Any) -> None:
     run.optimizer.zero_grad(set_to_none=True)
     run.scaler.scale(loss).backward()  # the scaler is a pass-through unless fp16 on CUDA
     run.scaler.unscale_(run.optimizer)  # clipping sees the true gradients (fp16 too)
-    _note_grad_norm(run, state)  # before any clipping
+    norm = None  # the total gradient norm before any clipping (experiments.health)
     if cfg.clip_value is not None:  # element-wise first, as allennlp's grad_clipping
+        norm = _grad_norm(run)
         nn.utils.clip_grad_value_(run.trainable, cfg.clip_value)
-    if cfg.clip_norm:
-        nn.utils.clip_grad_norm_(run.trainable, cfg.clip_norm)
+    if cfg.clip_norm:  # returns the norm it clipped from
+        clipped_from = nn.utils.clip_grad_norm_(run.trainable, cfg.clip_norm)
+        norm = clipped_from if norm is None else norm
+    run.grad_norms.append((_grad_norm(run) if norm is None else norm).detach())
     run.scaler.step(run.optimizer)
     run.scaler.update()
     if run.ema is not None:
@@ -536,16 +541,24 @@ def _train_batch(run: _Run, state: LoopState, batch: Any) -> None:
         _set_lr(run.optimizer, state.lr)
 
 
-def _note_grad_norm(run: _Run, state: LoopState) -> None:
-    """Add this step's total gradient norm (all trainable parameters, before clipping; 0 when
-    no gradient reached any) to the interval's statistics (a non-finite norm is not counted:
-    the grad scaler skips that step)."""
+def _grad_norm(run: _Run) -> Tensor:
+    """The total gradient norm of the trainable parameters, a 0-d tensor on the device (0
+    when no gradient reached any)."""
     grads = [p.grad for p in run.trainable if p.grad is not None]
-    norm = float(nn.utils.get_total_norm(grads)) if grads else 0.0
-    if math.isfinite(norm):
-        state.grad_norm_sum += norm
-        state.grad_norm_max = max(state.grad_norm_max, norm)
-        state.grad_steps += 1
+    return nn.utils.get_total_norm(grads) if grads else torch.zeros((), device=run.device)
+
+
+def _grad_norm_stats(run: _Run) -> tuple[float | None, float | None]:
+    """Mean and max of the interval's finite step norms (``None`` without any: no step, or
+    only steps the grad scaler skipped), and the interval reset."""
+    if not run.grad_norms:
+        return None, None
+    norms = torch.stack(run.grad_norms).double().cpu()  # (steps,)
+    run.grad_norms.clear()
+    finite = norms[torch.isfinite(norms)]
+    if finite.numel() == 0:
+        return None, None
+    return float(finite.mean()), float(finite.max())
 
 
 # ---------------------------------------------------------------------- evaluate and select
@@ -561,6 +574,7 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
     """Score dev with the EMA weights, select (early stopping, plateau schedule), log the
     evaluation, then save the checkpoint."""
     dev, weights, values = _score_dev(run)
+    grad_mean, grad_max = _grad_norm_stats(run)
     record: dict[str, Any] = {
         "epoch": state.epoch + (1 if state.batch else 0),
         "step": state.step,
@@ -568,8 +582,8 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
         "lr": state.lr,
         **{f"dev_{k}": v for k, v in dev.items()},
         "dev_prediction_values": values,  # distinct predicted values: 1 = constant
-        "grad_norm_mean": state.grad_norm_sum / state.grad_steps if state.grad_steps else None,
-        "grad_norm_max": state.grad_norm_max if state.grad_steps else None,
+        "grad_norm_mean": grad_mean,
+        "grad_norm_max": grad_max,
         "layer_weights": run.injector.layer_weights(),
         "gammas": run.injector.gammas(),
         "seconds": time.perf_counter() - started,
@@ -577,7 +591,6 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
     if spread := run.injector.layer_weights_std():  # dynamic mixes: over dev's real tokens
         record["layer_weights_std"] = spread
     state.losses = []
-    state.grad_norm_sum, state.grad_norm_max, state.grad_steps = 0.0, 0.0, 0
     state.log.append(record)
     numbers = {k: v for k, v in record.items() if isinstance(v, int | float) and k != "seconds"}
     sink.log(numbers, step=state.step)

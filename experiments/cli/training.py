@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -71,15 +70,14 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
     Raises:
         UsageError: naming the missing folders and how to supply them.
     """
-    from experiments.real_sets import REAL, data_path, is_shared, shared_data_root
+    from experiments.real_sets import REAL, missing_folders, shared_data_root
 
     if any(spec.data == REAL for spec in specs):
         raise UsageError(
             "--data real makes one table row per real set (compare, reproduce); one run reads "
             "one of them with --data shared:FOLDER (a folder of experiments/real_sets.toml)"
         )
-    folders = {str(data_path(s.data)) for s in specs if is_shared(s.data)}
-    missing = sorted(f for f in folders if not os.path.isdir(f))
+    missing = missing_folders(spec.data for spec in specs)
     if missing:
         raise UsageError(
             f"the shared data folder(s) {', '.join(missing)} are not here: put the shared "
