@@ -30,6 +30,7 @@ from experiments.render import (
     RunsColumn,
     TableSpec,
     bilm_description,
+    bilm_table,
     cove_table,
     dynamic_table,
     load_paper,
@@ -41,7 +42,7 @@ from experiments.render import (
 from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
 
-TABLES = ("table1", "table2", "table3", "cove", "dynamic", "real")
+TABLES = ("table1", "table2", "table3", "cove", "dynamic", "bilm", "real")
 COVE_MISSING = (
     "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
     "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
@@ -57,6 +58,8 @@ def reproductions() -> dict[str, str]:
         "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
         "cove": "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
         "dynamic": "beyond the paper: per-token (dynamic) vs static layer weights, every task",
+        "bilm": "beyond the paper's tables: biLM state reset / warm / carry and the biLM "
+        "fine-tuned on the task's text (A.1), every task",
         "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
         "MiniLM per set, 3 seeds",
     }
@@ -95,7 +98,7 @@ def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
         if unknown:
             raise KeyError(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
         return [t for t in TASKS if t in tasks]
-    if name in ("table1", "dynamic"):
+    if name in ("table1", "dynamic", "bilm"):
         return list(TASKS)
     if name == "real":
         readers = {s.task for s in real_sets()}
@@ -233,7 +236,7 @@ def tables(
         data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     all_rows, splits_text, split, one_paper_split = _table_rows(
-        placed, preset, data, seeds, rep_config, overrides, main_only=kind == "dynamic"
+        placed, preset, data, seeds, rep_config, overrides, main_only=kind in ("dynamic", "bilm")
     )
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
@@ -268,6 +271,9 @@ def tables(
         return [dressed(t, f"{t.title} {where}", None)]
     if kind == "dynamic":
         t = dynamic_table(all_rows, table_seeds)  # Table 1's splits: its ELMo runs are the static
+        return [dressed(t, f"{t.title} {where}", None)]
+    if kind == "bilm":
+        t = bilm_table(all_rows, table_seeds, rep_config)  # Table 1's ELMo runs are "reset"
         return [dressed(t, f"{t.title} {where}", None)]
     t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
     chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])

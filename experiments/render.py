@@ -561,6 +561,39 @@ def dynamic_table(rows: Sequence[Row], seeds: tuple[int, ...] = (0,)) -> TableSp
     )
 
 
+def bilm_table(
+    rows: Sequence[Row],
+    seeds: tuple[int, ...] = (0,),
+    rep_config: Mapping[str, Any] | None = None,
+) -> TableSpec:
+    """Beyond the paper's tables: how the biLM is run (paper §3.4, A.1; ELMO_SPEC §8). Each row's
+    ELMo configuration with the LSTM state reset per sentence (this project's default), started
+    from a fixed warm-up state, carried across batches row by row (the official biLM and
+    allennlp's stateful ELMo), and with the biLM first fine-tuned for one epoch on the task's
+    training text (paper A.1, "in most cases"); each tested against reset. ``rep_config`` is the
+    rows' biLM configuration, to which fine-tuning is added. No paper number stands beside them
+    (the paper reports no such comparison)."""
+    base = dict(rep_config or {})
+    base.pop("finetune", None)
+    tuned = {"representation_config": {**base, "finetune": 1.0}, "state": "reset"}
+    return TableSpec(
+        name="bilm",
+        title="biLM state policy and task fine-tuning",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Reset (default)", {"representation_config": base, "state": "reset"}),
+            RunsColumn(
+                "Warm", {"representation_config": base, "state": "warm"}, versus="Reset (default)"
+            ),
+            RunsColumn(
+                "Carry", {"representation_config": base, "state": "carry"}, versus="Reset (default)"
+            ),
+            RunsColumn("Fine-tuned biLM", tuned, versus="Reset (default)"),
+        ),
+        seeds=seeds,
+    )
+
+
 def real_table(
     rows: Sequence[Row],
     seeds: tuple[int, ...] = (0,),

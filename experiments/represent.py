@@ -78,6 +78,10 @@ def make_represent(
 ) -> Represent:
     """A function from token sequences to layers: cache lookups for frozen representations.
 
+    A representation whose state policy is ``"carry"`` is always live: its vectors depend on
+    the batches before them (row ``i`` starts from the state row ``i`` ended in), so they are
+    computed in the training loop's own batch order, as allennlp's stateful ELMo did.
+
     Cached layers come back on the CPU (the runner moves whole batches); a live representation
     gets its features on ``device`` (where the injector keeps the representation). The cache
     entry stays open (never evicted) while the returned function lives.
@@ -93,7 +97,11 @@ def make_represent(
     """
     if representation is None or representation.num_layers == 0:
         return _no_layers
-    if cache_dir is not None and not representation.trainable:
+    if (
+        cache_dir is not None
+        and not representation.trainable
+        and representation.state_policy != "carry"  # order-dependent vectors: always live
+    ):
         unique = list(dict.fromkeys(tuple(s) for s in sequences))
         cache = FeatureCache.build(
             representation, unique, cache_dir, progress=progress, budget=cache_budget
