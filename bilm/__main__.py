@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from bilm.bilm import STATE_POLICIES
+from bilm.bilm import STATE_POLICIES, BiLM, StatePolicy
 from bilm.devices import (
     DEVICE_SPECS,
     PRECISIONS,
@@ -38,6 +38,7 @@ from bilm.embed import (
 )
 from bilm.options import OptionsError
 from bilm.pretrained import default_checkpoint_path
+from bilm.version import package_version
 from bilm.weights import WeightsError, load_checkpoint, load_official
 
 PROG = "bilm"
@@ -102,7 +103,8 @@ def _configure_embed(parser: argparse.ArgumentParser) -> None:
         "--checkpoint",
         type=Path,
         metavar="PATH",
-        help="safetensors checkpoint (bilm.save_checkpoint)",
+        help="safetensors checkpoint (bilm.save_checkpoint), or a pretraining OUT directory / "
+        "checkpoint.pt",
     )
     parser.add_argument(
         "--input",
@@ -186,6 +188,27 @@ def _default_checkpoint() -> Path:
         raise UsageError(f"no default model available ({exc}); {NO_MODEL}") from None
 
 
+def _load_bilm(checkpoint: Path, state: StatePolicy = "reset") -> BiLM:
+    """The biLM of ``--checkpoint`` (``embed``, ``export``): a ``.safetensors`` file, a
+    training ``checkpoint.pt``, or the pretraining output directory holding it.
+
+    Args:
+        checkpoint: the path given.
+        state: LSTM state policy of the returned model.
+
+    Returns:
+        The biLM in eval mode.
+    """
+    if checkpoint.is_dir() or checkpoint.suffix == ".pt":
+        from bilm.pretrain import load_language_model
+
+        bilm = load_language_model(checkpoint)[0].bilm
+        bilm.state = state
+        bilm.reset_states()
+        return bilm.eval()
+    return load_checkpoint(checkpoint, state=state)
+
+
 def _run_embed(args: argparse.Namespace) -> int:
     if args.checkpoint is not None and (args.options is not None or args.weights is not None):
         raise UsageError("pass either --checkpoint or --options/--weights, not both")
@@ -203,7 +226,7 @@ def _run_embed(args: argparse.Namespace) -> int:
         model = load_official(args.options, args.weights, state=args.state)
     else:
         checkpoint = args.checkpoint if args.checkpoint is not None else _default_checkpoint()
-        model = load_checkpoint(checkpoint, state=args.state)
+        model = _load_bilm(checkpoint, state=args.state)
     model = model.to(device)
     trim_heap()  # the weight file's read buffers
     if args.precision == "int8":
@@ -477,12 +500,7 @@ def _run_export(args: argparse.Namespace) -> int:
     from bilm.weights import export_official
 
     checkpoint = args.checkpoint if args.checkpoint is not None else _default_checkpoint()
-    if checkpoint.is_dir() or checkpoint.suffix == ".pt":
-        from bilm.pretrain import load_language_model
-
-        bilm = load_language_model(checkpoint)[0].bilm
-    else:
-        bilm = load_checkpoint(checkpoint)
+    bilm = _load_bilm(checkpoint)
     options, weights = export_official(bilm, args.out, n_characters=args.n_characters)
     print(json.dumps({"options": str(options), "weights": str(weights)}))
     return 0
@@ -529,6 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="ELMo biLM tools (Peters et al., 2018)."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
         sub = subparsers.add_parser(

@@ -56,11 +56,88 @@ def _lstm_prefixes(direction: int, layer: int, n_layers: int) -> list[str]:
     return names
 
 
+def _dataset_shapes(handle: Any) -> dict[str, tuple[int, ...]]:
+    """Every dataset of an open HDF5 file: name → shape."""
+    h5py = _h5py()
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def visit(name: str, item: Any) -> None:
+        if isinstance(item, h5py.Dataset):
+            shapes[name] = tuple(item.shape)
+
+    handle.visititems(visit)
+    return shapes
+
+
+def _present(shapes: Mapping[str, tuple[int, ...]], name: str) -> bool:
+    """Whether ``name`` is a dataset of the file or a group holding one."""
+    return name in shapes or any(key.startswith(f"{name}/") for key in shapes)
+
+
+def _count(shapes: Mapping[str, tuple[int, ...]], *patterns: str) -> int:
+    """How many consecutive indices ``i = 0, 1, ...`` name a dataset or group by any of
+    ``patterns`` formatted with ``i``."""
+    n = 0
+    while any(_present(shapes, pattern.format(n)) for pattern in patterns):
+        n += 1
+    return n
+
+
+def _layout_mismatch(
+    opts: BiLMOptions, shapes: Mapping[str, tuple[int, ...]], weights: str
+) -> str | None:
+    """The first field of ``opts`` that the file's datasets contradict, as ``"options
+    FIELD=VALUE but WEIGHTS holds ..."``; ``None`` when the layout agrees (or is too incomplete
+    to tell: the per-dataset checks then name what is missing)."""
+    cnn, lstm = opts.char_cnn, opts.lstm
+    if "char_embed" in shapes and shapes["char_embed"][-1] != cnn.embedding_dim:
+        return (
+            f"options char_cnn.embedding.dim={cnn.embedding_dim} but {weights} holds character "
+            f"embeddings of width {shapes['char_embed'][-1]}"
+        )
+    convolutions = _count(shapes, "CNN/W_cnn_{}", "CNN/b_cnn_{}")
+    if convolutions != len(cnn.filters):
+        return (
+            f"options char_cnn.filters has {len(cnn.filters)} filter sizes but {weights} holds "
+            f"{convolutions} convolutions"
+        )
+    for i, (width, count) in enumerate(cnn.filters):
+        kernel = shapes.get(f"CNN/W_cnn_{i}", ())
+        if len(kernel) == 4 and (kernel[1], kernel[3]) != (width, count):
+            return (
+                f"options char_cnn.filters[{i}]=[{width}, {count}] but {weights} holds "
+                f"[{kernel[1]}, {kernel[3]}] (width, count)"
+            )
+    highway = _count(shapes, "CNN_high_{}")
+    if highway != cnn.n_highway:
+        return (
+            f"options char_cnn.n_highway={cnn.n_highway} but {weights} holds {highway} highway "
+            "layer(s)"
+        )
+    cells = _count(shapes, "RNN_0/RNN/MultiRNNCell/Cell{}")
+    if cells == 0 and _present(shapes, "RNN_0/RNN/LSTMCell"):
+        cells = 1  # a single-layer bilm-tf model has no MultiRNNCell wrapper
+    if cells != lstm.n_layers:
+        return f"options lstm.n_layers={lstm.n_layers} but {weights} holds {cells} LSTM layers"
+    kernels = [shapes[f"{p}/W_0"] for p in _lstm_prefixes(0, 0, cells) if f"{p}/W_0" in shapes]
+    first = kernels[0] if kernels else ()  # (P + P, 4C)
+    if len(first) == 2 and first[1] != 4 * lstm.dim:
+        return f"options lstm.dim={lstm.dim} but {weights} holds LSTM cells of {first[1] // 4}"
+    if len(first) == 2 and first[0] != 2 * lstm.projection_dim:
+        return (
+            f"options lstm.projection_dim={lstm.projection_dim} but {weights} holds projections "
+            f"of {first[0] // 2}"
+        )
+    return None
+
+
 class _Reader:
     def __init__(self, handle: Any, path: Path) -> None:
         self.handle, self.path = handle, path
+        self.read: set[str] = set()  # the datasets copied into the model
 
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        self.read.add(name)
         if name not in self.handle:
             raise WeightsError(f"{self.path}: dataset {name!r} is missing (expected shape {shape})")
         data = self.handle[name]
@@ -86,12 +163,24 @@ def _copy(param: Tensor, array: np.ndarray) -> None:
         param.copy_(torch.from_numpy(array))
 
 
-def load_official_weights(bilm: BiLM, weights: str | os.PathLike[str]) -> BiLM:
+def load_official_weights(
+    bilm: BiLM, weights: str | os.PathLike[str], options_source: str | None = None
+) -> BiLM:
     """Copy an official ELMo HDF5 file into ``bilm`` (whose options must match the file).
 
+    The file must hold exactly what the options describe: fewer or more LSTM layers, highway
+    layers or convolutions, other widths, or datasets the options do not use are an error,
+    never layers silently dropped.
+
+    Args:
+        bilm: the model, built from the options.
+        weights: path of the ``.hdf5`` weight file.
+        options_source: where the options came from (their file), named in errors.
+
     Raises:
-        WeightsError: a dataset is missing or has another shape (both shapes named), or the file
-            is unreadable (truncated, not HDF5).
+        WeightsError: the options and the file disagree (the field and both values named, and
+            both files), a dataset is missing, has another shape (both shapes named) or is not
+            used by the options, or the file is unreadable (truncated, not HDF5).
     """
     h5py = _h5py()
     path = Path(weights)
@@ -102,7 +191,15 @@ def load_official_weights(bilm: BiLM, weights: str | os.PathLike[str]) -> BiLM:
         handle = h5py.File(path, "r")
     except (OSError, ValueError) as exc:
         raise WeightsError(f"{path}: not a readable HDF5 file ({exc})") from None
+    source = options_source or "the model's options"
     with handle:
+        try:
+            shapes = _dataset_shapes(handle)
+        except (OSError, RuntimeError) as exc:
+            raise WeightsError(f"{path}: cannot list the datasets ({exc})") from None
+        mismatch = _layout_mismatch(opts, shapes, str(path))
+        if mismatch is not None:
+            raise WeightsError(f"{source}: {mismatch}")
         r = _Reader(handle, path)
         cc = bilm.char_cnn
         with torch.no_grad():
@@ -137,6 +234,12 @@ def load_official_weights(bilm: BiLM, weights: str | os.PathLike[str]) -> BiLM:
                 del kernel
                 if cell.w_proj is not None:
                     _copy(cell.w_proj, r.get(f"{prefix}/W_P_0", (C, P)))
+    unused = sorted(set(shapes) - r.read)
+    if unused:
+        shown = ", ".join(unused[:3]) + (f" and {len(unused) - 3} more" if len(unused) > 3 else "")
+        raise WeightsError(
+            f"{source}: {path} holds {len(unused)} dataset(s) these options do not use ({shown})"
+        )
     bilm.reset_states()
     return bilm
 
@@ -157,7 +260,7 @@ def load_official(
         The biLM in eval mode.
     """
     bilm = BiLM(BiLMOptions.from_json(options), state=state)
-    load_official_weights(bilm, weights)
+    load_official_weights(bilm, weights, options_source=str(options))
     return bilm.eval()
 
 

@@ -92,6 +92,11 @@ class RunExistsError(FileExistsError):
     """``put`` of a run_id that the store already holds (results are append-only)."""
 
 
+class StoreUnusableError(ValueError):
+    """The store's folder cannot be created or written: a file is in its place or above it, or
+    there is no permission to write (:meth:`ResultsStore.check_writable`)."""
+
+
 @dataclass
 class Claim:
     """A run claimed for training by this process (:meth:`ResultsStore.claim`)."""
@@ -214,6 +219,25 @@ class ResultsStore:
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r})"
+
+    def check_writable(self) -> None:
+        """Check, creating nothing, that :meth:`put` can create the store's folder and write in
+        it: the commands that train call this before the first run.
+
+        Raises:
+            StoreUnusableError: naming the path: the store, or a folder above it, is a file, or
+                the nearest existing folder is not writable.
+        """
+        existing = self.root
+        while not existing.exists() and not existing.is_symlink() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            where = "" if existing == self.root else f" is under {existing}, which"
+            raise StoreUnusableError(f"{self.root}{where} is a file, not a folder")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise StoreUnusableError(
+                f"{self.root} cannot be written: no permission to write in {existing}"
+            )
 
     def put(self, record: RunRecord, replace: bool = False, reason: str = "") -> Path:
         """Write ``record`` atomically and return its folder.

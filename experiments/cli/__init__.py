@@ -37,6 +37,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bilm.version import package_version
 from experiments.cli import analyses, compare, efficiency, runs, tables
 from experiments.cli.errors import Parser, UsageError, exit_status
 
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMANDS.items():
         command.configure(sub.add_parser(name, help=command.help))

@@ -18,7 +18,7 @@ from experiments.cli.options import run_config, task_overrides
 from experiments.executors import Reuse, run_sweep
 from experiments.identity import run_identity
 from experiments.spec import RunSpec
-from experiments.store import ResultsStore
+from experiments.store import ResultsStore, StoreUnusableError
 from experiments.wandb_sink import WandbOptions
 
 if TYPE_CHECKING:  # the runner imports torch: loaded when a command trains
@@ -141,7 +141,8 @@ def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> R
     """Check every spec, then run each one not yet stored, one progress line per run.
 
     Raises:
-        UsageError: a spec (or the device) is wrong; no run has started.
+        UsageError: a spec (or the device) is wrong, or the store cannot be written; no run
+            has started.
         SweepError: runs failed (the others are stored).
     """
     from experiments.runner import run_spec
@@ -149,6 +150,10 @@ def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> R
     validate_specs(specs)  # before anything is created: a mistake costs no run
     options = _options(args, group)
     store = ResultsStore(args.store)
+    try:
+        store.check_writable()  # not after the first run has trained
+    except StoreUnusableError as error:
+        raise UsageError(f"--store {error}") from None
     unique = list({s.run_id: s for s in specs}.values())
     count = {"n": 0}
 

@@ -349,6 +349,33 @@ def test_cli_runtime_errors_exit_1(
     assert "not a readable safetensors checkpoint" in capsys.readouterr().err
 
 
+def test_cli_options_with_fewer_layers_than_the_weights_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #26 item 3: ``"n_layers": 1`` used to drop the second biLSTM and exit 0."""
+    from bilm.weights import export_official
+
+    options, weights = export_official(init_weights(BiLM(tiny_options()), seed=3), tmp_path)
+    data = json.loads(options.read_text())
+    data["lstm"]["n_layers"] = 1
+    options.write_text(json.dumps(data))
+    src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "o.hdf5"
+    argv = ["embed", "--options", str(options), "--weights", str(weights), "--quiet"]
+    assert main([*argv, "--input", str(src), "--output", str(out)]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"bilm embed: error: {options}: options lstm.n_layers=1 but {weights} holds 2 LSTM layers"
+    )
+    assert not out.exists()
+
+
+def test_cli_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from bilm.version import package_version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"bilm {package_version()}\n"
+
+
 # ---------------------------------------------------------------------------------- fixture
 @pytest.mark.shared
 def test_cli_carry_reproduces_tensorflow_fixture(tmp_path: Path) -> None:

@@ -57,6 +57,26 @@ def test_export_round_trips_through_the_official_loader(
         torch.testing.assert_close(exported(ids).layers, original(ids).layers, atol=0, rtol=0)
 
 
+def test_embed_takes_the_pretraining_folder_as_evaluate_and_export_do(
+    trained: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """Issue #26 item 9: ``embed --checkpoint OUT`` said "not a readable safetensors checkpoint"."""
+    import h5py
+
+    _, out = trained
+    src = tmp_path / "in.txt"
+    src.write_text("the big cat .\na\n", encoding="utf-8")
+    argv = ["embed", "--checkpoint", str(out), "--input", str(src), "--quiet", "--state", "carry"]
+    assert main([*argv, "--output", str(tmp_path / "v.hdf5"), "--layers", "top"]) == 0
+    original = load_language_model(out)[0].bilm
+    with torch.no_grad():
+        expected = original(batch_to_ids([["the", "big", "cat", "."]])).layers[-1, 0]
+    with h5py.File(tmp_path / "v.hdf5", "r") as f:
+        torch.testing.assert_close(torch.from_numpy(f["0"][...]), expected, atol=1e-5, rtol=0)
+    checkpoint = out / "checkpoint.pt"
+    assert main([*argv[:2], str(checkpoint), *argv[3:], "--output", str(tmp_path / "w.hdf5")]) == 0
+
+
 def test_release_file_fp16(trained: tuple[Path, Path], tmp_path: Path) -> None:
     text, out = trained
     model, vocab = load_language_model(out)

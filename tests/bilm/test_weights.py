@@ -69,14 +69,58 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     torch.testing.assert_close(outputs(again), outputs(model), atol=0, rtol=0)
 
 
-def test_options_that_do_not_match_the_weights(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("section", "key", "value", "expected"),
+    [
+        ("lstm", "n_layers", 1, "options lstm.n_layers=1 but {w} holds 2 LSTM layers"),
+        ("lstm", "n_layers", 3, "options lstm.n_layers=3 but {w} holds 2 LSTM layers"),
+        ("char_cnn", "n_highway", 0, "options char_cnn.n_highway=0 but {w} holds 1 highway"),
+        ("char_cnn", "n_highway", 2, "options char_cnn.n_highway=2 but {w} holds 1 highway"),
+        ("char_cnn", "filters", [[1, 4], [2, 6]], "has 2 filter sizes but {w} holds 3 conv"),
+        ("char_cnn", "filters", [[1, 4], [2, 6], [3, 7]], "filters[2]=[3, 7] but {w} holds [3, 6]"),
+        ("char_cnn", "embedding", {"dim": 8}, "embedding.dim=8 but {w} holds character embed"),
+        ("lstm", "dim", 32, "options lstm.dim=32 but {w} holds LSTM cells of 24"),
+        (
+            "lstm",
+            "projection_dim",
+            4,
+            "options lstm.projection_dim=4 but {w} holds projections of 8",
+        ),
+    ],
+)
+def test_options_that_do_not_match_the_weights_name_the_field_and_both_files(
+    tmp_path: Path, section: str, key: str, value: object, expected: str
+) -> None:
+    """Issue #26 item 3: fewer layers in the options used to drop trained layers silently."""
     _, weights = export_official(tiny_bilm(), tmp_path)
     other = BiLMOptions.from_json(tmp_path / "options.json").to_dict()
-    other["lstm"]["dim"] = 32
+    other[section][key] = value
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(other))
-    with pytest.raises(WeightsError, match=r"W_0' has shape \(16, 96\), expected \(16, 128\)"):
+    with pytest.raises(WeightsError) as caught:
         load_official(bad, weights)
+    message = str(caught.value)
+    assert message.startswith(f"{bad}: ") and expected.format(w=weights) in message
+
+
+def test_datasets_the_options_do_not_use_are_an_error(tmp_path: Path) -> None:
+    options, weights = export_official(tiny_bilm(), tmp_path)
+    with h5py.File(weights, "a") as f:
+        f["CNN_high_0/extra"] = np.zeros(3, dtype=np.float32)
+    with pytest.raises(WeightsError) as caught:
+        load_official(options, weights)
+    assert str(caught.value) == (
+        f"{options}: {weights} holds 1 dataset(s) these options do not use (CNN_high_0/extra)"
+    )
+
+
+def test_a_shape_the_layout_does_not_explain_is_still_named(tmp_path: Path) -> None:
+    options, weights = export_official(tiny_bilm(), tmp_path)
+    with h5py.File(weights, "a") as f:
+        del f["CNN_proj/b_proj"]
+        f["CNN_proj/b_proj"] = np.zeros(5, dtype=np.float32)
+    with pytest.raises(WeightsError, match=r"'CNN_proj/b_proj' has shape \(5,\), expected \(8,\)"):
+        load_official(options, weights)
 
 
 def test_missing_dataset_is_named(tmp_path: Path) -> None:
