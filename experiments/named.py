@@ -132,14 +132,14 @@ def base_spec(
     eval_splits: Sequence[str] = ("dev",),
 ) -> RunSpec:
     """The paper's ELMo configuration of a task (its mix; the preset's sites and ELMo dropout,
-    :meth:`~tasks.core.TaskSpec.sites_for`)."""
+    :meth:`~tasks.core.TaskSpec.sites_for`; its biLM fine-tuning, :func:`bilm_config_for`)."""
     task = get_task(task_name)
     task.check_preset(preset)
     return RunSpec(
         task=task.name,
         task_version=task.version,
         representation="elmo",
-        representation_config=dict(rep_config),
+        representation_config=bilm_config_for(task_name, preset, rep_config),
         sites=tuple(sorted(task.sites_for(preset))),  # type: ignore[arg-type]
         mix=task.default_mix,
         dropout=task.elmo_dropout_for(preset),
@@ -149,6 +149,44 @@ def base_spec(
         data=data,
         eval_splits=tuple(eval_splits),
     )
+
+
+def bilm_config_for(task_name: str, preset: str, rep_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The biLM configuration of a task's ELMo runs: ``rep_config`` with its ``finetune`` as
+    given (``--finetune-bilm EPOCHS``; ``0``: no fine-tuning) or, when it has none, the
+    preset's (:meth:`~tasks.core.TaskSpec.finetune_for`: the paper preset fine-tunes where the
+    paper did, A.1). A configuration without fine-tuning has no ``finetune`` key, so its run
+    ids are those of runs made before the key existed."""
+    config = dict(rep_config)
+    epochs = config.pop("finetune", None)
+    if epochs is None:
+        epochs = get_task(task_name).finetune_for(preset)
+    if epochs:
+        config["finetune"] = epochs
+    return config
+
+
+def finetune_line(specs: Sequence[RunSpec]) -> str:
+    """A caption line saying which tasks' ELMo runs fine-tuned the biLM on their training
+    text first (paper §3.4, A.1) and which did not."""
+    tuned: list[str] = []
+    frozen: list[str] = []
+    for spec in specs:
+        if spec.representation not in ("elmo", "none"):
+            continue
+        if spec.representation == "elmo":
+            names = tuned if spec.representation_config.get("finetune") else frozen
+            if spec.task not in names:
+                names.append(spec.task)
+    if not tuned:
+        return "biLM not fine-tuned on the task's text (paper A.1 fine-tuned it in most cases)."
+    parts = [
+        "biLM fine-tuned on the task's training text first, then frozen (paper A.1): "
+        + ", ".join(tuned)
+    ]
+    if frozen:
+        parts.append(f"not fine-tuned: {', '.join(frozen)}")
+    return "; ".join(parts) + "."
 
 
 def rows(
@@ -241,7 +279,7 @@ def tables(
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
     where = f"({splits_text}; preset {preset}){note}"
-    caption = describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides)
+    caption = describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows)
     caption = (*caption, *_reference_lines(all_rows, data), _deviations_line(all_rows))
 
     def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
@@ -433,8 +471,10 @@ def describe_setup(
     data: str,
     seeds: Sequence[int] | Mapping[tuple[int, ...], Sequence[str]],
     overrides: Sequence[str] = (),
+    table_rows: Sequence[Row] = (),
 ) -> tuple[str, ...]:
-    """Caption lines: which biLM, preset, data, seeds and changes a table's runs used.
+    """Caption lines: which biLM, preset, data, seeds and changes a table's runs used, and
+    (given the table's rows) which tasks fine-tuned the biLM (:func:`finetune_line`).
 
     ``seeds``: one list for every row, or row seeds → the tasks that use them."""
     bilm = bilm_description(rep_config, detail=True)
@@ -453,8 +493,10 @@ def describe_setup(
         f"biLM: {bilm}.",
         f"Preset: {preset}{changes}. Data: {what}. Seeds: {seed_text}.",
     ]
-    if rep_config.get("finetune"):
-        lines.append("The biLM was fine-tuned on each task's training text first (paper §3.4).")
+    if table_rows:
+        lines.append(finetune_line([row.base for row in table_rows]))
+    elif rep_config.get("finetune"):
+        lines.append("biLM fine-tuned on the task's training text first (paper A.1).")
     return tuple(lines)
 
 
@@ -534,7 +576,7 @@ def compare_table(
         split=split,
         paper_split=paper_split,
         caption=(
-            *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides),
+            *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows),
             *_reference_lines(all_rows, data),
             _deviations_line(all_rows),
             f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
@@ -648,5 +690,7 @@ def sample_efficiency_table(
         title=f"Sample efficiency (paper Figure 1): dev, preset {preset}{note}",
         columns=columns,
         split="dev",
-        caption=describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides),
+        caption=describe_setup(
+            rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows
+        ),
     )

@@ -139,12 +139,17 @@ class RunsColumn:
         paper_key: the paper's value for this column; ``None`` when the paper has none.
         versus: label of this column's reference column (an ablation's baseline); its cells
             then carry the difference to it with a significance test.
+        expect: the direction a claim predicts against ``versus`` (``"above"``: ELMo beats
+            the baseline; ``"below"``: random weights fall short of ELMo); rows where the
+            test does not show it (Holm-adjusted p ≥ α, or a difference the other way) are
+            named in a footnote. ``None``: no claim.
     """
 
     label: str
     changes: Mapping[str, Any] = field(default_factory=dict)
     paper_key: str | None = None
     versus: str | None = None
+    expect: Literal["above", "below"] | None = None
 
 
 @dataclass(frozen=True)
@@ -610,12 +615,13 @@ def real_table(
         rows=tuple(rows),
         columns=(
             RunsColumn("Baseline", baseline_fields()),
-            RunsColumn("ELMo", {}, versus="Baseline"),
+            RunsColumn("ELMo", {}, versus="Baseline", expect="above"),
             *(
                 RunsColumn(
                     labels.get(name, name),
                     {"representation": name, "representation_config": dict(config)},
                     versus="ELMo",
+                    expect="below" if name == "bilm-random" else None,
                 )
                 for name, config in others.items()
             ),
@@ -1266,6 +1272,7 @@ def _notes(
     else:
         for why, labels in groups.items():
             notes.append(f"Paper cells left empty for {'; '.join(labels)}: {why}.")
+    notes += _expectation_notes(placed)
     if any(" Δ " in cell for cells in body for cell in cells[1:]):
         pairs = sorted(
             {f"{c.label} vs {c.versus}" for c in table.columns if isinstance(c, RunsColumn)}
@@ -1276,6 +1283,33 @@ def _notes(
             "it is the difference the test is about."
         )
     return notes
+
+
+def _expectation_notes(placed: Sequence[tuple[Row, Column, Cell]]) -> list[str]:
+    """One footnote per column with an :attr:`RunsColumn.expect` naming the rows where its
+    test does not show the expected direction (issue #24: say where ELMo does not beat the
+    baseline, or random weights come close to ELMo)."""
+    misses: dict[tuple[str, str, str], list[str]] = {}
+    for row, column, cell in placed:
+        if not isinstance(column, RunsColumn) or column.expect is None or cell.test is None:
+            continue
+        test = cell.test
+        sign = 1.0 if column.expect == "above" else -1.0
+        p = test.adjusted_p if test.adjusted_p is not None else test.p_value
+        if sign * test.difference > 0 and p < ALPHA:
+            continue
+        delta = f"{test.difference * row.metric.scale:+.{row.metric.decimals}f}"
+        key = (column.label, column.expect, str(column.versus))
+        misses.setdefault(key, []).append(f"{row.label} (Δ {delta}, Holm p{_p(p)})")
+    return [
+        (
+            f"{label} does not beat {versus} significantly on: {'; '.join(rows)}."
+            if expect == "above"
+            else f"{label} comes close to {versus} (not significantly below it) on: "
+            f"{'; '.join(rows)}."
+        )
+        for (label, expect, versus), rows in misses.items()
+    ]
 
 
 def dead_runs(

@@ -439,6 +439,10 @@ class TaskSpec:
         preset_elmo: preset name → its own sites and ELMo dropout, for the presets whose ELMo
             runs depart from ``default_sites`` / ``elmo_dropout`` (read through
             :meth:`sites_for` and :meth:`elmo_dropout_for`).
+        finetune_presets: the presets whose ELMo runs first fine-tune the biLM for one epoch
+            on the task's training text, then freeze it (paper §3.4 and A.1: "in most cases"
+            the paper used a biLM fine-tuned on the task's text; read through
+            :meth:`finetune_for`). A ``--finetune-bilm`` on the command line wins.
     """
 
     name: str
@@ -457,6 +461,7 @@ class TaskSpec:
     seeds: int = 3
     table_split: Split = "dev"
     preset_elmo: Mapping[str, PresetElmo] = field(default_factory=dict)
+    finetune_presets: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         dropouts = [self.elmo_dropout] + [p.dropout for p in self.preset_elmo.values()]
@@ -464,6 +469,8 @@ class TaskSpec:
             raise ValueError(f"task {self.name!r}: elmo_dropout must be in [0, 1)")
         if set(self.preset_elmo) - set(self.configs):
             raise ValueError(f"task {self.name!r}: preset_elmo names an unknown preset")
+        if set(self.finetune_presets) - set(self.configs):
+            raise ValueError(f"task {self.name!r}: finetune_presets names an unknown preset")
         if self.seeds < 1:
             raise ValueError(f"task {self.name!r}: seeds must be >= 1")
         if not self.configs:
@@ -491,6 +498,11 @@ class TaskSpec:
         :attr:`elmo_dropout`)."""
         own = self.preset_elmo.get(preset)
         return own.dropout if own is not None else self.elmo_dropout
+
+    def finetune_for(self, preset: str) -> float | None:
+        """Epochs of biLM fine-tuning on the task's text before ``preset``'s ELMo runs
+        (:attr:`finetune_presets`: one epoch, as in paper A.1), ``None`` for none."""
+        return 1.0 if preset in self.finetune_presets else None
 
     def check_preset(self, preset: str) -> None:
         """Raise a ValueError listing the valid presets unless ``preset`` is one."""

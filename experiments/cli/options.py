@@ -62,8 +62,26 @@ def comma_list(text: str) -> tuple[str, ...]:
 
 
 def seeds(text: str) -> tuple[int, ...]:
-    """``0,1,2`` → ``(0, 1, 2)``."""
-    return tuple(int(s) for s in comma_list(text))
+    """``0,1,2`` → ``(0, 1, 2)``; a range ``0-4`` → ``(0, 1, 2, 3, 4)`` (both ends included).
+
+    Raises:
+        argparse.ArgumentTypeError: no seed, or an item that is neither an integer nor a range.
+    """
+    found: list[int] = []
+    for item in comma_list(text):
+        low, dash, high = item.partition("-")  # "-1" is a seed, "0-4" a range
+        try:
+            first, last = (int(low), int(high)) if dash and low else (int(item), int(item))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--seeds takes comma-separated integers or a range like 0-4, got {item!r}"
+            ) from None
+        if first > last:
+            raise argparse.ArgumentTypeError(f"--seeds range {item!r} is empty: write it low-high")
+        found += range(first, last + 1)
+    if not found:
+        raise argparse.ArgumentTypeError("--seeds needs at least one seed, e.g. 0,1,2")
+    return tuple(found)
 
 
 def floats(text: str) -> tuple[float, ...]:
@@ -108,7 +126,10 @@ def add_seed_option(parser: argparse.ArgumentParser, default: tuple[int, ...] | 
     """``--seeds`` (``None``: each task's own seeds)."""
     shown = ",".join(map(str, default)) if default is not None else "each task's own, e.g. 0,1,2"
     parser.add_argument(
-        "--seeds", type=seeds, default=default, help=f"comma-separated (default {shown})"
+        "--seeds",
+        type=seeds,
+        default=default,
+        help=f"comma-separated, or a range like 0-4 (default {shown})",
     )
 
 
@@ -171,7 +192,8 @@ def add_representation_options(parser: argparse.ArgumentParser) -> None:
         metavar="EPOCHS",
         help="first fine-tune the biLM as a language model on the task's training text "
         "(paper §3.4; default 1 epoch; cached), then freeze it; records held-out perplexity "
-        "before and after",
+        "before and after. The paper preset does this by default where the paper did (paper "
+        "A.1; each task's finetune_presets; table captions name the tasks); 0 = never",
     )
 
 
@@ -334,9 +356,11 @@ def _bilm_config(
         raise UsageError("--elmo takes OPTIONS.json WEIGHTS.hdf5, CHECKPOINT or published:NAME")
     if not elmo and preset == PAPER_PRESET and name == "elmo":
         elmo = [f"{PUBLISHED_PREFIX}{PUBLISHED_ELMO}"]
-    tuned: dict[str, object] = {"finetune": finetune} if finetune else {}
-    if tuned and name != "elmo":
+    if finetune and name != "elmo":
         raise UsageError("--finetune-bilm applies to --repr elmo")
+    # 0 stays in (it overrides the preset's fine-tuning, named.bilm_config_for)
+    tuned: dict[str, object] = {"finetune": finetune} if finetune is not None else {}
+    tuned = tuned if name == "elmo" else {}
     if len(elmo) == 2:
         options, weights = elmo
         if name == "bilm-random":

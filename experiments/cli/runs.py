@@ -87,6 +87,8 @@ def _representation_config(args: argparse.Namespace, name: str) -> dict[str, obj
         UsageError: an unknown representation, option, or a missing one.
     """
     config = {**run_config(args, name), **representation_options(args.repr_set)}
+    if name == "elmo":  # the preset's fine-tuning unless --finetune-bilm says otherwise
+        config = named.bilm_config_for(args.task, args.config, config)
     check_options(name, config)
     return config
 

@@ -252,5 +252,7 @@ TASK = TaskSpec(
     data_help="a folder with train/dev/test.english.v4_gold_conll (e2e-coref names), "
     "train/, development/, test/ trees of *_gold_conll files (CoNLL-2012 v4, English) or "
     "train/, dev/, test/ folders of *.conll files (LitBank); test is optional",
+    # no finetune_presets: paper A.1 names CoNLL 2012 as the one set whose perplexity fine-tuning
+    # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
     elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" [R]
 )

@@ -271,6 +271,9 @@ TASK = TaskSpec(
     metric_from_totals=span_f1_from_totals,
     elmo_dropout=0.0,  # source: allennlp ner_elmo.jsonnet (Elmo dropout 0.0), TASKS_SPEC §3.5
     seeds=5,  # source: paper Table 1 (NER: mean ± std over 5 seeds)
+    # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists CoNLL 2003)
+    # [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
+    finetune_presets=frozenset({"paper"}),
     data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), "
     "CoNLL-2002's esp.*/ned.*, train.txt / dev.txt / test.txt, or train/ dev/ test/ folders of "
     "*.tsv/*.conll/*.txt column files (test optional; --set tag_column=N, dev_from_train=N, "

@@ -303,6 +303,8 @@ TASK = TaskSpec(
     paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
     table_split="test",  # the data has a labelled test split
     metric_from_totals=span_f1_from_totals,
+    # no finetune_presets: paper A.1 names CoNLL 2012 as the one set whose perplexity fine-tuning
+    # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
     elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
     data_help=LAYOUTS,
 )

@@ -192,6 +192,9 @@ TASK = TaskSpec(
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
     table_split="test",  # the data has a labelled test split
     seeds=5,  # source: paper Table 1 (mean ± std over 5 seeds)
+    # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists SST)
+    # [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
+    finetune_presets=frozenset({"paper"}),
     metric_from_totals=accuracy_from_totals,
     elmo_dropout=0.0,  # source: allennlp a27afe0b (Elmo "dropout": 0.0)
     # mini keeps allennlp's v0.5.0 BCN + ELMo placement (input and integrator output, Elmo

@@ -149,3 +149,47 @@ def test_dynamic_table_tests_per_token_weights_against_each_tasks_static_mix() -
         assert a.mix.mode == "all" and b.mix.mode == "dynamic"
         assert dataclasses.replace(b, mix=a.mix) == a  # nothing else differs
         assert a.mix.lam == registry.TASKS[row.base.task].default_mix.lam
+
+
+def test_bilm_table_tests_warm_carry_and_fine_tuning_against_reset() -> None:
+    """``reproduce bilm``: every task on Table 1's split; the reset column is Table 1's ELMo
+    run (so it is reused), warm and carry differ from it in the state policy only, the
+    fine-tuned column in its biLM configuration only; each is tested against reset."""
+    config = {"checkpoint": "lm.pt"}
+    (table,) = named.tables("bilm", "mini", "demo", (0, 1), config)
+    (t1,) = named.tables("table1", "mini", "demo", (0, 1), config)
+    assert [row.base.task for row in table.rows] == list(registry.TASKS)
+    reset, warm, carry, tuned = table.columns
+    assert [c.versus for c in table.columns] == [None, reset.label, reset.label, reset.label]
+    elmo = next(c for c in t1.columns if getattr(c, "label", "") == "ELMo")
+    for row in table.rows:
+        (base, _) = table.expected(row, reset)
+        assert base.state == "reset" and "finetune" not in base.representation_config
+        t1_row = next(r for r in t1.rows if r.base.task == row.base.task)
+        assert base.run_id == t1.expected(t1_row, elmo)[0].run_id
+        for column, state in ((warm, "warm"), (carry, "carry")):
+            (spec, _) = table.expected(row, column)
+            assert dataclasses.replace(spec, state="reset") == base and spec.state == state
+        (spec, _) = table.expected(row, tuned)
+        assert spec.representation_config == {**config, "finetune": 1.0}
+        assert dataclasses.replace(spec, representation_config=config) == base
+    assert any("not fine-tuned" in line for line in table.caption)
+
+
+def test_paper_preset_fine_tunes_the_biLM_where_the_paper_did() -> None:
+    """Paper A.1: the paper preset's ELMo runs fine-tune the biLM on the task's text for the
+    tasks declared so (``TaskSpec.finetune_presets``), unless ``finetune`` is given (``0``: no
+    fine-tuning); mini never does by default; the caption names which tasks did."""
+    tuned = {n for n, t in registry.TASKS.items() if t.finetune_for("paper")}
+    assert tuned == {"squad", "snli", "ner", "sst5"}
+    for name in registry.TASKS:
+        paper = named.base_spec(name, "paper", "demo", {"checkpoint": "x"})
+        want = {"checkpoint": "x", "finetune": 1.0} if name in tuned else {"checkpoint": "x"}
+        assert paper.representation_config == want, name
+        off = named.base_spec(name, "paper", "demo", {"checkpoint": "x", "finetune": 0.0})
+        assert off.representation_config == {"checkpoint": "x"}, name
+        assert "finetune" not in named.base_spec(name, "mini", "demo", {}).representation_config
+        two = named.base_spec(name, "mini", "demo", {"finetune": 2.0})
+        assert two.representation_config == {"finetune": 2.0}
+    line = named.finetune_line([named.base_spec(n, "paper", "demo", {}) for n in registry.TASKS])
+    assert "squad, snli" in line and "not fine-tuned: srl, coref" in line

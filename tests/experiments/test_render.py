@@ -717,3 +717,30 @@ def test_csv_carries_split_setup_test_and_paper_columns() -> None:
     assert baseline["p"] == "" and baseline["n_seeds_a"] == ""
     assert elmo["paper_comparable"] == "false"
     assert elmo["paper_incomparable_because"].startswith("DEMO data, preset mini")
+
+
+def test_a_column_that_misses_its_expected_direction_is_named_in_a_footnote() -> None:
+    """``expect``: a clear gain is not mentioned, a gain the test cannot show is, and a column
+    expected below its reference that is not significantly below it "comes close"."""
+    base = make_spec()
+    table = versus_table(base, ("Clear", "Unclear"))
+    columns = (
+        table.columns[0],
+        dataclasses.replace(table.columns[1], expect="above"),
+        dataclasses.replace(table.columns[2], expect="above"),
+    )
+    table = dataclasses.replace(table, columns=columns)
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50), 1: pattern(51, shift=2), 2: pattern(49)})
+    fill(store, table, "Clear", {0: pattern(80), 1: pattern(82, shift=1), 2: pattern(81)})
+    fill(
+        store, table, "Unclear", {0: pattern(50, shift=4), 1: pattern(52), 2: pattern(49, shift=7)}
+    )
+    text = render(table, store.records, {}, attachments=store.attachment)
+    assert "Unclear does not beat Baseline significantly on: SNLI (acc) (Δ +" in text
+    assert "Clear does not beat" not in text
+    below = dataclasses.replace(
+        table, columns=(*columns[:2], dataclasses.replace(columns[2], expect="below"))
+    )
+    text = render(below, store.records, {}, attachments=store.attachment)
+    assert "Unclear comes close to Baseline (not significantly below it) on: SNLI (acc)" in text

@@ -149,3 +149,32 @@ def test_finetune_bilm_passes_the_checks_before_any_run() -> None:
     validate_specs([RunSpec(task="sst5", task_version=1, representation_config={"finetune": 1.0})])
     with pytest.raises(UsageError, match="bogus"):
         validate_specs([RunSpec(task="sst5", task_version=1, representation_config={"bogus": 1})])
+
+
+def test_finetune_bilm_zero_turns_the_presets_fine_tuning_off(tmp_path: Path) -> None:
+    """``run`` follows the preset's fine-tuning (``TaskSpec.finetune_presets``) for ELMo;
+    ``--finetune-bilm`` sets the epochs, ``--finetune-bilm 0`` none (the run id of a run
+    without fine-tuning)."""
+    import dataclasses
+
+    from experiments.cli import build_parser
+    from experiments.cli.runs import train_specs
+    from tasks import registry
+
+    def spec(*argv: str) -> RunSpec:
+        (one,) = train_specs(build_parser().parse_args(["run", "toy", *argv, *cli_dirs(tmp_path)]))[
+            0
+        ]
+        return one
+
+    with registered(tmp_path / "toy-demo"):
+        plain = spec()
+        task = registry.TASKS["toy"]
+        registry.TASKS["toy"] = dataclasses.replace(task, finetune_presets=frozenset({"mini"}))
+        try:
+            tuned, off, two = spec(), spec("--finetune-bilm", "0"), spec("--finetune-bilm", "2")
+        finally:
+            registry.TASKS["toy"] = task
+    assert "finetune" not in plain.representation_config
+    assert tuned.representation_config["finetune"] == 1.0
+    assert off.run_id == plain.run_id and two.representation_config["finetune"] == 2.0

@@ -365,3 +365,19 @@ def test_make_represent_passes_the_budget(tmp_path: Path) -> None:
     got = represent([DATA[1], DATA[0]])
     want = toy(toy.featurize([DATA[1], DATA[0]]))
     torch.testing.assert_close(got.tensors, want.tensors, atol=2e-3, rtol=1e-3)
+
+
+def test_make_represent_runs_a_carry_representation_live(tmp_path: Path) -> None:
+    """A ``carry`` representation's vectors depend on the batches before them: it is never
+    cached (no entry is written, every call reaches the representation)."""
+    from experiments.runner import make_represent
+
+    class Carrying(Toy):
+        state_policy = "carry"
+
+    rep = Carrying()
+    represent = make_represent(rep, DATA, tmp_path, progress=False)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == [] and rep.calls == 0
+    got = represent([DATA[0]])
+    assert rep.calls == 1
+    torch.testing.assert_close(got.tensors, Toy()(Toy().featurize([DATA[0]])).tensors)
