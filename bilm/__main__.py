@@ -4,8 +4,8 @@ Commands live in one dict literal, :data:`COMMANDS`: name → :class:`Command` (
 function adding its arguments, a function running it). A new command is one entry there.
 
 Exit status: 0 success, 1 the command failed (bad input file, unreadable weights, …),
-2 usage error (bad or missing arguments), 130 interrupted. Errors are one line on stderr, no
-traceback.
+2 usage error (bad or missing arguments, or a ``--device`` this machine lacks), 130
+interrupted. Errors are one line on stderr, no traceback.
 """
 
 from __future__ import annotations
@@ -218,6 +218,8 @@ def _run_embed(args: argparse.Namespace) -> int:
         device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     except RuntimeError as exc:
         raise UsageError(f"--device: {exc}") from None
+    if device.type == "cuda":  # before loading the model: CUDA there, the index visible
+        device = resolve_device(device)
     if not args.input.is_file():  # fail before loading the model (UTF-8 is checked later)
         missing = "not found" if not args.input.exists() else "is not a regular file"
         raise EmbedError(f"{args.input}: input file {missing}")
@@ -581,6 +583,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return command.run(args)
     except UsageError as exc:
         sub.print_usage(sys.stderr)
+        print(f"{sub.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except DeviceError as exc:  # the arguments are fine, the machine lacks the device
         print(f"{sub.prog}: error: {exc}", file=sys.stderr)
         return 2
     except (EmbedError, WeightsError, OptionsError, OSError, ValueError) as exc:

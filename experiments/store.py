@@ -92,6 +92,11 @@ class RunExistsError(FileExistsError):
     """``put`` of a run_id that the store already holds (results are append-only)."""
 
 
+class CorruptRecordError(ValueError):
+    """A stored run's file cannot be read (truncated, not JSON, missing): the message names it
+    and says how to retrain the run."""
+
+
 class StoreUnusableError(ValueError):
     """The store's folder cannot be created or written: a file is in its place or above it, or
     there is no permission to write (:meth:`ResultsStore.check_writable`)."""
@@ -328,7 +333,7 @@ class ResultsStore:
         folder = self.path_of(run_id)
         if folder is None:
             return None
-        env = json.loads((folder / "env.json").read_text("utf-8"))
+        env = _read_json(folder / "env.json", folder)
         identity: dict[str, Any] = env.get("provenance", {}).get("identity") or {}
         return identity
 
@@ -423,18 +428,58 @@ class ResultsStore:
                     yield path
 
 
+def _damaged(path: Path, folder: Path, what: str) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"{path}: {what}; the stored run is damaged: remove its folder {folder} and rerun "
+        "the command to train it again"
+    )
+
+
+def _read_text(path: Path, folder: Path) -> str:
+    """The UTF-8 text of one file of a run folder (:class:`CorruptRecordError` if unreadable)."""
+    try:
+        return path.read_text("utf-8")
+    except FileNotFoundError:
+        raise _damaged(path, folder, "missing") from None
+    except UnicodeDecodeError as error:
+        raise _damaged(path, folder, f"not UTF-8 ({error.reason})") from None
+
+
+def _parse_json(text: str, path: Path, folder: Path, line: int | None = None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"line {line if line is not None else error.lineno}, column {error.colno}"
+        raise _damaged(path, folder, f"not valid JSON ({error.msg}: {where})") from None
+
+
+def _read_json(path: Path, folder: Path) -> Any:
+    """One JSON file of a run folder (:class:`CorruptRecordError` if missing or malformed)."""
+    return _parse_json(_read_text(path, folder), path, folder)
+
+
 def load_record(path: str | os.PathLike[str]) -> RunRecord:
-    """Read one run folder written by :meth:`ResultsStore.put`."""
+    """Read one run folder written by :meth:`ResultsStore.put`.
+
+    Raises:
+        CorruptRecordError: one of its files is missing, not UTF-8 or not valid JSON (e.g.
+            truncated); the message names the file and says to remove the folder to retrain.
+    """
     folder = Path(path)
-    spec = RunSpec.from_dict(json.loads((folder / "spec.json").read_text("utf-8")))
-    metrics = json.loads((folder / "metrics.json").read_text("utf-8"))
-    env = json.loads((folder / "env.json").read_text("utf-8"))
-    lines = (folder / "log.jsonl").read_text("utf-8").splitlines()
+    spec = RunSpec.from_dict(_read_json(folder / "spec.json", folder))
+    metrics = _read_json(folder / "metrics.json", folder)
+    env = _read_json(folder / "env.json", folder)
+    log_path = folder / "log.jsonl"
+    lines = _read_text(log_path, folder).splitlines()
     record = RunRecord(
         spec=spec,
         metrics=metrics,
         provenance=Provenance.from_dict(env["provenance"]),
-        log=tuple(json.loads(line) for line in lines if line.strip()),
+        log=tuple(
+            _parse_json(line, log_path, folder, number)
+            for number, line in enumerate(lines, start=1)
+            if line.strip()
+        ),
         timings=env.get("timings", {}),
     )
     if record.run_id != folder.name:

@@ -6,6 +6,8 @@
   the same rule (:class:`Parser`).
 * **A failed run** (:class:`~experiments.executors.SweepError`: the other runs are stored):
   ``error: N of M runs failed`` and one line per failed run id, exit status 1.
+* **Ctrl-C** (``KeyboardInterrupt``): the line :data:`INTERRUPTED`, exit status 130; finished
+  runs are stored and the interrupted one resumes from its checkpoint.
 
 Commands raise; only :func:`exit_status` (called by :func:`experiments.cli.main`) prints.
 """
@@ -18,7 +20,10 @@ from typing import NoReturn
 
 from experiments.executors import SweepError
 
-__all__ = ["USER_MISTAKES", "Parser", "UsageError", "exit_status", "one_line"]
+__all__ = ["INTERRUPTED", "USER_MISTAKES", "Parser", "UsageError", "exit_status", "one_line"]
+
+#: What Ctrl-C prints (exit status 130).
+INTERRUPTED = "interrupted; rerun the same command to resume"
 
 
 class UsageError(Exception):
@@ -38,7 +43,10 @@ USER_MISTAKES: tuple[type[BaseException], ...] = (
 
 
 def one_line(error: BaseException) -> str:
-    """An exception's message on one line (a KeyError's without its quotes)."""
+    """An exception's message on one line (a KeyError's without its quotes; an ``OSError``
+    raised by the system as ``FILE: reason``, not its bare errno)."""
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        return " ".join(f"{error.filename}: {error.strerror}".split())
     return " ".join(str(error.args[0] if error.args else error).split())
 
 
@@ -49,9 +57,12 @@ def exit_status(error: BaseException) -> int | None:
         error: what a command raised.
 
     Returns:
-        1 for a failed run, 2 for a user mistake, ``None`` for anything else (a bug: the
-        caller re-raises it, so its traceback is shown).
+        1 for a failed run, 2 for a user mistake, 130 for Ctrl-C, ``None`` for anything else
+        (a bug: the caller re-raises it, so its traceback is shown).
     """
+    if isinstance(error, KeyboardInterrupt):
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
     if isinstance(error, SweepError):  # names every failed run id, one per line
         print(f"error: {error}", file=sys.stderr)
         return 1

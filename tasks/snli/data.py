@@ -346,12 +346,28 @@ def split_file(data_dir: str | Path, split: str) -> Path | None:
     return None
 
 
-class SnliNotAvailable(RuntimeError):
-    """SNLI could not be found locally and the Hugging Face Hub could not be reached."""
+class SnliNotAvailable(FileNotFoundError):
+    """A ``--data`` folder lacks the train or dev file, or (``--data hf:NAME``) the Hugging Face
+    Hub could not be reached."""
 
 
-def load_hf(split: str, *, cache_dir: str | Path | None = None) -> tuple[list[SnliExample], int]:
-    """A split of ``stanfordnlp/snli`` from the Hugging Face Hub (or a local HF cache).
+def missing_files_error(folder: str | Path, missing: Sequence[str]) -> SnliNotAvailable:
+    """The one-line error for a data folder without files for the splits ``missing``."""
+    where = str(folder) if Path(folder).is_dir() else f"{folder} (no such folder)"
+    looked = " and no ".join(" or ".join(SPLIT_NAMES[split]) for split in missing)
+    return SnliNotAvailable(
+        f"{where}: no {looked}; an SNLI data folder holds snli_1.0_train.jsonl, "
+        "snli_1.0_dev.jsonl (and optionally snli_1.0_test.jsonl), or train.jsonl / dev.jsonl / "
+        'test.jsonl with {"premise", "hypothesis", "label"} per line. A data folder is never '
+        f"completed from the Hugging Face Hub: pass --data hf:{HF_DATASET} to read it from there"
+    )
+
+
+def load_hf(
+    split: str, *, cache_dir: str | Path | None = None, name: str = HF_DATASET
+) -> tuple[list[SnliExample], int]:
+    """A split of the Hugging Face dataset ``name`` (``stanfordnlp/snli``: columns ``premise``,
+    ``hypothesis``, ``label`` 0–2 or -1) from the Hub (or a local HF cache).
 
     Rows with label -1 (no gold label) are skipped and their number returned. Pair ids are
     ``"<hf split>-<row>"``; tokens come from :func:`tokenize` (the Hub copy has no parses).
@@ -366,12 +382,12 @@ def load_hf(split: str, *, cache_dir: str | Path | None = None) -> tuple[list[Sn
     hf_split = HF_SPLITS[split]
     try:
         rows = ds.load_dataset(
-            HF_DATASET, split=hf_split, cache_dir=None if cache_dir is None else str(cache_dir)
+            name, split=hf_split, cache_dir=None if cache_dir is None else str(cache_dir)
         )
     except (OSError, ConnectionError, TimeoutError) as exc:  # offline, DNS, missing cache entry
         raise SnliNotAvailable(
-            f"SNLI {split!r} split is not available locally and the Hugging Face Hub could not be "
-            f"reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply the files with "
+            f"SNLI {split!r} split is not available: the Hugging Face Hub could not be "
+            f"reached for {name!r} ({type(exc).__name__}: {exc}). Supply the files with "
             "--data DIR: a folder holding snli_1.0_train.jsonl, snli_1.0_dev.jsonl and "
             "snli_1.0_test.jsonl (from https://nlp.stanford.edu/projects/snli/snli_1.0.zip), or "
             'train.jsonl / dev.jsonl / test.jsonl with {"premise", "hypothesis", "label"} '
@@ -442,18 +458,19 @@ def _split_files(
 
 
 def _load_hub(
-    stats: dict[str, ReadStats] | None,
+    stats: dict[str, ReadStats] | None, name: str = HF_DATASET
 ) -> tuple[Splits, tuple[str, ...], dict[str, str]]:
-    """Every split of ``stanfordnlp/snli`` (pairs without a gold label skipped and counted)."""
+    """Every split of the Hugging Face dataset ``name`` (pairs without a gold label skipped and
+    counted)."""
     splits: Splits = {}
     for split in ("train", "dev", "test"):
-        splits[split], unlabeled = load_hf(split)
+        splits[split], unlabeled = load_hf(split, name=name)
         if stats is not None:
-            hub = ReadStats(len(splits[split]), source=f"hf:{HF_DATASET}[{split}]")
+            hub = ReadStats(len(splits[split]), source=f"hf:{name}[{split}]")
             hub.skipped[SKIP_NO_GOLD] += unlabeled
             stats[split] = hub
-        logger.info("%s %s: %d pairs without a gold label skipped", HF_DATASET, split, unlabeled)
-    return splits, LABELS, {s: f"hf:{HF_DATASET}" for s in splits}
+        logger.info("%s %s: %d pairs without a gold label skipped", name, split, unlabeled)
+    return splits, LABELS, {s: f"hf:{name}" for s in splits}
 
 
 def _load_files(
@@ -492,7 +509,8 @@ def load_splits(
 
     Args:
         config: the configuration (explicit files).
-        data_dir: ``--data DIR``, or None.
+        data_dir: ``--data DIR``, ``hf:NAME`` (a Hugging Face dataset, e.g.
+            ``hf:stanfordnlp/snli``: the only way to the Hub), or None.
         stats: when given, filled with each split's read statistics (pairs read, pairs without
             a gold label skipped, the source).
         demo: builds the DEMO set and returns its folder (read when neither ``data_dir`` nor
@@ -505,17 +523,23 @@ def load_splits(
 
     Raises:
         DataError: a file is missing or malformed, or a dev/test label is outside the label set.
-        SnliNotAvailable: no local files and no Hugging Face Hub.
+        SnliNotAvailable: the data folder lacks the train or dev file (never completed from the
+            Hub), or ``hf:NAME`` and the Hub cannot be reached.
+        ValueError: explicit files with ``hf:NAME``, or only one of them without ``--data``.
     """
+    if data_dir is not None and data_dir.startswith("hf:"):
+        if config.train_file or config.dev_file or config.test_file:
+            raise ValueError(
+                f"--data {data_dir} reads every split from the Hugging Face Hub; it cannot be "
+                "combined with train_file, dev_file or test_file"
+            )
+        return _load_hub(stats, data_dir[3:])
     files = _split_files(config, data_dir, demo)
     if "train" in files and "dev" in files:
         return _load_files(files, stats)
     if data_dir is None:
         raise ValueError("train_file and dev_file must both be given (or --data DIR)")
-    logger.warning(
-        "no train/dev files in %s; trying the Hugging Face Hub (%s)", data_dir, HF_DATASET
-    )
-    return _load_hub(stats)
+    raise missing_files_error(data_dir, [s for s in ("train", "dev") if s not in files])
 
 
 def apply_policy(

@@ -8,8 +8,9 @@ Data sources, in order (:func:`tasks.snli.data.load_splits`):
    the same format work too) or ``{train,dev,test}.jsonl`` (official or plain
    ``{"premise", "hypothesis", "label"}`` records with any label set, taken from the training
    file); the test file is optional;
-3. ``--data DIR`` without those files: ``stanfordnlp/snli`` through Hugging Face ``datasets``
-   (a clear error when offline);
+3. ``--data hf:NAME`` (``hf:stanfordnlp/snli``): a Hugging Face dataset through ``datasets``
+   (a clear error when offline); a ``--data DIR`` without the train and dev files is an error
+   naming them, never completed from the Hub;
 4. no ``--data``: the bundled **DEMO** set (``tasks/snli/demo.py``: real public-domain
    sentences with rule-made hypotheses; not SNLI). Numbers on it only show that the pipeline
    learns and how representations compare on it.
@@ -224,5 +225,5 @@ TASK = TaskSpec(
     finetune_presets=frozenset({"paper"}),
     data_help="a folder with snli_1.0_{train,dev,test}.jsonl (official SNLI 1.0) or "
     '{train,dev,test}.jsonl (official records, or {"premise", "hypothesis", "label"} per line '
-    "with any label set); without them stanfordnlp/snli is read through Hugging Face datasets",
+    "with any label set); or hf:stanfordnlp/snli (the Hugging Face Hub)",
 )

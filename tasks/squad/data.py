@@ -127,8 +127,19 @@ class SquadExample:
         return self.context[self.context_offsets[first][0] : self.context_offsets[last][1]]
 
 
-class SquadNotAvailable(RuntimeError):
-    """SQuAD could not be found locally and the Hugging Face Hub could not be reached."""
+class SquadNotAvailable(FileNotFoundError):
+    """A ``--data`` folder lacks a SQuAD file, or (``--data hf:NAME``) the Hugging Face Hub
+    could not be reached."""
+
+
+def missing_files_error(folder: str | Path, missing: Sequence[str]) -> SquadNotAvailable:
+    """The one-line error for a data folder without ``missing`` (names of :data:`SPLIT_FILES`)."""
+    where = str(folder) if Path(folder).is_dir() else f"{folder} (no such folder)"
+    return SquadNotAvailable(
+        f"{where}: no {' and no '.join(missing)}; a SQuAD data folder holds train-v1.1.json and "
+        "dev-v1.1.json (https://rajpurkar.github.io/SQuAD-explorer/). A data folder is never "
+        f"completed from the Hugging Face Hub: pass --data hf:{HF_DATASET} to read it from there"
+    )
 
 
 @lru_cache(maxsize=1)
@@ -524,44 +535,47 @@ def load_squad(
     cache_dir: str | Path | None = None,
     stats: ReadStats | None = None,
 ) -> list[SquadExample]:
-    """The examples of one SQuAD v1.1 split, from local files or the Hugging Face Hub.
+    """The examples of one SQuAD v1.1 split, from a local folder or the Hugging Face Hub.
 
     ``train`` keeps the first answer of each question, ``dev`` (alias ``validation``) all answers.
-    If ``data_dir`` holds ``train-v1.1.json`` / ``dev-v1.1.json`` (the official files), that file is
-    read. Otherwise ``datasets.load_dataset("rajpurkar/squad", split=...)`` is tried (downloading,
-    or reading a local Hugging Face cache; ``cache_dir`` is passed to it) and its rows go through
-    the same reader. With ``stats``, the reader's statistics (and the source) are added to it.
+    A folder ``data_dir`` must hold the split's official file (``train-v1.1.json`` /
+    ``dev-v1.1.json``); it is never completed from the Hub. ``data_dir="hf:NAME"`` (or None:
+    ``hf:rajpurkar/squad``) reads ``datasets.load_dataset(NAME, split=...)`` (downloading, or
+    reading a local Hugging Face cache; ``cache_dir`` is passed to it) through the same reader.
+    With ``stats``, the reader's statistics (and the source) are added to it.
 
     Raises:
-        SquadNotAvailable: no local file and the Hub cannot be reached (offline); the message says
-            how to supply the files.
+        SquadNotAvailable: the folder lacks the split's file, or the Hub cannot be reached
+            (offline); the message says how to supply the files.
         DataError: a local file is malformed.
     """
     name = _normalise_split(split)
     keep: Keep = "first" if name == "train" else "all"
-    if data_dir is not None:
+    hub = HF_DATASET
+    if data_dir is not None and str(data_dir).startswith("hf:"):
+        hub = str(data_dir)[3:]
+    elif data_dir is not None:
         path = Path(data_dir) / SPLIT_FILES[name]
-        if path.is_file():
-            return _read_into(SquadReader(path, keep=keep), stats)
-        logger.warning("%s not found; trying the Hugging Face Hub (%s)", path, HF_DATASET)
+        if not path.is_file():
+            raise missing_files_error(data_dir, [SPLIT_FILES[name]])
+        return _read_into(SquadReader(path, keep=keep), stats)
     ds = require_datasets()
     hf_split = "train" if name == "train" else "validation"
     try:
         rows = ds.load_dataset(
-            HF_DATASET, split=hf_split, cache_dir=None if cache_dir is None else str(cache_dir)
+            hub, split=hf_split, cache_dir=None if cache_dir is None else str(cache_dir)
         )
     except (OSError, ConnectionError, TimeoutError) as exc:  # offline, DNS, missing cache entry
-        looked = f"no {SPLIT_FILES[name]} in {data_dir}" if data_dir else "no --data folder given"
         raise SquadNotAvailable(
-            f"SQuAD v1.1 {name!r} split is not available: {looked}, and the Hugging Face Hub "
-            f"could not be reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply the "
+            f"SQuAD v1.1 {name!r} split is not available: the Hugging Face Hub "
+            f"could not be reached for {hub!r} ({type(exc).__name__}: {exc}). Supply the "
             "official files with --data DIR (a folder holding train-v1.1.json and dev-v1.1.json, "
             "from https://rajpurkar.github.io/SQuAD-explorer/), or fill a local Hugging Face "
-            f"cache while online (datasets.load_dataset({HF_DATASET!r})) and rerun with "
+            f"cache while online (datasets.load_dataset({hub!r})) and rerun with "
             "HF_DATASETS_OFFLINE=1."
         ) from exc
     document = hf_rows_to_document(rows)
-    source = f"hf:{HF_DATASET}[{hf_split}]"
+    source = f"hf:{hub}[{hf_split}]"
     return _read_into(SquadReader.from_document(document, source, keep=keep), stats)
 
 
@@ -583,12 +597,22 @@ def load_splits(
 ) -> tuple[dict[str, list[SquadExample]], dict[str, ReadStats]]:
     """Train and dev (:func:`load_squad`) and their statistics; SQuAD's test set is hidden.
 
-    A training question without an answer cannot train (skipped); with ``max_context_tokens``
-    set, one whose answer ends beyond the cut is skipped too (exempt: a configured filter).
+    ``folder``: a folder holding both official files (checked before either is read), or
+    ``hf:NAME`` (a Hugging Face dataset). A training question without an answer cannot train
+    (skipped); with ``max_context_tokens`` set, one whose answer ends beyond the cut is skipped
+    too (exempt: a configured filter).
 
     Returns:
         ``(splits, stats)``: split → examples, split → read statistics.
+
+    Raises:
+        SquadNotAvailable: the folder lacks a file (naming every missing one), or the Hub cannot
+            be reached.
     """
+    if not str(folder).startswith("hf:"):
+        missing = [f for f in SPLIT_FILES.values() if not (Path(folder) / f).is_file()]
+        if missing:
+            raise missing_files_error(folder, missing)
     stats = {"train": ReadStats(), "dev": ReadStats()}
     read = load_squad("train", folder, stats=stats["train"])
     train = [ex for ex in read if ex.span is not None]

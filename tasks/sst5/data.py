@@ -309,7 +309,27 @@ RawLabel = str | int
 
 
 class SstNotAvailable(FileNotFoundError):
-    """No usable local files and the Hugging Face Hub cannot be reached."""
+    """A ``--data`` folder holds neither layout, or (``--data hf:NAME``) the Hugging Face Hub
+    cannot be reached."""
+
+
+def missing_files_error(folder: str | Path) -> SstNotAvailable:
+    """The one-line error for a data folder with neither layout, naming the files it lacks."""
+    root = Path(folder)
+    where = str(folder) if root.is_dir() else f"{folder} (no such folder)"
+    trees = [TREE_FILES[s] for s in ("train", "dev") if not (root / TREE_FILES[s]).is_file()]
+    jsonl = [
+        " or ".join(JSONL_FILES[s])
+        for s in ("train", "dev")
+        if not any((root / name).is_file() for name in JSONL_FILES[s])
+    ]
+    return SstNotAvailable(
+        f"{where}: no {' and no '.join(trees)} (SST trees: train.txt, dev.txt, optional "
+        f"test.txt) and no {' and no '.join(jsonl)} (JSON lines: train.jsonl, dev.jsonl or "
+        'valid.jsonl, optional test.jsonl, one {"text", "label"} per line). A data folder is '
+        f"never completed from the Hugging Face Hub: pass --data hf:{HF_DATASET} to read it "
+        "from there"
+    )
 
 
 @dataclass(frozen=True)
@@ -495,8 +515,9 @@ def load_data(
     """Read the train / dev / test splits for the classifier.
 
     Sources, in order: explicit ``files`` (split → path; ``.jsonl`` = JSON lines, anything else
-    SST trees; ``train`` and ``dev`` required); the folder ``data_dir`` (:func:`find_files`);
-    else ``SetFit/sst5`` from the Hugging Face Hub (sentences only, labels 0–4).
+    SST trees; ``train`` and ``dev`` required); ``data_dir="hf:NAME"``: the Hugging Face dataset
+    NAME (``SetFit/sst5``: sentences only, labels 0–4; also read when ``data_dir`` is None); the
+    folder ``data_dir`` (:func:`find_files`; never completed from the Hub).
 
     Training examples are phrases as :func:`read_tree_texts` (tree files with ``phrases``),
     otherwise sentences; dev and test are always sentences (roots).
@@ -504,9 +525,17 @@ def load_data(
     Raises:
         DataError: a malformed file, an empty text, a text over ``max_tokens``, or a dev/test
             label outside the training label set (with file and line).
-        ValueError: explicit files mixing the two formats, or without ``train`` / ``dev``.
-        SstNotAvailable: no local files and the Hub cannot be reached.
+        ValueError: explicit files mixing the two formats, or without ``train`` / ``dev``, or
+            with ``hf:NAME``.
+        SstNotAvailable: a folder with neither layout (naming the files it lacks), or the Hub
+            cannot be reached.
     """
+    hub = str(data_dir)[3:] if data_dir is not None and str(data_dir).startswith("hf:") else None
+    if files and hub is not None:
+        raise ValueError(
+            f"--data {data_dir} reads every split from the Hugging Face Hub; it cannot be "
+            "combined with train_file, dev_file or test_file"
+        )
     if files:
         missing = [s for s in ("train", "dev") if s not in files]
         if missing:
@@ -516,10 +545,12 @@ def load_data(
         if len(kinds) > 1:
             raise ValueError("explicit files mix JSON lines (.jsonl) and SST tree files")
         layout: Layout = "jsonl" if kinds.pop() else "trees"
-    elif data_dir is not None and (found := find_files(data_dir)) is not None:
+    elif data_dir is None or hub is not None:
+        return _load_hub(hub or HF_DATASET, max_tokens)
+    elif (found := find_files(data_dir)) is not None:
         layout, paths = found
     else:
-        return _load_hub(data_dir, max_tokens)
+        raise missing_files_error(data_dir)
     names = {s: str(p) for s, p in paths.items()}
     if layout == "trees":
         splits: dict[str, list[TextExample]] = {}
@@ -539,25 +570,20 @@ def load_data(
     return SstData(splits, labels, "jsonl", names, stats)
 
 
-def _load_hub(data_dir: str | Path | None, max_tokens: int) -> SstData:
-    """``SetFit/sst5`` (columns ``text``, ``label`` 0–4) through Hugging Face ``datasets``."""
+def _load_hub(name: str, max_tokens: int) -> SstData:
+    """The Hugging Face dataset ``name`` (``SetFit/sst5``: columns ``text``, ``label`` 0–4)
+    through ``datasets``."""
     ds = require_datasets()
-    looked = (
-        f"{data_dir} holds neither train.txt + dev.txt (SST trees) nor train.jsonl + "
-        "dev.jsonl/valid.jsonl"
-        if data_dir is not None
-        else "no --data folder given"
-    )
     splits: dict[str, list[TextExample]] = {}
     names: dict[str, str] = {}
     for split, hf_split in HF_SPLITS.items():
-        where = f"hf:{HF_DATASET}[{hf_split}]"
+        where = f"hf:{name}[{hf_split}]"
         try:
-            table = ds.load_dataset(HF_DATASET, split=hf_split)
+            table = ds.load_dataset(name, split=hf_split)
         except (OSError, ConnectionError, TimeoutError, ValueError) as exc:
             raise SstNotAvailable(
-                f"SST-5 is not available: {looked}, and the Hugging Face Hub could not be "
-                f"reached for {HF_DATASET!r} ({type(exc).__name__}: {exc}). Supply --data DIR "
+                f"SST-5 is not available: the Hugging Face Hub could not be "
+                f"reached for {name!r} ({type(exc).__name__}: {exc}). Supply --data DIR "
                 "with the official tree files train.txt, dev.txt, test.txt (trainDevTestTrees_PTB "
                 "from https://nlp.stanford.edu/sentiment/), or train.jsonl, dev.jsonl, test.jsonl "
                 'with one {"text": ..., "label": ...} per line; or fill a local Hugging Face cache '

@@ -1,5 +1,7 @@
 """SST-5 as a :class:`tasks.core.TaskSpec`: data → batches → BCN → root accuracy.
 
+Data: ``--data DIR`` (SST tree files or JSON lines, :func:`tasks.sst5.data.find_files`; a folder is
+never completed from the Hub), explicit files, or ``--data hf:NAME`` (``hf:SetFit/sst5``).
 Without ``data_dir`` the recipe uses the bundled **DEMO** set (public-domain corpus sentences
 whose every subtree is labelled by the VADER sentiment lexicon, ``tasks/sst5/demo.py``; not
 SST): numbers on it only show that the pipeline learns and how representations compare on it.
@@ -202,5 +204,6 @@ TASK = TaskSpec(
     preset_elmo={"mini": PresetElmo(frozenset({"input", "output"}), 0.5)},
     data_help="a folder with the SST tree files train.txt, dev.txt, test.txt "
     '(trainDevTestTrees_PTB), or train.jsonl, dev.jsonl (or valid.jsonl), test.jsonl with {"text", '
-    '"label"} per line; explicit files with --set train_file=... dev_file=... test_file=...',
+    '"label"} per line; explicit files with --set train_file=... dev_file=... test_file=...; '
+    "or hf:SetFit/sst5 (the Hugging Face Hub, sentences only)",
 )

@@ -349,6 +349,39 @@ def test_cli_runtime_errors_exit_1(
     assert "not a readable safetensors checkpoint" in capsys.readouterr().err
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cli_device_cuda_without_cuda_is_one_line_exit_2(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #26 item 7: "Torch not compiled with CUDA enabled" came as a traceback, exit 1."""
+    src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "o.hdf5"
+    argv = ["embed", "--checkpoint", str(checkpoint), "--input", str(src), "--output", str(out)]
+    for device in ("cuda", "cuda:1"):
+        assert main([*argv, "--device", device]) == 2
+        captured = capsys.readouterr()
+        assert captured.err.strip().splitlines() == [
+            "bilm embed: error: CUDA is not available (torch built without CUDA or no GPU): "
+            "use --device cpu"
+        ]
+        assert not out.exists()
+
+
+def test_cli_ctrl_c_is_one_line_exit_130(
+    checkpoint: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "embed_file", interrupted)
+    src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "o.hdf5"
+    argv = ["embed", "--checkpoint", str(checkpoint), "--input", str(src), "--output", str(out)]
+    assert main([*argv, "--device", "cpu"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["bilm embed: interrupted"]
+
+
 def test_cli_options_with_fewer_layers_than_the_weights_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -348,3 +348,21 @@ def test_a_waiting_claim_is_granted_when_the_holder_releases(tmp_path: Path) -> 
         holder.kill()
         holder.wait()
     assert holder.returncode == 0
+
+
+def test_a_damaged_record_names_its_file_and_the_fix(tmp_path: Path) -> None:
+    """Issue #26 item 7: a truncated file gave a bare JSONDecodeError."""
+    store = ResultsStore(tmp_path)
+    folder = store.put(make_record(make_spec()))
+    fix = f"the stored run is damaged: remove its folder {folder} and rerun the command"
+    log = folder / "log.jsonl"
+    log.write_text(log.read_text(encoding="utf-8") + '{"epoch": 3\n', encoding="utf-8")
+    with pytest.raises(store_module.CorruptRecordError) as info:
+        store.records()
+    assert str(info.value).startswith(f"{log}: not valid JSON (") and "line 3, column" in str(
+        info.value
+    )
+    assert fix in str(info.value)
+    (folder / "env.json").unlink()
+    with pytest.raises(ValueError, match=r"env\.json: missing; the stored run is damaged"):
+        store.get(folder.name)

@@ -201,8 +201,9 @@ def test_hugging_face_rows_and_offline_error(
         ("validation-2", "contradiction"),
     ]
     assert examples[0].hypothesis_tokens == ("An", "animal", "moves", ".")
-    r = setup("mini", TINY, str(tmp_path))  # an empty --data folder: the Hub
+    r = setup("mini", TINY, "hf:me/nli")  # --data hf:NAME: that Hugging Face dataset
     assert set(r.splits) == {"train", "dev", "test"} and len(r.splits["train"]) == 2
+    assert seen[-1] == "me/nli[test]" and r.read_stats["dev"].source == "hf:me/nli[dev]"
 
     def offline(name: str, split: str, cache_dir: str | None = None) -> None:
         raise ConnectionError("no network")
@@ -211,8 +212,26 @@ def test_hugging_face_rows_and_offline_error(
         snli_data, "require_datasets", lambda: SimpleNamespace(load_dataset=offline)
     )
     with pytest.raises(SnliNotAvailable, match="snli_1.0_train.jsonl") as info:
-        setup("mini", TINY, str(tmp_path))
+        setup("mini", TINY, "hf:stanfordnlp/snli")
     assert "train.jsonl / dev.jsonl / test.jsonl" in str(info.value)
+
+
+def test_a_data_folder_is_never_completed_from_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_hub() -> None:
+        raise AssertionError("the Hugging Face Hub was consulted for a --data folder")
+
+    monkeypatch.setattr(snli_data, "require_datasets", no_hub)
+    write_lines(tmp_path / "train.jsonl", [plain("A dog runs.", "An animal moves.", "yes")])
+    with pytest.raises(FileNotFoundError) as info:
+        setup("mini", TINY, str(tmp_path))
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path}: no snli_1.0_dev.jsonl or dev.jsonl;")
+    assert message.endswith("pass --data hf:stanfordnlp/snli to read it from there")
+    assert "\n" not in message
+    with pytest.raises(SnliNotAvailable, match="no such folder.*train.jsonl and no snli_1.0_dev"):
+        setup("mini", TINY, str(tmp_path / "nowhere"))
 
 
 # ------------------------------------------------------------------------- scoring

@@ -357,7 +357,43 @@ def test_load_squad_offline_message(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(SquadNotAvailable) as info:
-        load_squad("dev", tmp_path / "nowhere", cache_dir=tmp_path / "hf")
+        load_squad("dev", "hf:rajpurkar/squad", cache_dir=tmp_path / "hf")
     message = str(info.value)
     assert "--data DIR" in message and "train-v1.1.json and dev-v1.1.json" in message
-    assert "no dev-v1.1.json in" in message and "HF_DATASETS_OFFLINE=1" in message
+    assert "'rajpurkar/squad'" in message and "HF_DATASETS_OFFLINE=1" in message
+
+
+def test_a_data_folder_is_never_completed_from_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_hub() -> None:
+        raise AssertionError("the Hugging Face Hub was consulted for a --data folder")
+
+    monkeypatch.setattr(squad_data, "require_datasets", no_hub)
+    write(tmp_path, document(qa("q1", "Where?", ("London", 25))), "train-v1.1.json")
+    for call in (lambda: load_squad("dev", tmp_path), lambda: squad_data.load_splits(tmp_path, 9)):
+        with pytest.raises(FileNotFoundError) as info:
+            call()
+        message = str(info.value)
+        assert message.startswith(f"{tmp_path}: no dev-v1.1.json;") and "\n" not in message
+        assert message.endswith("pass --data hf:rajpurkar/squad to read it from there")
+    with pytest.raises(SquadNotAvailable, match="no such folder.*no train-v1.1.json and no dev"):
+        squad_data.load_splits(tmp_path / "nowhere", None)
+
+
+def test_hf_name_reads_that_hugging_face_dataset(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = {"id": "q1", "title": "T", "context": CONTEXT, "question": "Where?"}
+    row["answers"] = {"text": ["London"], "answer_start": [25]}
+    seen: list[str] = []
+
+    def load_dataset(name: str, split: str, cache_dir: str | None = None) -> list[object]:
+        seen.append(f"{name}[{split}]")
+        return [row]
+
+    monkeypatch.setattr(
+        squad_data, "require_datasets", lambda: type("ds", (), {"load_dataset": load_dataset})
+    )
+    splits, stats = squad_data.load_splits("hf:me/squad-copy", None)
+    assert seen == ["me/squad-copy[train]", "me/squad-copy[validation]"]
+    assert [ex.qid for ex in splits["dev"]] == ["q1"]
+    assert stats["dev"].source == "hf:me/squad-copy[validation]"

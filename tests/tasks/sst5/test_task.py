@@ -172,9 +172,28 @@ def test_offline_hub_error_names_the_files(tmp_path, monkeypatch) -> None:  # ty
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(FileNotFoundError) as info:
-        setup("mini", TINY, str(tmp_path))
+        setup("mini", TINY, "hf:SetFit/sst5")
     message = str(info.value)
     assert "SetFit/sst5" in message and "train.txt" in message and "train.jsonl" in message
+
+
+def test_a_data_folder_is_never_completed_from_the_hub(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tasks.sst5 import data as sst5_data
+
+    def no_hub() -> None:
+        raise AssertionError("the Hugging Face Hub was consulted for a --data folder")
+
+    monkeypatch.setattr(sst5_data, "require_datasets", no_hub)
+    write_lines(tmp_path / "train.txt", ["(2 (2 a) (2 b))"])
+    with pytest.raises(FileNotFoundError) as info:
+        setup("mini", TINY, str(tmp_path))
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path}: no dev.txt (SST trees")
+    assert "no train.jsonl and no dev.jsonl or valid.jsonl (JSON lines" in message
+    assert message.endswith("pass --data hf:SetFit/sst5 to read it from there")
+    assert "\n" not in message
+    with pytest.raises(sst5_data.SstNotAvailable, match="no such folder"):
+        setup("mini", TINY, str(tmp_path / "nowhere"))
 
 
 def test_hub_rows_become_sentences(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -185,6 +204,6 @@ def test_hub_rows_become_sentences(tmp_path, monkeypatch) -> None:  # type: igno
         return [{"text": "a good film", "label": 3, "label_text": "positive"}] * 2
 
     monkeypatch.setattr(datasets, "load_dataset", fake)
-    recipe = setup("mini", TINY, str(tmp_path))
+    recipe = setup("mini", TINY, "hf:SetFit/sst5")
     assert recipe.layout == "hub" and recipe.files["dev"] == "hf:SetFit/sst5[validation]"
     assert [ex.label for ex in recipe.splits["test"]] == [3, 3]
