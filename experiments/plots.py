@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from experiments.spec import NO_REPRESENTATION, derive
+from experiments.spec import NO_REPRESENTATION, RunSpec, derive
 from experiments.store import RunRecord
 
 if TYPE_CHECKING:
@@ -431,6 +431,7 @@ def table_plots(
     if not runs:
         return written
     out.mkdir(parents=True, exist_ok=True)
+    marks = run_marks(r.spec for r in runs)
     for name in sorted({r.spec.representation for r in runs} - {NO_REPRESENTATION}):
         mine = [r for r in runs if r.spec.representation == name]  # one layer count each
         tag = "" if name == "elmo" else "-" + "".join(c if c.isalnum() else "_" for c in name)
@@ -439,14 +440,28 @@ def table_plots(
         for group, suffix in ((static, ""), (dynamic, "-dynamic")):
             if group:
                 path = out / f"{stem}{tag}{suffix}-layer-weights.png"
-                written.append(plot_layer_weights(group, path))
+                title = f"Learned layer weights ({name}){marks}" if marks else None
+                written.append(plot_layer_weights(group, path, title))
     written += _figure2(tables, runs, out, stem)
     for task in sorted({r.spec.task for r in runs}):
         metric = get_task(task).metric
         mine = [r for r in runs if r.spec.task == task]
         path = out / f"{stem}-{task}-learning-curves.png"
-        written.append(plot_learning_curves(mine, path, f"dev_{metric.key}", scale=metric.scale))
+        title = f"{task}: dev {metric.label or metric.key}{marks}" if marks else None
+        key = f"dev_{metric.key}"
+        written.append(plot_learning_curves(mine, path, key, scale=metric.scale, title=title))
     return written
+
+
+def run_marks(specs: Iterable[RunSpec], demo: bool = True) -> str:
+    """A plot title's notes on its runs: `` [DEMO data]`` when any used the bundled DEMO set
+    (unless ``demo`` is false) and :func:`~experiments.render.smoke_label` (``--limit``,
+    ``--max-epochs``); ``""`` when neither applies."""
+    from experiments.render import smoke_label
+
+    specs = list(specs)
+    data = " [DEMO data]" if demo and any(s.data == "demo" for s in specs) else ""
+    return data + smoke_label(specs)
 
 
 def _figure2(
@@ -470,7 +485,7 @@ def _figure2(
                 spread[task] = {k: list(v.token_std) for k, v in stats.items() if v.token_std}
     if len(weights) < 2:
         return []
-    data = " [DEMO data]" if tables[0].rows[0].base.data == "demo" else ""
+    data = run_marks(r.spec for r in runs)
     path = out / f"{stem}-figure2-layer-weights.png"
     return [plot_layer_weights_figure(weights, path, f"Learned layer weights{data}", spread)]
 
@@ -492,6 +507,7 @@ def efficiency_plots(
         title = f"{task}: baseline vs ELMo by training-set share" + (
             " (DEMO data)" if table.rows[0].base.data == "demo" else ""
         )
+        title += run_marks((r.spec for r in runs if r.spec.task == task), demo=False)
         written.append(plot_sample_efficiency(curves, path, title, metric.label or metric.key))
     return written
 

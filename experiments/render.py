@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import math
@@ -340,6 +341,64 @@ def paper_comparable(table: TableSpec, row: Row) -> tuple[bool, str]:
     return not reasons, ", ".join(reasons)
 
 
+def smoke_reasons(spec: RunSpec) -> list[str]:
+    """Why ``spec`` is a smoke run, in words: its ``--limit`` (``"first 20 examples of each
+    split"``) and a ``--max-epochs`` below its preset's budget (``"1 of the preset's 10
+    epochs"``); ``[]`` for a run on the whole data with the preset's budget."""
+    return _smoke_text([spec.limit] if spec.limit is not None else [], _short_budgets([spec]))
+
+
+def smoke_label(specs: Iterable[RunSpec]) -> str:
+    """`` [SMOKE RUNS: ...]`` for a title (the :func:`smoke_reasons` of the specs together,
+    e.g. ``" [SMOKE RUNS: first 20 examples of each split; 1 of the presets' 10–40
+    epochs]"``), or ``""`` when no spec is a smoke run."""
+    specs = list(specs)
+    limits = sorted({s.limit for s in specs if s.limit is not None})
+    reasons = _smoke_text(limits, _short_budgets(specs))
+    return f" [SMOKE RUNS: {'; '.join(reasons)}]" if reasons else ""
+
+
+def _short_budgets(specs: Iterable[RunSpec]) -> list[tuple[int, int | None]]:
+    """``(max_epochs, the preset's epochs or None when unknown)`` of the specs whose
+    ``max_epochs`` is below their preset's budget (or whose budget is unknown)."""
+    found = []
+    for spec in specs:
+        if spec.max_epochs is not None:
+            budget = _preset_epochs(spec.task, spec.preset, tuple(spec.overrides))
+            if budget is None or spec.max_epochs < budget:
+                found.append((spec.max_epochs, budget))
+    return found
+
+
+def _smoke_text(limits: Sequence[int], budgets: Sequence[tuple[int, int | None]]) -> list[str]:
+    """The smoke reasons in words: the ``--limit`` values and the short epoch budgets."""
+    reasons = []
+    if limits:
+        reasons.append(f"first {'/'.join(f'{n:,}' for n in limits)} examples of each split")
+    if budgets:
+        ran = _span(sorted({e for e, _ in budgets}))
+        known = sorted({b for _, b in budgets if b is not None})
+        if not known:
+            reasons.append(f"at most {ran} epochs (--max-epochs)")
+        else:
+            whose = "the preset's" if len(known) == 1 else "the presets'"
+            reasons.append(f"{ran} of {whose} {_span(known)} epochs")
+    return reasons
+
+
+@functools.lru_cache(maxsize=256)
+def _preset_epochs(task: str, preset: str, overrides: tuple[str, ...]) -> int | None:
+    """The epoch budget of ``task``'s ``preset`` with ``overrides``; ``None`` when the task or
+    preset is not registered here."""
+    from tasks.registry import get_task
+
+    try:
+        epochs = get_task(task).configure(preset, list(overrides)).train.epochs
+    except (KeyError, ValueError, AttributeError):
+        return None
+    return int(epochs) if isinstance(epochs, int) else None
+
+
 def bilm_description(config: Mapping[str, Any], detail: bool = False) -> str:
     """An ELMo configuration in words, e.g. ``"the shipped small biLM, not the published ELMo"``
     (for the paper's ``{"published": "original"}``: ``"the published ELMo 'original' (Peters et
@@ -486,6 +545,9 @@ def render(
         return _csv(table, grid, records)
     found = _found(table, records)
     skips = _skip_lines(table, records, attachments) if attachments is not None else []
+    smoke = smoke_label(row.base for row in table.rows)
+    if smoke and smoke not in table.title:
+        table = dataclasses.replace(table, title=table.title + smoke)
     if table.caption:
         lines = [
             _epochs_line(table, records),
@@ -1272,6 +1334,9 @@ def _notes(
     else:
         for why, labels in groups.items():
             notes.append(f"Paper cells left empty for {'; '.join(labels)}: {why}.")
+    increases = [c for c in table.columns if isinstance(c, IncreaseColumn)]
+    if any(cell.relative is not None for _, c, cell in placed if c in increases):
+        notes.append(_increase_note(increases))
     notes += _expectation_notes(placed)
     if any(" Δ " in cell for cells in body for cell in cells[1:]):
         pairs = sorted(
@@ -1283,6 +1348,16 @@ def _notes(
             "it is the difference the test is about."
         )
     return notes
+
+
+def _increase_note(columns: Sequence[IncreaseColumn]) -> str:
+    """What an increase cell's two numbers are (``8.2 / 44.8%``)."""
+    parts = dict.fromkeys(
+        f"{c.label}: Δ / r %, Δ = {c.minuend} − {c.subtrahend} (absolute, in the metric's "
+        f"points) and r the relative error reduction Δ / (100 − {c.subtrahend})"
+        for c in columns
+    )
+    return "; ".join(parts) + ", as in the paper's Table 1."
 
 
 def _expectation_notes(placed: Sequence[tuple[Row, Column, Cell]]) -> list[str]:

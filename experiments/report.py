@@ -48,6 +48,7 @@ from experiments.render import (
     compute_cells,
     load_paper,
     render,
+    smoke_reasons,
 )
 from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_of
 from experiments.store import ResultsStore, RunRecord
@@ -215,6 +216,14 @@ def build_report(
             "<p class='warn'><span class='demo'>DEMO</span> Numbers marked DEMO come from the "
             "bundled demo sets (generated text, not the tasks' datasets): they test the "
             "pipeline and say nothing about the paper's results.</p>"
+        )
+    smoke = [r for r in records if smoke_reasons(r.spec)]
+    if smoke:
+        reasons = dict.fromkeys(x for r in smoke for x in smoke_reasons(r.spec))
+        body.append(
+            f"<p class='warn'><span class='demo'>SMOKE</span> {len(smoke)} of the runs are "
+            f"smoke runs ({_e('; '.join(reasons))}: --limit or --max-epochs): their numbers test "
+            "the pipeline, not the representation; tables built on them say so in their title.</p>"
         )
     setups = find_setups(known)
     toc = []
@@ -624,7 +633,17 @@ def _provenance_html(records: Sequence[RunRecord], unregistered: Sequence[str]) 
 def _runs_html(records: Sequence[RunRecord], store: ResultsStore) -> str:
     if not records:
         return "<section id='runs'><h2>Runs</h2><p class='empty'>No runs yet.</p></section>"
-    header = ["run_id", "task", "system", "seed", "train share", "data", "metrics", "device", "W&B"]
+    header = [
+        "run_id",
+        "task",
+        "system",
+        "seed",
+        "training data",
+        "data",
+        "metrics",
+        "device",
+        "W&B",
+    ]
     rows = []
     for record in records:
         spec = record.spec
@@ -636,7 +655,9 @@ def _runs_html(records: Sequence[RunRecord], store: ResultsStore) -> str:
             if k.split("_", 1)[0] in spec.eval_splits
         )
         demo = " <span class='demo'>DEMO</span>" if spec.data == DEMO else ""
-        share = "100%" if spec.train_fraction is None else f"{100 * spec.train_fraction:g}%"
+        share = _e(training_data(spec))
+        if smoke_reasons(spec):
+            share += " <span class='demo'>SMOKE</span>"
         cells = [
             f"<code>{_e(record.run_id)}</code>",
             _e(spec.task),
@@ -655,6 +676,18 @@ def _runs_html(records: Sequence[RunRecord], store: ResultsStore) -> str:
         f"</summary><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
         "</table></details></section>"
     )
+
+
+def training_data(spec: RunSpec) -> str:
+    """What a run trained on and for how long, e.g. ``"100%"``, ``"10% of the training set"``
+    or ``"first 50 examples of each split; 1 of the preset's 10 epochs"`` (never "100%" for a
+    ``--limit`` run: :func:`experiments.render.smoke_reasons`)."""
+    parts = smoke_reasons(spec)
+    if spec.train_fraction is not None:
+        parts.append(f"{100 * spec.train_fraction:g}% of the training set")
+    elif spec.limit is None:
+        parts.insert(0, "100%")
+    return "; ".join(parts)
 
 
 def wandb_link(record: RunRecord, store: ResultsStore) -> str | None:

@@ -28,11 +28,12 @@ by an explicit ``render --store results/runs --out results``.
 #
 # Exit status (:mod:`~experiments.cli.errors`): 0 success; 1 a run failed (the error names the
 # run id; the other runs are stored); 2 a command-line mistake (one line ``error: ...``, before
-# any run starts).
+# any run starts); 130 interrupted (Ctrl-C: one line, and the same command resumes).
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,14 +116,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status.
 
     Argument errors exit (``SystemExit``, status 2) while parsing, as ``argparse`` does;
-    everything a command raises goes through :func:`~experiments.cli.errors.exit_status`.
+    everything a command raises, Ctrl-C included, goes through
+    :func:`~experiments.cli.errors.exit_status`.
     """
     args = build_parser().parse_args(argv)
-    if getattr(args, "executor", None) == "ray" and args.address is None:
-        os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
     try:
+        if getattr(args, "executor", None) == "ray":
+            if importlib.util.find_spec("ray") is None:
+                raise UsageError(
+                    "--executor ray needs Ray, which is not installed: pip install ray "
+                    "(or the project's 'ray' extra), or use --executor local"
+                )
+            if args.address is None:
+                os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
         return COMMANDS[args.command].run(args)
-    except Exception as error:
+    except (Exception, KeyboardInterrupt) as error:
         status = exit_status(error)
         if status is None:
             raise

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from bilm.files import write_text
 from experiments import neighbours, probes, report
 from experiments.cli.errors import UsageError
+from experiments.cli.naming import request_hash
 from experiments.cli.options import DEFAULT_STORE, comma_list, representation_config, seeds
 from experiments.probes import ProbeConfig, TaggedSentence, WsdExample
 
@@ -27,6 +28,7 @@ __all__ = [
     "configure_neighbours",
     "configure_probes",
     "configure_report",
+    "report_path",
     "run_neighbours",
     "run_probes",
     "run_report",
@@ -44,7 +46,11 @@ def configure_report(parser: argparse.ArgumentParser) -> None:
         "--store", type=Path, default=DEFAULT_STORE, help=f"results store (default {DEFAULT_STORE})"
     )
     parser.add_argument(
-        "--out", type=Path, default=REPORT_OUT, help=f"the HTML file (default {REPORT_OUT})"
+        "--out",
+        type=Path,
+        default=REPORT_OUT,
+        help=f"the HTML file (default {REPORT_OUT}; with --seeds, --config, --data or "
+        "--eval-split, report-<hash of them>.html beside it)",
     )
     parser.add_argument(
         "--seeds",
@@ -66,11 +72,29 @@ def configure_report(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def report_path(args: argparse.Namespace) -> Path:
+    """``--out``; at its default (:data:`REPORT_OUT`) with any filter given, the hash of the
+    filters (:func:`~experiments.cli.naming.request_hash`) added to the name: a filtered
+    report does not overwrite the whole store's."""
+    if Path(args.out) != REPORT_OUT:
+        return Path(args.out)
+    filters = {
+        "seeds": ",".join(map(str, args.seeds)) if args.seeds is not None else None,
+        "config": args.config,
+        "data": args.data,
+        "eval-split": args.eval_split,
+    }
+    given = [f"--{key}={value}" for key, value in filters.items() if value is not None]
+    if not given:
+        return REPORT_OUT
+    return REPORT_OUT.with_name(f"{REPORT_OUT.stem}-{request_hash(given)}{REPORT_OUT.suffix}")
+
+
 def run_report(args: argparse.Namespace) -> int:
-    """Write the report (:func:`experiments.report.write_report`)."""
+    """Write the report (:func:`experiments.report.write_report`) to :func:`report_path`."""
     path = report.write_report(
         args.store,
-        args.out,
+        report_path(args),
         seeds=args.seeds,
         preset=args.config,
         data=args.data,
@@ -92,6 +116,7 @@ def configure_probes(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pos-columns",
+        type=_columns,
         default="0,1",
         metavar="WORD,TAG",
         help="0-based word and tag columns (default 0,1: CoNLL-2000/2003)",
@@ -148,12 +173,28 @@ def _probe_builders(args: argparse.Namespace) -> list[tuple[str, Callable[[], Re
     return builders
 
 
+def _columns(text: str) -> tuple[int, int]:
+    """``--pos-columns WORD,TAG``: two distinct 0-based column numbers."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) == 2 and all(part.isdigit() for part in parts) and int(parts[0]) != int(parts[1]):
+        return int(parts[0]), int(parts[1])
+    raise argparse.ArgumentTypeError(
+        f"expected two different 0-based column numbers WORD,TAG (e.g. 0,1), got {text!r}"
+    )
+
+
 def _pos_paths(values: Sequence[str]) -> tuple[Path, Path]:
+    """The POS (train, test) files of ``--pos-data``, each checked to exist."""
     if len(values) == 2:
-        return Path(values[0]), Path(values[1])
-    if len(values) == 1 and Path(values[0]).is_dir():
-        return Path(values[0]) / "train.txt", Path(values[0]) / "test.txt"
-    raise UsageError("--pos-data: give TRAIN TEST files or one folder with train.txt, test.txt")
+        paths = (Path(values[0]), Path(values[1]))
+    elif len(values) == 1 and Path(values[0]).is_dir():
+        paths = (Path(values[0]) / "train.txt", Path(values[0]) / "test.txt")
+    else:
+        raise UsageError("--pos-data: give TRAIN TEST files or one folder with train.txt, test.txt")
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"--pos-data: {path}: no such file")
+    return paths
 
 
 def _probe_data(
@@ -169,7 +210,7 @@ def _probe_data(
         wsd = probes.read_wsd_jsonl(paths.wsd)
         print(f"DEMO data ({paths.pos_train.parent}): {probes.DEMO_NOTICE.strip()}")
     if args.pos_data is not None:
-        word_col, tag_col = (int(c) for c in args.pos_columns.split(","))
+        word_col, tag_col = args.pos_columns
         train_path, test_path = _pos_paths(args.pos_data)
         pos = (
             probes.read_pos_conll(train_path, word_col, tag_col),
@@ -247,6 +288,8 @@ def run_neighbours(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     elmo = representation_config("elmo", args.elmo)
+    if not args.corpus.is_file():  # before loading GloVe and the biLM
+        raise UsageError(f"--corpus: {args.corpus}: no such file")
     glove, note = neighbours.load_glove(args.glove)
     config = neighbours.NeighboursConfig(
         layer=args.layer,

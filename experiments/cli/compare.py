@@ -8,6 +8,7 @@ import dataclasses
 
 from experiments import named
 from experiments.cli.errors import UsageError, one_line
+from experiments.cli.naming import COMPARE, output_stem, standard_args, standard_seeds
 from experiments.cli.options import (
     FLAG_REPRESENTATIONS,
     add_repr_set_option,
@@ -19,7 +20,7 @@ from experiments.cli.options import (
     run_config,
     task_overrides,
 )
-from experiments.cli.tables import write_tables
+from experiments.cli.tables import expected_ids, write_tables
 from experiments.cli.training import run_all
 from experiments.render import TableSpec
 from experiments.wandb_sink import log_outputs
@@ -79,7 +80,17 @@ def run(args: argparse.Namespace) -> int:
     """Run the table's missing runs, render it with the learned layer weights of both."""
     table = _table(args)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in args.repr)
-    stem = f"compare-{safe}-vs-{args.against}-{args.config}-{data_label(args.data)}"
+    plain = f"compare-{safe}-vs-{args.against}-{args.config}-{data_label(args.data)}"
+    leading = ["--repr", args.repr, "--against", args.against]
+    seeds = standard_seeds(COMPARE, args.data)
+    stem = output_stem(
+        plain,
+        expected_ids([table]),
+        lambda: expected_ids([_table(standard_args(args, leading, seeds))]),
+        args.data,
+        exclude_dead=args.exclude_dead,
+        reuse_stale=args.reuse_stale,
+    )
     store = run_all(named.expected_specs(table), args, group=stem)
     lines = named.weights_lines(table, store.records())
     table = dataclasses.replace(table, caption=(*table.caption, *lines))

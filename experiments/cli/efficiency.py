@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from experiments import named
+from experiments.cli.naming import output_stem, standard_args
 from experiments.cli.options import (
     add_run_family_options,
     comma_list,
@@ -14,9 +15,10 @@ from experiments.cli.options import (
     run_config,
     task_overrides,
 )
-from experiments.cli.tables import print_written, table_runs, write_tables
+from experiments.cli.tables import expected_ids, print_written, table_runs, write_tables
 from experiments.cli.training import run_all
 from experiments.plots import efficiency_plots
+from experiments.render import TableSpec
 from experiments.wandb_sink import log_outputs
 
 __all__ = ["configure", "run"]
@@ -35,9 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_run_family_options(parser, seeds=None)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the figure's missing runs, write its table and plots."""
-    table = named.sample_efficiency_table(
+def _table(args: argparse.Namespace) -> TableSpec:
+    """The figure's table for ``args`` (no run starts)."""
+    return named.sample_efficiency_table(
         args.config,
         args.data,
         args.seeds,
@@ -46,7 +48,19 @@ def run(args: argparse.Namespace) -> int:
         task_overrides(args),
         args.tasks,
     )
-    stem = f"sample-efficiency-{args.config}-{data_label(args.data)}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the figure's missing runs, write its table and plots."""
+    table = _table(args)
+    stem = output_stem(
+        f"sample-efficiency-{args.config}-{data_label(args.data)}",
+        expected_ids([table]),
+        lambda: expected_ids([_table(standard_args(args, [], None))]),
+        args.data,
+        exclude_dead=args.exclude_dead,
+        reuse_stale=args.reuse_stale,
+    )
     store = run_all(named.expected_specs(table), args, group=stem)
     written = write_tables(
         [table],

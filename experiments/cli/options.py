@@ -100,6 +100,17 @@ def share(text: str) -> float:
     return value
 
 
+def positive_int(text: str) -> int:
+    """An integer >= 1 (``--max-parallel``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def budget(text: str) -> str:
     """``--cache-budget``: checked while parsing (a bad value exits 2 with one line)."""
     from tasks.common.feature_cache import parse_budget
@@ -251,7 +262,9 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
     parser.add_argument("--executor", default="local", choices=("local", "ray"))
     parser.add_argument("--address", help="Ray cluster address (with --executor ray)")
-    parser.add_argument("--max-parallel", type=int, default=1, help="runs at once (default 1)")
+    parser.add_argument(
+        "--max-parallel", type=positive_int, default=1, help="runs at once (default 1)"
+    )
     parser.add_argument(
         "--threads",
         type=int,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from bilm.scalar_mix import MIX_MODES
 from experiments import named
 from experiments.cli.errors import UsageError, one_line
+from experiments.cli.naming import output_stem
 from experiments.cli.options import (
     add_repr_set_option,
     add_run_family_options,
@@ -29,6 +30,8 @@ from experiments.wandb_sink import log_outputs
 __all__ = ["configure_run", "configure_sweep", "run", "train_specs"]
 
 STATES = ("reset", "carry", "warm")
+#: The title note of a sweep on the bundled DEMO data (as the named tables' titles).
+DEMO_NOTE = " [DEMO DATA, not the task's dataset]"
 
 
 def _task_choice(parser: argparse.ArgumentParser) -> None:
@@ -139,7 +142,8 @@ def _sweep_specs(args: argparse.Namespace, base: RunSpec) -> list[RunSpec]:
 
 
 def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
-    """The specs of ``run`` / ``sweep`` and their group name.
+    """The specs of ``run`` / ``sweep`` and their group name (a sweep's: its outputs' file-name
+    prefix, with the hash of its run ids, :func:`~experiments.cli.naming.output_stem`).
 
     Raises:
         UsageError: an invalid option value (a bad ``--sites``, ``--lam``, ``--dropout``, ...):
@@ -159,25 +163,42 @@ def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
         specs = _sweep_specs(args, base)
     except (KeyError, ValueError) as error:
         raise UsageError(one_line(error)) from None
-    return specs, f"sweep-{args.task}-{data_label(args.data)}-{len(specs)}runs"
+    plain = f"sweep-{args.task}-{data_label(args.data)}-{len(specs)}runs"
+    return specs, output_stem(plain, [s.run_id for s in specs], None, args.data)
 
 
 def _grid_table(
     task: str, specs: Sequence[RunSpec], seeds: tuple[int, ...], split: str
 ) -> TableSpec:
-    """One row per grid point (seeds averaged), one column: the task's main metric."""
+    """One row per grid point (seeds averaged), one column: the task's main metric; the title
+    says DEMO data (and :func:`~experiments.render.render` smoke runs), the caption the setup."""
     points: dict[str, RunSpec] = {}
     for spec in specs:
         point = derive(spec, {"seed": seeds[0]})
         points.setdefault(point.run_id, point)
-    first = named.rows(task, next(iter(points.values())), split)[0]
+    first_point = next(iter(points.values()))
+    first = named.rows(task, first_point, split)[0]
     rows = tuple(
         Row(describe(p).rsplit(" seed=", 1)[0], p, first.metric, paper_key=None)
         for p in points.values()
     )
     column = RunsColumn(f"{split} {first.metric.label or first.metric.key}", {})
+    elmo = [p for p in points.values() if p.representation == "elmo"]
+    setup = named.describe_setup(
+        elmo[0].representation_config if elmo else {},
+        first_point.preset,
+        first_point.data,
+        seeds,
+        first_point.overrides,
+    )
+    demo = DEMO_NOTE if first_point.data == "demo" else ""
     return TableSpec(
-        f"sweep-{task}", f"Sweep over {task} ({split}; seeds {seeds})", rows, (column,), seeds
+        f"sweep-{task}",
+        f"Sweep over {task} ({split}; seeds {seeds}){demo}",
+        rows,
+        (column,),
+        seeds,
+        caption=setup if elmo else setup[1:],  # the biLM line only where ELMo runs
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bilm.files import write_text
 from experiments import named
+from experiments.cli.naming import output_stem, standard_args, standard_seeds
 from experiments.cli.options import (
     add_run_family_options,
     add_tasks_option,
@@ -31,6 +32,7 @@ __all__ = [
     "SUFFIXES",
     "configure",
     "configure_render",
+    "expected_ids",
     "print_written",
     "run",
     "table_runs",
@@ -56,11 +58,10 @@ def configure_render(parser: argparse.ArgumentParser) -> None:
     add_run_family_options(parser, seeds=None, train=False)
 
 
-def run(args: argparse.Namespace) -> int:
-    """``reproduce`` and ``render``: build the named tables (``reproduce`` runs what is
-    missing), write them and their plots, log them to W&B when asked."""
+def _tables(args: argparse.Namespace) -> list[TableSpec]:
+    """The named tables ``args`` asks for (no run starts, nothing is read from the store)."""
     cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
-    tables = named.tables(
+    return named.tables(
         args.name,
         args.config,
         args.data,
@@ -74,9 +75,30 @@ def run(args: argparse.Namespace) -> int:
         if args.name == "real"
         else None,
     )
-    if (args.name == "cove" or args.name.endswith("_cove")) and cove is None:
+
+
+def expected_ids(tables: Sequence[TableSpec]) -> set[str]:
+    """The run ids the tables expect."""
+    return {s.run_id for t in tables for s in named.expected_specs(t)}
+
+
+def run(args: argparse.Namespace) -> int:
+    """``reproduce`` and ``render``: build the named tables (``reproduce`` runs what is
+    missing), write them and their plots, log them to W&B when asked."""
+    tables = _tables(args)
+    if (args.name == "cove" or args.name.endswith("_cove")) and not args.cove:
         print(named.COVE_MISSING, file=sys.stderr)
-    stem = f"{args.name}-{args.config}-{data_label(REAL if args.name == 'real' else args.data)}"
+    plain = f"{args.name}-{args.config}-{data_label(REAL if args.name == 'real' else args.data)}"
+    stem = output_stem(
+        plain,
+        expected_ids(tables),
+        lambda: expected_ids(
+            _tables(standard_args(args, [args.name], standard_seeds(args.name, args.data)))
+        ),
+        REAL if args.name == "real" else args.data,
+        exclude_dead=args.exclude_dead,
+        reuse_stale=args.reuse_stale,
+    )
     if args.command == "reproduce":
         run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
     fmt: Format = args.format if args.command == "render" else "markdown"
@@ -102,7 +124,7 @@ def _current_records(
 ) -> tuple[list[RunRecord], frozenset[str]]:
     """The records the tables may use (:func:`experiments.identity.current_records` over the
     tables' runs), and the stale ones among them; prints the runs left out."""
-    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
+    wanted = expected_ids(tables)
     found = current_records(records, reuse_stale, only=wanted)
     if found.left_out:
         print(
@@ -127,7 +149,8 @@ def write_tables(
     exclude_dead: bool = False,
 ) -> list[Path]:
     """Render ``tables`` from the store's current records: print each, write it to
-    ``out/tables/<stem>-<table>.<suffix>`` and its plots to ``out/plots``.
+    ``out/tables/<stem>-<table>.<suffix>`` and its plots to ``out/plots``, and say each path
+    written on stderr.
 
     Args:
         tables: what to render.
@@ -165,12 +188,12 @@ def write_tables(
         written.append(write_text(out / "tables" / f"{stem}-{table.name}.{SUFFIXES[fmt]}", text))
         print(text)
     runs = table_runs(tables, records)
-    return written + print_written(table_plots(tables, runs, out / "plots", stem))
+    return print_written(written) + print_written(table_plots(tables, runs, out / "plots", stem))
 
 
 def table_runs(tables: Sequence[TableSpec], records: Sequence[RunRecord]) -> list[RunRecord]:
     """The records of the tables' expected runs."""
-    wanted = {s.run_id for t in tables for s in named.expected_specs(t)}
+    wanted = expected_ids(tables)
     return [r for r in records if r.run_id in wanted]
 
 

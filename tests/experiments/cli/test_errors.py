@@ -124,3 +124,109 @@ def test_an_unusable_store_is_found_before_any_run(
     assert status == 2
     assert captured.err.strip().splitlines() == [f"error: {expected}"]
     assert not (tmp_path / "work").exists()  # nothing trained
+
+
+# ---------------------------------------------------------------- issue #26 item 7: tracebacks
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+def test_ctrl_c_is_one_line_and_exit_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 26-frame KeyboardInterrupt traceback was printed."""
+    from experiments.cli import runs
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs, "run_all", interrupted)
+    with registered(tmp_path / "toy-demo"):
+        status = main(["run", "toy", "--repr", "none", *cli_dirs(tmp_path)])
+    assert status == 130
+    assert _one_error_line(capsys) == "interrupted; rerun the same command to resume"
+
+
+def test_missing_probe_and_corpus_files_and_bad_columns_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``error: 2`` (the errno) or a bare ``int()`` / unpacking message was printed."""
+    tagged = tmp_path / "pos.txt"
+    tagged.write_text("The DT\ncat NN\n\n", encoding="utf-8")
+    missing = tmp_path / "missing.txt"
+    assert main(["probes", "--pos-data", str(missing), str(tagged)]) == 2
+    assert _one_error_line(capsys) == f"error: --pos-data: {missing}: no such file"
+    assert main(["probes", "--pos-data", str(tmp_path)]) == 2  # a folder without train.txt
+    assert _one_error_line(capsys) == f"error: --pos-data: {tmp_path / 'train.txt'}: no such file"
+    for columns in ("x", "0", "1,1", "0,-1"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["probes", "--pos-data", str(tagged), str(tagged), "--pos-columns", columns])
+        assert exit_.value.code == 2
+        line = _one_error_line(capsys)
+        assert line.startswith("error: python -m experiments probes: argument --pos-columns: ")
+        assert "WORD,TAG (e.g. 0,1)" in line and repr(columns) in line
+    assert main(["neighbours", "play", "--corpus", str(missing)]) == 2
+    assert _one_error_line(capsys) == f"error: --corpus: {missing}: no such file"
+
+
+def test_a_system_file_error_names_the_file() -> None:
+    from experiments.cli.errors import one_line
+
+    assert one_line(FileNotFoundError(2, "No such file or directory", "a.txt")) == (
+        "a.txt: No such file or directory"
+    )
+    assert one_line(FileNotFoundError("a.txt: not found")) == "a.txt: not found"
+
+
+def test_max_parallel_is_checked_by_the_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for value in ("0", "-2", "two"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", "squad", "--max-parallel", value, *cli_dirs(tmp_path)])
+        assert exit_.value.code == 2
+        assert _one_error_line(capsys) == (
+            "error: python -m experiments run: argument --max-parallel: expected an integer "
+            f">= 1, got {value!r} (see --help)"
+        )
+
+
+def test_ray_executor_without_ray_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ImportError traceback came from the executor."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a)
+    )
+    with registered(tmp_path / "toy-demo"):
+        status = main(["run", "toy", "--repr", "none", "--executor", "ray", *cli_dirs(tmp_path)])
+    assert status == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("error: --executor ray needs Ray") and "pip install ray" in line
+    assert not (tmp_path / "work").exists()  # nothing trained
+
+
+def test_a_corrupt_metrics_file_names_the_file_and_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bare JSONDecodeError traceback was printed."""
+    argv = ["run", "toy", "--repr", "none", "--max-epochs", "1", *cli_dirs(tmp_path)]
+    with registered(tmp_path / "toy-demo"):
+        assert main(argv) == 0
+        capsys.readouterr()
+        (metrics,) = (tmp_path / "store").glob("toy/*/metrics.json")
+        metrics.write_text(metrics.read_text(encoding="utf-8")[:5], encoding="utf-8")
+        status = main(argv)
+    assert status == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"error: {metrics}: not valid JSON (") and "line 2, column" in line
+    assert line.endswith(
+        f"); the stored run is damaged: remove its folder {metrics.parent} and rerun the "
+        "command to train it again"
+    )
