@@ -839,8 +839,13 @@ def _provenance_lines(found: Sequence[RunRecord]) -> list[str]:
     bilms: dict[tuple[str, str], Counter[tuple[str | None, str | None]]] = {}
     for record in found:  # by the full configuration (two checkpoints may share a file name)
         if record.spec.representation != NO_REPRESENTATION:
-            config = json.dumps(record.spec.representation_config, sort_keys=True)
-            key = (config_label(record.spec), f"{record.spec.representation} {config}")
+            spec = record.spec
+            config = json.dumps(spec.representation_config, sort_keys=True)
+            # the state policy is part of the fingerprint, and a fine-tuned biLM is the task's
+            # own: neither is a mismatch
+            label = config_label(spec) + ("" if spec.state == "reset" else f", state {spec.state}")
+            label += f" for {spec.task}" if spec.representation_config.get("finetune") else ""
+            key = (label, f"{spec.representation} {config}")
             bilms.setdefault(key, Counter())[_bilm_keys(record)] += 1
     plural = {True: "s", False: ""}
     parts = [

@@ -625,6 +625,16 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
     assert "result versions: snli v2 + v3 / harness v1" in text
     assert "⚠ snli runs differ in result version: v2 (3 runs), v3 (1 run)." in text
     assert render(dataclasses.replace(table, caption=()), store.records, {}).count("Rests on") == 0
+    # another state policy, or a biLM fine-tuned on the task's text, has its own fingerprint:
+    # named as such, not a mismatch
+    store.records[-1] = dataclasses.replace(
+        store.records[-1], spec=dataclasses.replace(store.records[-1].spec, state="warm")
+    )
+    from experiments.render import _provenance_lines
+
+    text = " ".join(_provenance_lines(store.records[1:]))
+    assert "⚠ runs rest on 2 different biLM" not in text
+    assert "elmo published:original, state warm [99887766]" in text
 
 
 def test_caption_says_when_runs_differ_in_data_or_preset() -> None:
