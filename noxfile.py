@@ -1,6 +1,7 @@
 """Developer and reproduction targets. ``nox`` alone runs lint + tests; ``nox -l`` lists all.
 
-Every target installs the project into its own virtual environment (torch pinned to 2.13.0).
+Every target installs the project into its own virtual environment, with constraints.txt (torch
+pinned to 2.13.0).
 Expensive targets are ``default=False``.
 """
 
@@ -15,7 +16,7 @@ PYTHON = "3.11"
 
 
 def _install(session: nox.Session) -> None:
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev]", "-c", "constraints.txt")
 
 
 @nox.session(python=PYTHON)
@@ -49,7 +50,7 @@ def tests(session: nox.Session) -> None:
 def slow(session: nox.Session) -> None:
     """Only the slow-marked tests (minutes on 2 cores): DDP pretraining, the Ray executor, the
     wheel installed into a fresh virtual environment."""
-    session.install("-e", ".[dev,ray]")
+    session.install("-e", ".[dev,ray]", "-c", "constraints.txt")
     session.run("python", "-m", "pytest", "-m", "slow", *session.posargs)
 
 

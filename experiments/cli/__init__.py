@@ -1,6 +1,7 @@
 """``python -m experiments``: run specs and sweeps, reproduce named tables, render.
 
     python -m experiments run squad --repr elmo --sites input,output --seeds 0,1,2
+    python -m experiments run --spec runs/store/squad/RUN_ID/spec.json --store elsewhere
     python -m experiments sweep squad --repr elmo,bilm-random --mode all,last --lam 0,0.001,1 \\
         --sites input,input+output,output --seeds 0,1,2 [--executor ray --max-parallel 4]
     python -m experiments reproduce squad_elmo [--seeds 0,1,2] [--data DIR] [--config paper]

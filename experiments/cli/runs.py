@@ -1,4 +1,5 @@
-"""``run`` (one configuration over seeds) and ``sweep`` (a grid of runs, then its table)."""
+"""``run`` (one configuration over seeds, or ``--spec``: a stored run replayed,
+:mod:`experiments.cli.replay`) and ``sweep`` (a grid of runs, then its table)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 
 from bilm.scalar_mix import MIX_MODES
 from experiments import named
-from experiments.cli.errors import UsageError, one_line
+from experiments.cli.errors import Parser, UsageError, one_line
 from experiments.cli.naming import output_stem
 from experiments.cli.options import (
     add_repr_set_option,
@@ -21,6 +22,7 @@ from experiments.cli.options import (
     run_config,
     site_sets,
 )
+from experiments.cli.replay import add_replay_options, replay
 from experiments.cli.tables import write_tables
 from experiments.cli.training import base_spec, describe, run_all
 from experiments.render import Row, RunsColumn, TableSpec
@@ -34,10 +36,13 @@ STATES = ("reset", "carry", "warm")
 DEMO_NOTE = " [DEMO DATA, not the task's dataset]"
 
 
-def _task_choice(parser: argparse.ArgumentParser) -> None:
+def _task_choice(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     from tasks.registry import TASKS
 
-    parser.add_argument("task", choices=sorted(TASKS))
+    if optional:  # ``run --spec`` takes none
+        parser.add_argument("task", nargs="?", choices=sorted(TASKS), help="(or --spec)")
+    else:
+        parser.add_argument("task", choices=sorted(TASKS))
 
 
 def _add_budget_options(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +52,9 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
 
 
 def configure_run(parser: argparse.ArgumentParser) -> None:
-    """``run TASK``: one point (representation, sites, mix, dropout) over seeds."""
-    _task_choice(parser)
+    """``run TASK``: one point (representation, sites, mix, dropout) over seeds; or
+    ``run --spec SPEC.json``: a stored run replayed."""
+    _task_choice(parser, optional=True)
     parser.add_argument(
         "--repr",
         default="elmo",
@@ -64,6 +70,7 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     )
     _add_budget_options(parser)
     add_run_family_options(parser, seeds=(0,))
+    add_replay_options(parser)
 
 
 def configure_sweep(parser: argparse.ArgumentParser) -> None:
@@ -146,9 +153,17 @@ def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
     prefix, with the hash of its run ids, :func:`~experiments.cli.naming.output_stem`).
 
     Raises:
-        UsageError: an invalid option value (a bad ``--sites``, ``--lam``, ``--dropout``, ...):
-            a command-line mistake, no run starts.
+        UsageError: an invalid option value (a bad ``--sites``, ``--lam``, ``--dropout``, ...),
+            or ``run`` without a task: a command-line mistake, no run starts.
     """
+    if args.task is None:
+        from tasks.registry import TASKS
+
+        raise UsageError(
+            f"run needs a TASK (one of {', '.join(sorted(TASKS))}) or --spec SPEC.json"
+        )
+    if getattr(args, "allow_changed", False):
+        raise UsageError("--allow-changed applies only to a replay: run --spec SPEC.json")
     base = base_spec(args, args.task)
     changes: dict[str, object] = {"state": args.state, "limit": args.limit}
     if args.max_epochs is not None:
@@ -203,7 +218,12 @@ def _grid_table(
 
 
 def run(args: argparse.Namespace) -> int:
-    """``run`` prints one JSON line per seed; ``sweep`` prints and writes the grid's table."""
+    """``run`` prints one JSON line per seed (``run --spec``: the replayed run's,
+    :func:`~experiments.cli.replay.replay`); ``sweep`` prints and writes the grid's table."""
+    if args.command == "run" and args.spec is not None:
+        defaults = Parser()
+        configure_run(defaults)
+        return replay(args, defaults.get_default)
     specs, group = train_specs(args)
     store = run_all(specs, args, group)
     if args.command == "run":

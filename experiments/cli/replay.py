@@ -1,0 +1,236 @@
+"""``run --spec SPEC.json``: replay a stored run from its ``spec.json``.
+
+The spec file of a stored run (``<store>/<task>/<run_id>/spec.json``, :meth:`RunSpec.to_dict`)
+is read as it is and trained into ``--store`` under the same run id. The ``env.json`` beside it
+says what the run was made from (``provenance.identity``, :mod:`experiments.identity`) and with
+which code (``provenance.code``); before anything trains, both are compared with what this code,
+these files and these options give now:
+
+* the identity's fields (:data:`~experiments.identity.REUSE_FIELDS`: data, representation,
+  resolved configuration, device kind, precision, threads, result versions);
+* the hash of the sources of ``bilm``, ``tasks`` and ``experiments``
+  (:class:`~experiments.identity.CodeVersion`).
+
+Any difference (or no ``env.json`` to compare with) refuses the replay in one line (exit status
+2) naming each difference, unless ``--allow-changed``: then the run trains and the differences
+are printed first. After the run, its metrics are compared with the recorded ``metrics.json``.
+
+The options that build a spec (the task, ``--repr``, ``--sites``, ``--set``, ``--seeds``,
+``--data``, ...) are refused beside ``--spec``: the file is the whole spec. Where, how and into
+which store it trains (``--device``, ``--precision``, ``--threads``, ``--store``, ``--work``,
+``--rerun``, ...) are taken as for any ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from experiments import identity
+from experiments.cli.errors import UsageError, one_line
+from experiments.spec import RunSpec
+
+__all__ = ["SPEC_OPTIONS", "add_replay_options", "differences", "read_spec", "replay"]
+
+#: The ``run`` options that build a spec (argparse dest → what the error calls it): refused
+#: beside ``--spec``.
+SPEC_OPTIONS: dict[str, str] = {
+    "task": "the TASK argument",
+    "repr": "--repr",
+    "repr_set": "--repr-set",
+    "sites": "--sites",
+    "mode": "--mode",
+    "lam": "--lam",
+    "layer_norm": "--layer-norm",
+    "dropout": "--dropout",
+    "state": "--state",
+    "limit": "--limit",
+    "max_epochs": "--max-epochs",
+    "seeds": "--seeds",
+    "data": "--data",
+    "config": "--config",
+    "overrides": "--set",
+    "eval_split": "--eval-split",
+    "elmo": "--elmo",
+    "glove": "--glove",
+    "cove": "--cove",
+    "turian": "--turian",
+    "finetune_bilm": "--finetune-bilm",
+}
+SPEC_FILE = "spec.json"
+ENV_FILE = "env.json"
+METRICS_FILE = "metrics.json"
+
+
+def add_replay_options(parser: argparse.ArgumentParser) -> None:
+    """``--spec SPEC.json`` and ``--allow-changed`` (``run``'s replay of a stored run)."""
+    parser.add_argument(
+        "--spec",
+        type=Path,
+        metavar="SPEC.json",
+        help="replay a stored run: train the spec.json of <store>/<task>/<run_id>/ (or that "
+        "folder) into --store under the same run id; refused when its recorded code or data "
+        "fingerprints differ from now. Not with TASK or the options that build a spec",
+    )
+    parser.add_argument(
+        "--allow-changed",
+        action="store_true",
+        help="with --spec: train even where what the run was made from changed (data, biLM, "
+        "configuration, code, device, precision, threads); the differences are printed",
+    )
+
+
+def _given_spec_options(args: argparse.Namespace, default: Callable[[str], Any]) -> list[str]:
+    """The spec-building options ``args`` holds at other than ``default(dest)``."""
+    return [
+        name for dest, name in SPEC_OPTIONS.items() if getattr(args, dest, None) != default(dest)
+    ]
+
+
+def _read_json(path: Path, what: str) -> Any:
+    """One JSON file of the replayed run.
+
+    Raises:
+        UsageError: it is missing, unreadable or not JSON (naming the file).
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--spec {path}: no such file ({what})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--spec {path}: cannot be read ({one_line(error)})") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"--spec {path}: not valid JSON ({error.msg}: line {error.lineno}, "
+            f"column {error.colno})"
+        ) from None
+
+
+def read_spec(path: Path) -> tuple[RunSpec, Path]:
+    """The spec of a stored run and its file (a run folder stands for its ``spec.json``).
+
+    Raises:
+        UsageError: the file is missing, not JSON or not a :class:`RunSpec`.
+    """
+    file = path / SPEC_FILE if path.is_dir() else path
+    data = _read_json(file, "the spec.json of a stored run")
+    try:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a JSON object was expected, got {type(data).__name__}")
+        return RunSpec.from_dict(data), file
+    except (KeyError, TypeError, ValueError) as error:
+        raise UsageError(f"--spec {file}: not a run spec ({one_line(error)})") from None
+
+
+def _recorded(folder: Path) -> tuple[dict[str, Any] | None, str]:
+    """``(env.json, why it is absent)`` of the run folder holding the spec file."""
+    path = folder / ENV_FILE
+    if not path.is_file():
+        return None, f"no {ENV_FILE} beside it, so what the run was made from is unknown"
+    env = _read_json(path, "the run's provenance")
+    return (env, "") if isinstance(env, dict) else (None, f"{path} is not a JSON object")
+
+
+def differences(
+    spec: RunSpec, env: Mapping[str, Any], now: identity.RunIdentity, code: identity.CodeVersion
+) -> list[str]:
+    """Why a replay of ``spec`` would not be the recorded run: one phrase per difference
+    between the record's ``env.json`` and the identity and code of now (empty: none).
+
+    Args:
+        spec: the spec read from the file.
+        env: the record's ``env.json``.
+        now: :func:`~experiments.identity.run_identity` of ``spec`` with this command's options.
+        code: :func:`~experiments.identity.code_version` of this process.
+    """
+    provenance = env.get("provenance")
+    provenance = provenance if isinstance(provenance, Mapping) else {}
+    reasons: list[str] = []
+    recorded_id = env.get("run_id")
+    if isinstance(recorded_id, str) and recorded_id != spec.run_id:
+        reasons.append(f"the spec now has run id {spec.run_id}, recorded as {recorded_id}")
+    reasons += identity.reuse_differences(provenance.get("identity"), now)
+    recorded_code = provenance.get("code")
+    before = recorded_code.get("harness_hash") if isinstance(recorded_code, Mapping) else None
+    if not before:
+        reasons.append("no recorded code version (a record older than code versions)")
+    elif before != code.harness_hash:
+        commit = recorded_code.get("git_sha") if isinstance(recorded_code, Mapping) else None
+        at = f", recorded at commit {commit[:7]}" if isinstance(commit, str) else ""
+        reasons.append(
+            f"code changed (sources of bilm/, tasks/, experiments/ {before[:8]} → "
+            f"{code.harness_hash[:8]}{at})"
+        )
+    return reasons
+
+
+def _compare_metrics(record: Mapping[str, float], folder: Path) -> str:
+    """One line: the replay's metrics against the recorded ``metrics.json``."""
+    path = folder / METRICS_FILE
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"no readable {path} to compare the metrics with"
+    if not isinstance(recorded, dict):
+        return f"{path} is not a JSON object: metrics not compared"
+    changed = [
+        f"{key} {recorded.get(key)!r} → {record.get(key)!r}"
+        for key in sorted(set(recorded) | set(record))
+        if recorded.get(key) != record.get(key)
+    ]
+    if not changed:
+        return f"metrics identical to the recorded run ({path})"
+    more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
+    return f"metrics differ from the recorded run ({path}): {'; '.join(changed[:4])}{more}"
+
+
+def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
+    """``run --spec SPEC.json``: check, train into ``--store`` (unless stored there), print the
+    run's JSON line as ``run`` does, and compare its metrics with the recorded ones.
+
+    Args:
+        args: the parsed ``run`` command line.
+        default: the ``run`` parser's default of an argparse dest
+            (``ArgumentParser.get_default``): an option of :data:`SPEC_OPTIONS` at another
+            value was given.
+
+    Raises:
+        UsageError: a spec-building option beside ``--spec``, an unreadable spec file, or a
+            recorded identity or code that differs from now without ``--allow-changed``;
+            nothing has trained.
+    """
+    from experiments.cli.training import run_all, validate_specs
+
+    given = _given_spec_options(args, default)
+    if given:
+        raise UsageError(
+            f"--spec replays a stored spec as it is: {', '.join(given)} cannot be given with it"
+        )
+    spec, file = read_spec(args.spec)
+    validate_specs([spec])  # the task is registered, its preset and options still valid
+    env, absent = _recorded(file.parent)
+    if env is None:
+        reasons = [absent]
+    else:
+        now = identity.run_identity(spec, args.device, args.precision, args.threads or None)
+        reasons = differences(spec, env, now, identity.code_version())
+    if reasons and not args.allow_changed:
+        raise UsageError(
+            f"--spec {file}: run {spec.run_id} would not be the recorded run: "
+            f"{'; '.join(reasons)}; pass --allow-changed to train it anyway (or --device, "
+            "--precision, --threads as recorded)"
+        )
+    if reasons:
+        print(
+            f"replaying run {spec.run_id} although it changed: {'; '.join(reasons)}",
+            file=sys.stderr,
+        )
+    store = run_all([spec], args, f"replay-{spec.task}-{spec.run_id}")
+    metrics = store.get(spec.run_id).metrics
+    print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
+    print(f"replay of {spec.run_id}: {_compare_metrics(metrics, file.parent)}", file=sys.stderr)
+    return 0
