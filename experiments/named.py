@@ -42,6 +42,10 @@ from experiments.render import (
 from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
 
+#: A table's ``data``: one data label for every row (``demo``, a folder, ``shared:NAME``, ``real``)
+#: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
+Data = str | Mapping[str, str]
+
 TABLES = ("table1", "table2", "table3", "cove", "dynamic", "bilm", "real")
 COVE_MISSING = (
     "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
@@ -121,6 +125,57 @@ def row_split(task_name: str, kind: str, eval_split: str | None) -> tuple[str, s
         paper = load_paper().get("cove", {}).get(task_name, {}).get("split")
         return eval_split or paper or task.table_split, paper
     return eval_split or task.table_split, task.paper_split
+
+
+def data_of(data: Data, task_name: str) -> str:
+    """The data label of a task's rows: ``data`` itself, or its entry for the task.
+
+    Raises:
+        KeyError: ``data`` is a mapping without the task.
+    """
+    if isinstance(data, str):
+        return data
+    if task_name not in data:
+        raise KeyError(f"--data names no data for {task_name} (it names {', '.join(data)})")
+    return data[task_name]
+
+
+def mapped_tasks(
+    task_names: Sequence[str], data: Data, explicit: bool = False
+) -> tuple[list[str], list[str]]:
+    """The rows a table has on ``data``, and the tasks left out.
+
+    One data label for every row leaves every task in. A mapping (task → data) keeps the
+    tasks it names and leaves out the others (the caption names them, :func:`_left_out_lines`);
+    tasks it names that the table does not have are ignored (one mapping serves every table).
+
+    Args:
+        task_names: the table's tasks (:func:`table_tasks`).
+        data: the table's data.
+        explicit: the tasks were chosen (``--tasks``): each must be in the mapping.
+
+    Raises:
+        KeyError: a chosen task the mapping names no data for.
+    """
+    if isinstance(data, str):
+        return list(task_names), []
+    if explicit:
+        for name in task_names:
+            data_of(data, name)
+    kept = [t for t in task_names if t in data]
+    if not kept:
+        raise KeyError(
+            f"--data names data for {', '.join(data)}, none of this table's tasks "
+            f"({', '.join(task_names)})"
+        )
+    return kept, [t for t in task_names if t not in data]
+
+
+def _left_out_lines(left_out: Sequence[str]) -> list[str]:
+    """The caption line naming the table's tasks a per-task ``--data`` left out."""
+    if not left_out:
+        return []
+    return [f"Left out (--data names no data for them): {', '.join(left_out)}."]
 
 
 def base_spec(
@@ -233,7 +288,7 @@ def rows(
 def tables(
     name: str,
     preset: str,
-    data: str,
+    data: Data,
     seeds: Sequence[int] | None,
     rep_config: Mapping[str, Any],
     overrides: Sequence[str] = (),
@@ -247,7 +302,8 @@ def tables(
     Args:
         name: a key of :func:`reproductions`.
         preset: the tasks' preset (``mini``, ``paper``).
-        data: ``demo`` or a data folder.
+        data: ``demo``, a data folder, ``real``, or task → data label (each row on its task's
+            data; :func:`mapped_tasks` says which rows that leaves).
         seeds: the seeds of every row; ``None``: each row its task's
             :attr:`~tasks.core.TaskSpec.seeds` (the paper's count, e.g. 5 for SNLI, NER and
             SST-5).
@@ -260,7 +316,7 @@ def tables(
         others: the ``real`` table's other representations (name → configuration; ``None``:
             the random-weight biLM and the bundled MiniLM).
     """
-    task_names = table_tasks(name, tasks)
+    task_names, left_out = mapped_tasks(table_tasks(name, tasks), data, explicit=bool(tasks))
     if not task_names:
         raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
@@ -280,7 +336,12 @@ def tables(
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
     where = f"({splits_text}; preset {preset}){note}"
     caption = describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows)
-    caption = (*caption, *_reference_lines(all_rows, data), _deviations_line(all_rows))
+    caption = (
+        *caption,
+        *_left_out_lines(left_out),
+        *_reference_lines(all_rows, data),
+        _deviations_line(all_rows),
+    )
 
     def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
         columns = t.columns  # the real sets are not the paper's data: no paper columns
@@ -331,7 +392,7 @@ def tables(
 def _table_rows(
     placed: Mapping[str, tuple[str, str | None]],
     preset: str,
-    data: str,
+    data: Data,
     seeds: Sequence[int] | None,
     rep_config: Mapping[str, Any],
     overrides: Sequence[str],
@@ -342,7 +403,7 @@ def _table_rows(
 
     ``data`` :data:`~experiments.real_sets.REAL` makes a row per real set of the placed tasks
     (:func:`_real_rows`), each on its own data folder and split; otherwise a row per task on
-    ``data``."""
+    ``data`` (a mapping: on its task's entry)."""
     if data == REAL:
         table_rows = _real_rows(list(placed), preset, seeds, rep_config, overrides, main_only)
         by_split: dict[str, list[str]] = {}
@@ -392,7 +453,7 @@ def _real_rows(
     return out
 
 
-def _reference_lines(table_rows: Sequence[Row], data: str) -> list[str]:
+def _reference_lines(table_rows: Sequence[Row], data: Data) -> list[str]:
     """Caption lines of a real-set table: where the sets were read, their licences, and the
     published figures on them (other setups: for orientation, not reproductions)."""
     if data != REAL:
@@ -434,19 +495,20 @@ def _deviations_line(table_rows: Sequence[Row]) -> str:
 def _placed_rows(
     placed: Mapping[str, tuple[str, str | None]],
     preset: str,
-    data: str,
+    data: Data,
     seeds: Sequence[int] | None,
     rep_config: Mapping[str, Any],
     overrides: Sequence[str],
     main_only: bool = False,
 ) -> list[Row]:
     """The rows of tasks placed on their splits (task → (split, paper split)), each with its
-    seeds (``None``: its task's own); the split is named in the labels when rows differ."""
+    seeds (``None``: its task's own) and data (:func:`data_of`); the split is named in the
+    labels when rows differ."""
     mixed = len({split for split, _ in placed.values()}) > 1
     out: list[Row] = []
     for task_name, (split, paper_split) in placed.items():
         splits = ("dev", "test") if split == "test" else ("dev",)
-        base = base_spec(task_name, preset, data, rep_config, overrides, splits)
+        base = base_spec(task_name, preset, data_of(data, task_name), rep_config, overrides, splits)
         own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
         task_rows = rows(task_name, base, split, own, paper_split, show_split=mixed)
         out += task_rows[:1] if main_only else task_rows
@@ -478,7 +540,7 @@ def _seed_groups(table_rows: Sequence[Row]) -> dict[tuple[int, ...], list[str]]:
 def describe_setup(
     rep_config: Mapping[str, Any],
     preset: str,
-    data: str,
+    data: Data,
     seeds: Sequence[int] | Mapping[tuple[int, ...], Sequence[str]],
     overrides: Sequence[str] = (),
     table_rows: Sequence[Row] = (),
@@ -488,10 +550,19 @@ def describe_setup(
 
     ``seeds``: one list for every row, or row seeds → the tasks that use them."""
     bilm = bilm_description(rep_config, detail=True)
-    what = {
+    named_data = {
         "demo": "the bundled DEMO set (generated; not the task's dataset)",
         REAL: "real public sets (experiments/real_sets.toml; not the paper's datasets)",
-    }.get(data, data)
+    }
+    if isinstance(data, str):
+        what = named_data.get(data, data)
+    else:  # only the tasks of the table's rows, when it has rows
+        shown = {r.base.task for r in table_rows} or set(data)
+        what = "per task: " + "; ".join(
+            f"{t} = {'the bundled DEMO set' if d == 'demo' else d}"
+            for t, d in data.items()
+            if t in shown
+        )
     changes = f"; changes: {' '.join(overrides)}" if overrides else ""
     groups = seeds if isinstance(seeds, Mapping) else {tuple(seeds): []}
     seed_text = "; ".join(
@@ -530,7 +601,7 @@ def compare_table(
     new: tuple[str, Mapping[str, Any]],
     against: tuple[str, Mapping[str, Any]],
     preset: str,
-    data: str,
+    data: Data,
     seeds: Sequence[int] | None,
     rep_config: Mapping[str, Any],
     overrides: Sequence[str] = (),
@@ -552,7 +623,9 @@ def compare_table(
         eval_split: the split of the numbers (``None``: each task's Table 1 split).
         tasks: the rows (``None``: every registered task).
     """
-    task_names = table_tasks("table1", tasks)
+    task_names, left_out = mapped_tasks(table_tasks("table1", tasks), data, explicit=bool(tasks))
+    if not task_names:
+        raise KeyError(f"compare has no rows: choose tasks from {', '.join(TASKS)}")
     placed = {t: row_split(t, "table1", eval_split) for t in task_names}
     all_rows, placed_text, split, paper_split = _table_rows(
         placed, preset, data, seeds, rep_config, overrides, main_only=True
@@ -587,6 +660,7 @@ def compare_table(
         paper_split=paper_split,
         caption=(
             *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows),
+            *_left_out_lines(left_out),
             *_reference_lines(all_rows, data),
             _deviations_line(all_rows),
             f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
@@ -655,7 +729,7 @@ def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
 
 def sample_efficiency_table(
     preset: str,
-    data: str,
+    data: Data,
     seeds: Sequence[int] | None,
     rep_config: Mapping[str, Any],
     fractions: Sequence[float] | None = None,
@@ -672,13 +746,17 @@ def sample_efficiency_table(
         preset, data, seeds, rep_config, overrides: as in :func:`tables`.
     """
     figure = load_paper().get("figure1", {})
-    task_names = table_tasks("table1", tasks or figure.get("tasks") or None)
+    task_names, left_out = mapped_tasks(
+        table_tasks("table1", tasks or figure.get("tasks") or None), data, explicit=bool(tasks)
+    )
+    if not task_names:
+        raise KeyError(f"sample-efficiency has no rows: choose tasks from {', '.join(TASKS)}")
     fractions = tuple(fractions or figure.get("fractions") or (1.0,))
     if any(not 0.0 < f <= 1.0 for f in fractions):
         raise ValueError(f"fractions must be in (0, 1], got {fractions}")
     all_rows: list[Row] = []
     for task_name in task_names:
-        base = base_spec(task_name, preset, data, rep_config, overrides)
+        base = base_spec(task_name, preset, data_of(data, task_name), rep_config, overrides)
         own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
         for fraction in sorted(fractions):
             spec = derive(base, {"train_fraction": fraction})
@@ -700,7 +778,8 @@ def sample_efficiency_table(
         title=f"Sample efficiency (paper Figure 1): dev, preset {preset}{note}",
         columns=columns,
         split="dev",
-        caption=describe_setup(
-            rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows
+        caption=(
+            *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows),
+            *_left_out_lines(left_out),
         ),
     )

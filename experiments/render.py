@@ -60,6 +60,10 @@ Format = Literal["markdown", "latex", "csv"]
 FORMATS: tuple[str, ...] = ("markdown", "latex", "csv")
 DEFAULT_PAPER = Path(__file__).with_name("paper.toml")
 MISSING = "—"
+#: A cell with a run that failed in the command that renders the table (``failed=``).
+FAILED = "failed"
+#: The most characters of a failed run's error a footnote shows.
+FAILED_ERROR_CHARS = 160
 SPLITS = ("train", "dev", "test")  # the prefixes of split metric keys ("dev_f1")
 PAPER_PRESET = "paper"
 PUBLISHED_ELMO = "original"  # the published biLM of the paper (``--elmo published:original``)
@@ -521,6 +525,7 @@ def render(
     *,
     stale: Collection[str] = (),
     exclude_dead: bool = False,
+    failed: Mapping[str, str] | None = None,
 ) -> str:
     """The table as Markdown, LaTeX or CSV text (deterministic; ends with a newline).
 
@@ -536,6 +541,10 @@ def render(
             (``--reuse-stale``): their cells are marked ``‡`` and a footnote lists them.
         exclude_dead: leave dead runs out of the means (``--exclude-dead``); by default they
             are included. Either way their cells are marked ``☠`` and a footnote names them.
+        failed: run_id → error of runs that failed while the command ran (never stored): a
+            cell with one of them (an increase: in either of its columns) reads ``failed``,
+            and a footnote per row names its failed runs with the first one's error; the
+            other rows render as usual. ``None``: none failed.
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
@@ -564,17 +573,29 @@ def render(
     for column in table.columns:
         header += [column.label, *([f"{column.label} (paper)"] if has_paper else [])]
     body = []
+    failed = failed or {}
+    failed_notes = []
     for row, cells in zip(table.rows, grid, strict=True):
         line = [row.label]
+        broken = _failed_runs(table, row, failed)
         for column, cell in zip(table.columns, cells, strict=True):
             increase = isinstance(column, IncreaseColumn)
             ours = _increase_text if increase else _ours_text
-            line.append(ours(cell, row.metric))
+            line.append(FAILED if broken.get(column.label) else ours(cell, row.metric))
             if has_paper:
                 line.append(_paper_text(cell, row.metric, increase))
         body.append(line)
+        ids = list(dict.fromkeys(rid for ids in broken.values() for rid in ids))
+        if ids:
+            error = " ".join(failed[ids[0]].split())
+            if len(error) > FAILED_ERROR_CHARS:
+                error = error[: FAILED_ERROR_CHARS - 1] + "…"
+            failed_notes.append(
+                f"{row.label}: {FAILED}, {len(ids)} run(s) ({', '.join(ids)}): {error}"
+            )
     notes = _notes(table, grid, body, _withheld(table, paper) if has_paper else [])
     notes += _dead_notes(grid, records, attachments, exclude_dead)
+    notes += failed_notes
     if fmt == "latex":
         return _latex(shown, header, body, notes)
     return _markdown(shown, header, body, notes)
@@ -1277,6 +1298,23 @@ def _withheld(table: TableSpec, paper: Mapping[str, Any]) -> list[tuple[Row, str
         paper_row = section.get(row.paper_key or row.base.task, {})
         if not comparable and any(paper_row.get(k) is not None for k in keys):
             out.append((row, why))
+    return out
+
+
+def _failed_runs(
+    table: TableSpec, row: Row, failed: Mapping[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """Column label → the row's failed run ids in that column (an increase column: in either
+    of its two columns); empty tuples where none failed."""
+    out: dict[str, tuple[str, ...]] = {}
+    for column in table.columns:
+        if isinstance(column, RunsColumn):
+            out[column.label] = tuple(
+                s.run_id for s in table.expected(row, column) if s.run_id in failed
+            )
+    for column in table.columns:
+        if isinstance(column, IncreaseColumn):
+            out[column.label] = out[column.minuend] + out[column.subtrahend]
     return out
 
 

@@ -18,10 +18,11 @@ from experiments.cli.options import (
     data_label,
     representation_options,
     run_config,
+    task_data,
     task_overrides,
 )
 from experiments.cli.tables import expected_ids, write_tables
-from experiments.cli.training import run_all
+from experiments.cli.training import raise_failed, run_for_tables
 from experiments.render import TableSpec
 from experiments.wandb_sink import log_outputs
 
@@ -65,7 +66,7 @@ def _table(args: argparse.Namespace) -> TableSpec:
             new,
             against,
             args.config,
-            args.data,
+            task_data(args.data),
             args.seeds,
             run_config(args),
             task_overrides(args),
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
-    store = run_all(named.expected_specs(table), args, group=stem)
+    store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
     lines = named.weights_lines(table, store.records())
     table = dataclasses.replace(table, caption=(*table.caption, *lines))
     written = write_tables(
@@ -102,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         "markdown",
         reuse_stale=args.reuse_stale,
         exclude_dead=args.exclude_dead,
+        failed=failure.result.failed if failure else None,
     )
     log_outputs(args.wandb, written, group=stem)
+    raise_failed(failure)
     return 0

@@ -13,10 +13,11 @@ from experiments.cli.options import (
     data_label,
     floats,
     run_config,
+    task_data,
     task_overrides,
 )
 from experiments.cli.tables import expected_ids, print_written, table_runs, write_tables
-from experiments.cli.training import run_all
+from experiments.cli.training import raise_failed, run_for_tables
 from experiments.plots import efficiency_plots
 from experiments.render import TableSpec
 from experiments.wandb_sink import log_outputs
@@ -41,7 +42,7 @@ def _table(args: argparse.Namespace) -> TableSpec:
     """The figure's table for ``args`` (no run starts)."""
     return named.sample_efficiency_table(
         args.config,
-        args.data,
+        task_data(args.data),
         args.seeds,
         run_config(args),
         args.fractions,
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
-    store = run_all(named.expected_specs(table), args, group=stem)
+    store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
     written = write_tables(
         [table],
         store,
@@ -70,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
         "markdown",
         reuse_stale=args.reuse_stale,
         exclude_dead=args.exclude_dead,
+        failed=failure.result.failed if failure else None,
     )
     runs = table_runs([table], store.records())
     written += print_written(efficiency_plots(table, runs, args.out / "plots", stem))
     log_outputs(args.wandb, written, group=stem)
+    raise_failed(failure)
     return 0

@@ -44,6 +44,7 @@ __all__ = [
     "seeds",
     "share",
     "site_sets",
+    "task_data",
     "task_overrides",
 ]
 
@@ -128,8 +129,107 @@ def site_sets(text: str) -> tuple[tuple[str, ...], ...]:
 
 
 def data_label(data: str) -> str:
-    """``demo``, or the data folder's name (in output file names)."""
-    return "demo" if data == "demo" else Path(data).name
+    """``demo``, ``per-task`` for a per-task ``--data`` (:func:`task_data`), or the data
+    folder's name (in output file names)."""
+    if data == "demo":
+        return "demo"
+    return PER_TASK if _per_task(data) else Path(data).name
+
+
+#: The data part of the output names of a per-task ``--data`` (they also carry a hash).
+PER_TASK = "per-task"
+_NOT_PER_TASK = ("real",)
+
+
+def _per_task(text: str) -> bool:
+    """Whether a ``--data`` value names data per task: a ``.toml`` file, or ``TASK=DATA`` pairs
+    (an existing folder is always one folder, whatever its name)."""
+    if Path(text).is_dir():
+        return False
+    return text.endswith(".toml") or "=" in text
+
+
+def task_data(text: str) -> str | dict[str, str]:
+    """A ``--data`` value as a table's data (:data:`experiments.named.Data`).
+
+    ``demo``, ``real``, ``shared:NAME``, ``hf:NAME`` and a folder stay one label for every task,
+    as before. ``TASK=DATA,TASK=DATA`` and a TOML file (``[data]`` with ``TASK = "DATA"``;
+    relative folders are read from the TOML file's folder) give each task its own data; a task
+    they do not name is left out of the tables. Each entry's value is what a single ``--data``
+    takes (a folder, ``demo``, ``shared:NAME``), except ``real``.
+
+    Raises:
+        UsageError: an unreadable or malformed mapping, an unknown task (the message lists the
+            registered tasks), or a task named twice.
+    """
+    if not _per_task(text):
+        return text
+    pairs = _toml_pairs(Path(text)) if text.endswith(".toml") else _inline_pairs(text)
+    from tasks.registry import TASKS
+
+    unknown = [name for name, _ in pairs if name not in TASKS]
+    if unknown:
+        raise UsageError(
+            f"--data names unknown task(s) {', '.join(unknown)}; registered: {', '.join(TASKS)}"
+        )
+    mapping: dict[str, str] = {}
+    for name, value in pairs:
+        if name in mapping:
+            raise UsageError(f"--data names {name} twice")
+        if not value or value in _NOT_PER_TASK:
+            raise UsageError(
+                f"--data {name}={value!r}: give a data folder, demo or shared:NAME ('real' is "
+                "a row per real set: --data real)"
+            )
+        mapping[name] = value
+    if not mapping:
+        raise UsageError(f"--data {text!r} names no task's data")
+    return dict(sorted(mapping.items(), key=lambda item: list(TASKS).index(item[0])))
+
+
+def _inline_pairs(text: str) -> list[tuple[str, str]]:
+    """``ner=DIR,srl=DIR2`` → ``[("ner", "DIR"), ("srl", "DIR2")]``.
+
+    Raises:
+        UsageError: an item without ``=``.
+    """
+    pairs = []
+    for item in comma_list(text):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--data takes TASK=DATA,TASK=DATA (or a .toml file), got {item!r}")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def _toml_pairs(path: Path) -> list[tuple[str, str]]:
+    """The ``[data]`` table of a TOML file, relative folders joined to the file's folder (as
+    the command line would name them: relative to the same place as the file).
+
+    Raises:
+        UsageError: the file is missing or not TOML, or has no ``[data]`` table of strings.
+    """
+    import tomllib
+
+    try:
+        with path.open("rb") as handle:
+            content = tomllib.load(handle)
+    except OSError as error:
+        raise UsageError(f"--data {one_line(error)}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"--data {path}: not TOML ({one_line(error)})") from None
+    table = content.get("data")
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise UsageError(f'--data {path}: needs a [data] table of TASK = "FOLDER" lines')
+    return [(name, _beside(path, value)) for name, value in table.items()]
+
+
+def _beside(path: Path, value: str) -> str:
+    """A TOML entry's data label: a relative folder joined to the TOML file's folder; ``demo``,
+    ``NAME:...`` labels (``shared:``, ``hf:``) and absolute folders as written."""
+    if value == "demo" or ":" in value.split("/", 1)[0] or Path(value).is_absolute():
+        return value
+    return str(path.parent / value)
 
 
 # ------------------------------------------------------------------------------ option groups
@@ -149,8 +249,10 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         default="demo",
-        help="data folder, 'demo' (default), shared:FOLDER (below ../shared/data), or, for "
-        "compare and reproduce, 'real': a row per real set (experiments/real_sets.toml)",
+        help="data folder, 'demo' (default), shared:FOLDER (below ../shared/data); per task: "
+        'TASK=DIR,TASK=DIR or a FILE.toml with [data] TASK = "DIR" (tables leave out the '
+        "tasks it does not name); or, for compare and reproduce, 'real': a row per real set "
+        "(experiments/real_sets.toml)",
     )
     parser.add_argument("--config", default="mini", help="the task's preset: mini (default), paper")
     parser.add_argument(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bilm.files import write_text
@@ -18,9 +18,10 @@ from experiments.cli.options import (
     data_label,
     representation_config,
     run_config,
+    task_data,
     task_overrides,
 )
-from experiments.cli.training import run_all
+from experiments.cli.training import raise_failed, run_for_tables
 from experiments.identity import current_records
 from experiments.plots import table_plots
 from experiments.real_sets import REAL
@@ -64,7 +65,7 @@ def _tables(args: argparse.Namespace) -> list[TableSpec]:
     return named.tables(
         args.name,
         args.config,
-        args.data,
+        task_data(args.data),
         args.seeds,  # None: each row its task's seeds
         run_config(args),
         task_overrides(args),
@@ -99,8 +100,10 @@ def run(args: argparse.Namespace) -> int:
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
+    failure = None
     if args.command == "reproduce":
-        run_all([s for t in tables for s in named.expected_specs(t)], args, group=stem)
+        specs = [s for t in tables for s in named.expected_specs(t)]
+        _, failure = run_for_tables(specs, args, group=stem)
     fmt: Format = args.format if args.command == "render" else "markdown"
     store = ResultsStore(args.store)
     if args.name == "real":  # wall times and the machines, from the records
@@ -114,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
         fmt,
         reuse_stale=args.reuse_stale,
         exclude_dead=args.exclude_dead,
+        failed=failure.result.failed if failure else None,
     )
     log_outputs(args.wandb, written, group=stem)
+    raise_failed(failure)
     return 0
 
 
@@ -147,6 +152,7 @@ def write_tables(
     task: str | None = None,
     reuse_stale: bool = False,
     exclude_dead: bool = False,
+    failed: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Render ``tables`` from the store's current records: print each, write it to
     ``out/tables/<stem>-<table>.<suffix>`` and its plots to ``out/plots``, and say each path
@@ -161,6 +167,8 @@ def write_tables(
         task: read only this task's records (``None``: all).
         reuse_stale: use stale records too (marked ‡).
         exclude_dead: leave dead runs out of the means (their cells are marked ☠ either way).
+        failed: run id → error of the runs that failed in this command (their cells read
+            ``failed``; a footnote per row gives the error).
 
     Returns:
         Every file written.
@@ -184,6 +192,7 @@ def write_tables(
             attachments=attachment,
             stale=stale,
             exclude_dead=exclude_dead,
+            failed=failed,
         )
         written.append(write_text(out / "tables" / f"{stem}-{table.name}.{SUFFIXES[fmt]}", text))
         print(text)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from bilm.pretrained import cache_root
 from experiments import named
 from experiments.cli.errors import UsageError, one_line
-from experiments.cli.options import run_config, task_overrides
-from experiments.executors import Reuse, run_sweep
+from experiments.cli.options import run_config, task_data, task_overrides
+from experiments.executors import Reuse, SweepError, run_sweep
 from experiments.identity import run_identity
 from experiments.spec import RunSpec
 from experiments.store import ResultsStore, StoreUnusableError
@@ -24,7 +24,15 @@ from experiments.wandb_sink import WandbOptions
 if TYPE_CHECKING:  # the runner imports torch: loaded when a command trains
     from experiments.runner import RunOptions
 
-__all__ = ["base_spec", "describe", "reuse_policy", "run_all", "validate_specs"]
+__all__ = [
+    "base_spec",
+    "describe",
+    "raise_failed",
+    "reuse_policy",
+    "run_all",
+    "run_for_tables",
+    "validate_specs",
+]
 
 
 def validate_specs(specs: Sequence[RunSpec]) -> None:
@@ -109,8 +117,9 @@ def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
     """
     splits = ("dev", "test") if args.eval_split == "test" else ("dev",)
     try:
+        data = named.data_of(task_data(args.data), task)  # a per-task --data: the task's entry
         return named.base_spec(
-            task, args.config, args.data, run_config(args), task_overrides(args), splits
+            task, args.config, data, run_config(args), task_overrides(args), splits
         )
     except (KeyError, ValueError) as error:
         raise UsageError(one_line(error)) from None
@@ -188,3 +197,40 @@ def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> R
             file=sys.stderr,
         )
     return store
+
+
+def run_for_tables(
+    specs: Sequence[RunSpec], args: argparse.Namespace, group: str
+) -> tuple[ResultsStore, SweepError | None]:
+    """:func:`run_all` for a command that renders tables: failed runs do not stop it.
+
+    Returns:
+        The store, and the :class:`~experiments.executors.SweepError` of the runs that failed
+        (``None``: none did): the command writes its tables with those rows marked failed,
+        then calls :func:`raise_failed` (exit status 1).
+
+    Raises:
+        UsageError: as :func:`run_all` (no run has started).
+    """
+    try:
+        return run_all(specs, args, group), None
+    except SweepError as error:
+        return ResultsStore(args.store), error
+
+
+def raise_failed(failure: SweepError | None) -> None:
+    """After the tables are written: say that they show the failed runs, and raise their
+    :class:`~experiments.executors.SweepError` (exit status 1); nothing when ``None``.
+
+    Raises:
+        SweepError: ``failure``.
+    """
+    if failure is None:
+        return
+    print(
+        f"{len(failure.result.failed)} run(s) failed: the tables above show their cells as "
+        "'failed' (a footnote per row gives the error); the other rows are rendered. Fix the "
+        "cause and rerun the same command: stored runs are reused.",
+        file=sys.stderr,
+    )
+    raise failure
