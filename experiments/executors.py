@@ -1,4 +1,4 @@
-"""Run a sweep (a list of :class:`~experiments.spec.RunSpec`) locally or on Ray.
+"""Run a sweep (a list of :class:`~experiments.spec.RunSpec`) locally, on Ray or on Slurm.
 
 :func:`run_sweep` reuses every spec whose stored record still stands for it ("a rerun skips
 finished runs"): with ``identify``, only a record whose recorded identity matches the identity
@@ -21,6 +21,15 @@ Executors:
 * ``"ray"``: ``run_one`` becomes a Ray task; ``ray.init(address=address)`` joins a cluster, or a
   local 2-CPU Ray starts when ``address`` is ``None`` (and is shut down afterwards). Ray is imported
   only here, only when asked for.
+* ``"slurm"``: one Slurm job per run, submitted through submitit (:class:`SlurmOptions`; at most
+  ``max_parallel`` jobs queued or running at once). The driver claims, waits for, and stores the
+  runs exactly as above; a job that reaches its time limit or is preempted is requeued, and a
+  job that ends otherwise (cancelled, killed, out of memory) is reported failed: the next sweep
+  submits it again and it resumes from the checkpoint in its work folder, which must therefore
+  be on a file system the nodes share. When records are stored, the identities they are
+  compared with are computed by one short job on a compute node (a login node without the
+  nodes' GPUs would see another device kind). submitit is imported only here, only when asked
+  for.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from experiments.identity import RunIdentity, reuse_differences
@@ -42,8 +52,8 @@ from experiments.store import REPO_ROOT, Claim, ResultsStore, RunExistsError, Ru
 
 logger = logging.getLogger(__name__)
 
-Executor = Literal["local", "ray"]
-EXECUTORS: tuple[str, ...] = ("local", "ray")
+Executor = Literal["local", "ray", "slurm"]
+EXECUTORS: tuple[str, ...] = ("local", "ray", "slurm")
 #: ``"matching"``: reuse a record only while its identity matches (default); ``"stale"``: reuse
 #: any stored record (``--reuse-stale``); ``"never"``: train every run again (``--rerun``).
 Reuse = Literal["matching", "stale", "never"]
@@ -56,6 +66,47 @@ RunOne = Callable[[RunSpec], RunRecord]
 #: ``"stale"``), ``"done"`` or ``"failed"``; detail is the error message of a failure, or why a
 #: stored record was stale (and replaced, for ``"done"``).
 OnEvent = Callable[[str, RunSpec, str], None]
+#: How to get submitit, in the message of a sweep that needs it (one line).
+SLURM_INSTALL = "pip install 'elmo-bench[slurm]'"
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """How ``executor="slurm"`` submits its jobs: one job per run, one task on one node.
+
+    Attributes:
+        folder: submitit's folder: each job's script, pickles and logs go to
+            ``folder/<job id>/`` (``<job id>_0_log.err`` is the run's stderr); the CLI's
+            ``--slurm-folder``, by default ``slurm/`` under ``--work``. The nodes read it, and
+            they write the runs' checkpoints (``RunOptions.work_root``): both must be on a
+            file system the nodes share with the driver. The store is written by the driver.
+        partition: ``sbatch --partition`` (``None``: the cluster's default).
+        minutes: ``sbatch --time`` of each job. A job that reaches it (or is preempted) is
+            requeued, at most ``requeues`` times, and resumes from its last checkpoint.
+        cpus: ``--cpus-per-task``.
+        gpus: ``--gpus-per-node`` (0: none).
+        name: the job name's prefix; a run's job is ``<name>-<task>-<run_id>``.
+        parameters: more submitit parameters, named as ``submitit.AutoExecutor`` takes them,
+            e.g. ``{"slurm_account": "nlp", "slurm_mem_gb": 32, "slurm_constraint": "a100"}``.
+        requeues: how many times a job may be requeued after its time limit.
+        cluster: submitit's cluster: ``"slurm"``; ``"local"`` runs every job as a process on
+            this machine, with the same files, pickles and requeue logic (tests, a dry run).
+        poll_seconds: how often the driver looks at the jobs' states.
+        identify_on_node: compute the stored runs' identities in a job (see the module's
+            docstring); ``False``: on the driver.
+    """
+
+    folder: Path = Path("runs/work/slurm")
+    partition: str | None = None
+    minutes: int = 24 * 60
+    cpus: int = 1
+    gpus: int = 0
+    name: str = "elmo-bench"
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    requeues: int = 3
+    cluster: str = "slurm"
+    poll_seconds: float = 5.0
+    identify_on_node: bool = True
 
 
 @dataclass(frozen=True)
@@ -76,6 +127,11 @@ class SweepResult:
     failed: Mapping[str, str] = field(default_factory=dict)
     stale: Mapping[str, str] = field(default_factory=dict)
     superseded: Mapping[str, str] = field(default_factory=dict)
+
+
+class SlurmJobError(RuntimeError):
+    """A run's Slurm job could not be submitted, failed, or ended without a result; the
+    message is one line with the job id and its log."""
 
 
 class SweepError(RuntimeError):
@@ -101,6 +157,7 @@ def run_sweep(
     on_event: OnEvent | None = None,
     identify: Identify | None = None,
     reuse: Reuse = "matching",
+    slurm: SlurmOptions | None = None,
 ) -> SweepResult:
     """Run every spec without a usable stored record and store the records.
 
@@ -108,7 +165,7 @@ def run_sweep(
         specs: the sweep; duplicates (same run_id) run once.
         run_one: trains one spec and returns its record (``record.spec`` must equal the spec).
         store: where finished runs are looked up and put.
-        executor: ``"local"`` or ``"ray"``.
+        executor: ``"local"``, ``"ray"`` or ``"slurm"``.
         address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts a
             local 2-CPU Ray unless Ray is already initialised. Only for ``executor="ray"``.
         max_parallel: runs in flight at once.
@@ -118,19 +175,30 @@ def run_sweep(
             (:func:`experiments.identity.run_identity` with the run options); ``None``: any
             stored record counts as finished (no identity check).
         reuse: :data:`Reuse` policy.
+        slurm: the Slurm jobs' options (``None``: :class:`SlurmOptions` defaults). Only for
+            ``executor="slurm"``.
 
     Returns:
         What ran, what was skipped, reused stale, replaced and what failed.
 
     Raises:
         SweepError: after all other runs finished and were stored, if any run failed.
+        ImportError: ``executor="ray"`` without Ray, ``"slurm"`` without submitit (one line
+            naming the install command).
+        SlurmJobError: the job computing stored runs' identities on a node could not be
+            submitted or failed (no run has started).
     """
     _check_sweep_options(executor, address, max_parallel, reuse)
+    if slurm is not None and executor != "slurm":
+        raise ValueError("slurm options are only used with executor='slurm'")
+    if executor == "slurm":
+        slurm = slurm or SlurmOptions()
+        _import_submitit()  # before any claim: a missing package costs nothing
     unique: dict[str, RunSpec] = {}
     for spec in specs:
         unique.setdefault(spec.run_id, spec)
     tally = _Tally(store, skipped=[], on_event=on_event)
-    identities = {rid: identify(spec) for rid, spec in unique.items()} if identify else {}
+    identities = _identities(unique, identify, store, slurm)
     pending = [s for s in unique.values() if tally.needs_run(s, identities.get(s.run_id), reuse)]
     logger.info(
         "sweep: %d runs, %d to do, %d stored", len(unique), len(pending), len(tally.skipped)
@@ -139,7 +207,7 @@ def run_sweep(
     while pending:
         mine = tally.claim(pending, waited, identities, reuse)
         if mine:
-            _execute(mine, run_one, tally, executor, address, max_parallel, ray_options)
+            _execute(mine, run_one, tally, executor, address, max_parallel, ray_options, slurm)
         # runs another process was training: wait for it, then reuse its record or train
         pending = [s for s in waited if tally.after_wait(s, identities.get(s.run_id), reuse)]
         waited = []
@@ -161,6 +229,48 @@ def _check_sweep_options(executor: str, address: str | None, max_parallel: int, 
         raise ValueError("address is only used with executor='ray'")
 
 
+def _identities(
+    unique: Mapping[str, RunSpec],
+    identify: Identify | None,
+    store: ResultsStore,
+    slurm: SlurmOptions | None,
+) -> dict[str, RunIdentity]:
+    """The identity each run would have now, by run_id (``{}`` without ``identify``). On
+    Slurm (``identify_on_node``), only the stored runs' identities matter (the others are
+    trained whatever they are), and they are computed by one job on a compute node."""
+    if identify is None:
+        return {}
+    if slurm is None or not slurm.identify_on_node:
+        return {rid: identify(spec) for rid, spec in unique.items()}
+    stored = [spec for rid, spec in unique.items() if store.has(rid)]
+    if not stored:
+        return {}
+    try:
+        job = _slurm_executor(slurm, f"{slurm.name}-identities").submit(
+            _identify_all, identify, stored
+        )
+    except Exception as error:  # sbatch refused it (a partition, account, time limit)
+        raise SlurmJobError(
+            f"the job computing the stored runs' identities could not be submitted: {_short(error)}"
+        ) from None
+    logger.info("identities of %d stored runs: Slurm job %s", len(stored), job.job_id)
+    try:
+        found: dict[str, RunIdentity] = _wait(job, slurm).result()
+    except KeyboardInterrupt:
+        job.cancel(check=False)
+        raise
+    except Exception as error:
+        raise SlurmJobError(
+            f"the job computing the stored runs' identities failed: {_job_error(job, error)}"
+        ) from None
+    return found
+
+
+def _identify_all(identify: Identify, specs: list[RunSpec]) -> dict[str, RunIdentity]:
+    """``identify`` of every spec, by run_id (inside a Slurm job)."""
+    return {spec.run_id: identify(spec) for spec in specs}
+
+
 def _after_other(reuse: Reuse) -> Reuse:
     """The policy for a run another process has just stored: ``--rerun`` is satisfied by it."""
     return "matching" if reuse == "never" else reuse
@@ -174,9 +284,12 @@ def _execute(
     address: str | None,
     max_parallel: int,
     ray_options: Mapping[str, Any] | None,
+    slurm: SlurmOptions | None = None,
 ) -> None:
     if executor == "ray":
         _run_ray(pending, run_one, tally, address, max_parallel, ray_options or {})
+    elif executor == "slurm":
+        _run_slurm(pending, run_one, tally, max_parallel, slurm or SlurmOptions())
     elif max_parallel == 1:
         for spec in pending:
             try:
@@ -389,3 +502,147 @@ def _run_ray(
     finally:
         if started:
             ray.shutdown()
+
+
+# -------------------------------------------------------------------------------------- Slurm
+def _import_submitit() -> Any:
+    """The submitit module.
+
+    Raises:
+        ImportError: it is not installed (one line naming :data:`SLURM_INSTALL`).
+    """
+    try:
+        return importlib.import_module("submitit")
+    except ImportError:
+        raise ImportError(f"executor='slurm' needs submitit: {SLURM_INSTALL}") from None
+
+
+def _slurm_executor(options: SlurmOptions, name: str) -> Any:
+    """A ``submitit.AutoExecutor`` whose next job is named ``name``."""
+    submitit = _import_submitit()
+    executor = submitit.AutoExecutor(
+        folder=str(Path(options.folder) / "%j"),
+        cluster=options.cluster,
+        slurm_max_num_timeout=options.requeues,
+        local_max_num_timeout=options.requeues,
+    )
+    parameters: dict[str, Any] = {
+        "name": name,
+        "timeout_min": options.minutes,
+        "nodes": 1,
+        "tasks_per_node": 1,
+        "cpus_per_task": options.cpus,
+        "gpus_per_node": options.gpus,
+        **({"slurm_partition": options.partition} if options.partition else {}),
+        **options.parameters,
+    }
+    executor.update_parameters(**parameters)
+    return executor
+
+
+class _SlurmCall:
+    """``run_one(spec)`` inside a Slurm job, one job at a time per run.
+
+    A lock on ``<folder>/.running/<run_id>`` keeps two jobs of one run (left over by a driver
+    that was killed, then started again) from training into the same work folder at once: the
+    second waits, then resumes from the first one's checkpoint. A job that reaches its time
+    limit or is preempted is requeued by submitit with the same call
+    (``__submitit_checkpoint__``), and the run resumes from its last checkpoint.
+    """
+
+    def __init__(self, run_one: RunOne, folder: Path) -> None:
+        self.run_one = run_one
+        self.folder = Path(folder)
+
+    def __call__(self, spec: RunSpec) -> RunRecord:
+        import fcntl
+
+        path = self.folder / ".running" / spec.run_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes or we die
+            return self.run_one(spec)
+
+    def __submitit_checkpoint__(self, spec: RunSpec) -> Any:
+        """The same call again, for submitit to requeue (time limit or preemption)."""
+        return _import_submitit().helpers.DelayedSubmission(self, spec)
+
+
+def _idle(options: SlurmOptions) -> None:
+    """The driver's pause between two looks at its jobs."""
+    time.sleep(options.poll_seconds)
+
+
+def _wait(job: Any, options: SlurmOptions) -> Any:
+    """Poll ``job`` every ``poll_seconds`` until it has ended; the job."""
+    while not job.done():
+        _idle(options)
+    return job
+
+
+def _short(error: BaseException, limit: int = 400) -> str:
+    """An exception's message on one line, cut at ``limit`` characters (sbatch's and
+    submitit's messages can list every valid parameter)."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _job_error(job: Any, error: BaseException) -> str:
+    """A failed job in one line: the run's own exception when it raised one, else how the job
+    ended; and where its log is."""
+    text = str(error)
+    parts = text.split("-" * 22)
+    if len(parts) >= 3:  # submitit's FailedJobError: the run's traceback between dashed lines
+        lines = [line.strip() for line in parts[1].splitlines() if line.strip()]
+        what = lines[-1] if lines else "failed"
+    elif "has not produced any output" in text:
+        what = (
+            f"the job ended without a result (state {job.state}: cancelled, killed, out of "
+            "memory or out of time); a new sweep resumes it from its checkpoint"
+        )
+    else:
+        what = _short(error)
+    return f"{what} (Slurm job {job.job_id}, log {job.paths.stderr})"
+
+
+def _run_slurm(
+    pending: list[RunSpec],
+    run_one: RunOne,
+    tally: _Tally,
+    max_parallel: int,
+    options: SlurmOptions,
+) -> None:
+    call = _SlurmCall(run_one, Path(options.folder))
+    queue = list(pending)
+    in_flight: dict[str, tuple[Any, RunSpec]] = {}
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < max_parallel:
+                spec = queue.pop(0)
+                name = f"{options.name}-{spec.task}-{spec.run_id}"
+                try:
+                    job = _slurm_executor(options, name).submit(call, spec)
+                except Exception as error:  # sbatch refused it: reported in SweepError
+                    tally.fail(spec, SlurmJobError(f"submission failed: {_short(error)}"))
+                    continue
+                logger.info("run %s: Slurm job %s", spec.run_id, job.job_id)
+                in_flight[spec.run_id] = (job, spec)
+            ended = [rid for rid, (job, _) in in_flight.items() if job.done()]
+            if not ended:
+                _idle(options)
+            for rid in ended:
+                job, spec = in_flight.pop(rid)
+                try:
+                    record = job.result()
+                except Exception as error:  # reported in SweepError
+                    tally.fail(spec, SlurmJobError(_job_error(job, error)))
+                else:
+                    tally.done(spec, record)
+    finally:
+        for job, spec in in_flight.values():  # interrupted: no job trains on unclaimed
+            logger.warning("cancelling Slurm job %s (run %s)", job.job_id, spec.run_id)
+            try:
+                job.cancel(check=False)
+            except Exception as error:  # the job may have ended meanwhile
+                logger.warning("could not cancel Slurm job %s: %s", job.job_id, error)
+            tally._release(spec.run_id)

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from tasks.common.progress import bars_enabled, progress_bar
+
 if TYPE_CHECKING:
     from tasks.representations import Representation
 
@@ -237,10 +239,8 @@ def encode_sentences(
     """
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     bar: Any = None
-    if config.progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(order), desc=desc, unit="sent", leave=False)
+    if bars_enabled(config.progress):  # only on a terminal (tasks/common/progress.py)
+        bar = progress_bar(True, total=len(order), desc=desc, unit="sent", leave=False)
     if isinstance(representation, torch.nn.Module):
         representation.eval()
     with torch.no_grad():

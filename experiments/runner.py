@@ -63,6 +63,7 @@ from experiments.represent import build_spec_representation, finetuned_bilm, mak
 from experiments.spec import RunSpec
 from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
 from tasks.common.inject import Injector, mix_penalty
+from tasks.common.progress import bars_enabled
 from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig, batch_plan, loss_of
 from tasks.registry import get_task
 from tasks.representations import Representation
@@ -83,14 +84,18 @@ class RunOptions:
         cache_dir: feature cache of frozen representations (``None``: no cache).
         device: ``auto`` | ``cpu`` | ``cuda`` | ``cuda:N``.
         precision: ``fp32`` | ``bf16`` | ``fp16`` (autocast; a grad scaler with fp16 on CUDA).
-        progress: tqdm bars.
+        progress: tqdm bars, drawn only when stderr is a terminal
+            (:func:`tasks.common.progress.bars_enabled`); where they are not, the run prints
+            :attr:`eval_lines` instead.
         wandb: log to W&B (offline unless ``WANDB_MODE`` says otherwise).
         threads: CPU intra-op threads of this run (``torch.set_num_threads``); ``None`` keeps
             torch's default (the machine's cores). Float summation order, hence a CPU run's
             trajectory, depends on it: a fixed count makes a CPU result independent of the
             machine's core count (the CLI defaults to 1 and runs several at once instead).
         eval_lines: print one line per evaluation to stderr (run id, epoch, dev metric, best,
-            seconds): the progress report of runs in worker processes, where bars interleave.
+            seconds): the progress report of runs in worker processes, where bars interleave,
+            and of runs whose stderr is not a terminal (on whenever ``progress`` is asked for
+            and bars are not drawn).
         cache_budget: bytes the feature cache's entries may hold in ``cache_dir``, as
             :func:`tasks.common.feature_cache.parse_budget` reads it: ``"20GB"``, ``"500MB"``,
             ``"1.5TiB"``, a byte count, ``"50%"`` (of the free disk plus what the cache holds)
@@ -356,7 +361,7 @@ def _set_up(spec: RunSpec, options: RunOptions, identity: str = "") -> _Run:
         precision=precision,
         work=work,
         finetune_ppl=finetune_ppl,
-        eval_lines=options.eval_lines,
+        eval_lines=options.eval_lines or (options.progress and not bars_enabled(True)),
         identity=identity,
     )
 
@@ -379,20 +384,26 @@ def _setup_data(
             f"{spec.task}: the data has no {'/'.join(missing)} split "
             f"({task.data_help or 'see the task README'})"
         )
+    if not quiet:
+        _report_reads(spec, recipe, wanted)
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
     if spec.train_fraction is not None:
         splits["train"] = training_subset(splits["train"], spec.train_fraction)
     for split in wanted:  # no training or scoring on nothing, or on a mostly skipped file
         require_usable(split, len(splits[split]), recipe.read_stats.get(split), max_skipped)
-    if spec.data != "demo" and not quiet:  # what was read, and what the reader detected
-        for split in wanted:
-            if split in recipe.read_stats:
-                print(
-                    f"  {spec.run_id} read {recipe.read_stats[split].summary(split)}",
-                    file=sys.stderr,
-                    flush=True,
-                )
     return recipe, train_config, splits
+
+
+def _report_reads(spec: RunSpec, recipe: TaskRecipe, splits: Sequence[str]) -> None:
+    """What reading the data kept and skipped, one stderr line per split, as soon as the task
+    has read it (before the checks that may refuse a split), e.g. ``  RUN read train: 7,007
+    kept, 44 skipped (longer than max_tokens 44); from F``. For a bundled demo set only when
+    its reader skipped something (its counts are otherwise the committed ones)."""
+    stats = {s: recipe.read_stats[s] for s in splits if s in recipe.read_stats}
+    if spec.data == "demo" and not any(st.skipped for st in stats.values()):
+        return
+    for split, split_stats in stats.items():
+        print(f"  {spec.run_id} read {split_stats.summary(split)}", file=sys.stderr, flush=True)
 
 
 def _setup_representation(
@@ -414,7 +425,7 @@ def _setup_representation(
             recipe.sequences(splits["dev"]),
             device=options.device,
             precision=options.precision,
-            progress=options.progress,
+            progress=bars_enabled(options.progress),
         )
     representation = build_spec_representation(spec, config)
     sequences = recipe.sequences([e for examples in splits.values() for e in examples])
@@ -799,7 +810,7 @@ class _Bar(Protocol):
 
 
 class _NullBar:
-    """A progress bar that shows nothing (``RunOptions.progress`` off)."""
+    """A progress bar that shows nothing (``RunOptions.progress`` off, or no terminal)."""
 
     def update(self, n: int = 1) -> None:
         """Nothing to advance."""
@@ -812,8 +823,9 @@ class _NullBar:
 
 
 def _progress_bar(progress: bool, task: str, state: LoopState, epochs: int, total: int) -> _Bar:
-    """A tqdm bar over the batches of the current epoch (starting at the batches done)."""
-    if not progress:
+    """A tqdm bar over the batches of the current epoch (starting at the batches done); none
+    unless ``progress`` and stderr is a terminal (a log file gets no carriage returns)."""
+    if not bars_enabled(progress):
         return _NullBar()
     from tqdm.auto import tqdm
 

@@ -8,6 +8,7 @@
     python -m experiments render squad_elmo --store results/runs --out results
     python -m experiments reproduce table1 --tasks squad,ner --seeds 0,1,2
     python -m experiments compare --repr my_package:MyRep --tasks squad,sst5 [--against elmo]
+    python -m experiments predict RUN_ID --input sents.txt [--format task|tokenized|raw]
 
 Every command takes ``--device auto|cpu|cuda|cuda:N``, ``--precision fp32|bf16|fp16``,
 ``--wandb PROJECT`` (offline unless ``WANDB_MODE`` says otherwise) and ``--set KEY=VALUE`` on
@@ -23,9 +24,10 @@ by an explicit ``render --store results/runs --out results``.
 # function adding its arguments, a function running it), one module per family of commands:
 # :mod:`~experiments.cli.runs` (``run``, ``sweep``), :mod:`~experiments.cli.tables`
 # (``reproduce``, ``render``), :mod:`~experiments.cli.compare`,
-# :mod:`~experiments.cli.efficiency` (``sample-efficiency``) and :mod:`~experiments.cli.analyses`
-# (``report``, ``probes``, ``neighbours``). Their shared flags are the option groups of
-# :mod:`~experiments.cli.options`; a new command is one entry in :data:`COMMANDS`.
+# :mod:`~experiments.cli.efficiency` (``sample-efficiency``), :mod:`~experiments.cli.analyses`
+# (``report``, ``probes``, ``neighbours``) and :mod:`~experiments.cli.predict`. Their shared flags
+# are the option groups of :mod:`~experiments.cli.options`; a new command is one entry in
+# :data:`COMMANDS`.
 #
 # Exit status (:mod:`~experiments.cli.errors`): 0 success; 1 a run failed (the error names the
 # run id; the other runs are stored); 2 a command-line mistake (one line ``error: ...``, before
@@ -40,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bilm.version import package_version
-from experiments.cli import analyses, compare, efficiency, runs, tables
+from experiments.cli import analyses, compare, efficiency, predict, runs, tables
 from experiments.cli.errors import Parser, UsageError, exit_status
 
 __all__ = ["COMMANDS", "Command", "UsageError", "build_parser", "main"]
@@ -94,6 +96,9 @@ COMMANDS: dict[str, Command] = {
         "GloVe vs biLM nearest neighbours (paper Table 4)",
         analyses.configure_neighbours,
         analyses.run_neighbours,
+    ),
+    "predict": Command(
+        "a trained run's selected weights applied to new text", predict.configure, predict.run
     ),
 }
 

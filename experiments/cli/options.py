@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from experiments.cli.errors import UsageError, one_line
+from experiments.executors import EXECUTORS
 from experiments.render import PAPER_PRESET, PUBLISHED_ELMO
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "add_reuse_options",
     "add_run_family_options",
     "add_seed_option",
+    "add_slurm_options",
     "add_tasks_option",
     "add_training_options",
     "budget",
@@ -109,6 +111,17 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (``--slurm-gpus-per-run``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
     return value
 
 
@@ -362,10 +375,18 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     """Where and how runs train: device, precision, executor, threads, cache, skips."""
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
-    parser.add_argument("--executor", default="local", choices=("local", "ray"))
+    parser.add_argument(
+        "--executor",
+        default="local",
+        choices=EXECUTORS,
+        help="local (default), ray, or slurm: one Slurm job per run (submitit; docs/runs.md)",
+    )
     parser.add_argument("--address", help="Ray cluster address (with --executor ray)")
     parser.add_argument(
-        "--max-parallel", type=positive_int, default=1, help="runs at once (default 1)"
+        "--max-parallel",
+        type=positive_int,
+        default=1,
+        help="runs at once (default 1); with --executor slurm, jobs queued or running at once",
     )
     parser.add_argument(
         "--threads",
@@ -374,8 +395,18 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
         help="CPU threads per run (default 1: a CPU result then does not depend on the "
         "machine's core count; use --max-parallel to fill the cores); 0 = torch's default",
     )
-    parser.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray resources per run")
-    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray resources per run")
+    parser.add_argument(
+        "--cpus-per-run",
+        type=float,
+        default=1.0,
+        help="Ray resources per run; Slurm: --cpus-per-task, rounded up (default 1)",
+    )
+    parser.add_argument(
+        "--gpus-per-run",
+        type=float,
+        default=0.0,
+        help="Ray resources per run; Slurm: the default of --slurm-gpus-per-run, rounded up",
+    )
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="checkpoints of runs")
     parser.add_argument(
         "--cache",
@@ -396,6 +427,42 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
         metavar="SHARE",
         help="refuse a split whose reader skipped more than this share of its examples "
         "(configured filters not counted; default 0.5); an empty split is always refused",
+    )
+    add_slurm_options(parser)
+
+
+def add_slurm_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--slurm-*`` options of ``--executor slurm`` (one job per run)."""
+    group = parser.add_argument_group("Slurm (--executor slurm; docs/runs.md)")
+    group.add_argument("--slurm-partition", metavar="NAME", help="default: the cluster's own")
+    group.add_argument(
+        "--slurm-time",
+        type=positive_int,
+        default=24 * 60,
+        metavar="MINUTES",
+        help="time limit of each job (default 1440); a job that reaches it is requeued and "
+        "resumes from its last checkpoint",
+    )
+    group.add_argument(
+        "--slurm-gpus-per-run",
+        type=non_negative_int,
+        metavar="N",
+        help="GPUs of each job (default: --gpus-per-run rounded up)",
+    )
+    group.add_argument(
+        "--slurm-folder",
+        type=Path,
+        metavar="DIR",
+        help="the jobs' scripts and logs, one folder per job id (default: slurm/ under --work); "
+        "it and --work must be on a file system the nodes share",
+    )
+    group.add_argument(
+        "--slurm-set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more sbatch options as submitit names them, e.g. account=nlp mem_gb=32 "
+        "constraint=a100 qos=high (values are JSON when they parse)",
     )
 
 

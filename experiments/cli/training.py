@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import json
+import math
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -15,11 +18,19 @@ from bilm.pretrained import cache_root
 from experiments import named
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.options import run_config, task_data, task_overrides
-from experiments.executors import Reuse, SweepError, run_sweep
+from experiments.executors import (
+    SLURM_INSTALL,
+    Reuse,
+    SlurmJobError,
+    SlurmOptions,
+    SweepError,
+    run_sweep,
+)
 from experiments.identity import run_identity
 from experiments.spec import RunSpec
 from experiments.store import ResultsStore, StoreUnusableError
 from experiments.wandb_sink import WandbOptions
+from tasks.common.progress import on_terminal
 
 if TYPE_CHECKING:  # the runner imports torch: loaded when a command trains
     from experiments.runner import RunOptions
@@ -31,6 +42,7 @@ __all__ = [
     "reuse_policy",
     "run_all",
     "run_for_tables",
+    "slurm_options",
     "validate_specs",
 ]
 
@@ -129,21 +141,72 @@ def _options(args: argparse.Namespace, group: str) -> RunOptions:
     """The :class:`~experiments.runner.RunOptions` of the command's training options."""
     from experiments.runner import RunOptions
 
-    in_workers = args.executor == "ray" or args.max_parallel > 1
+    in_workers = args.executor != "local" or args.max_parallel > 1
     return RunOptions(
         work_root=args.work,
         cache_dir=args.cache if args.cache is not None else cache_root() / "features",
         device=args.device,
         precision=args.precision,
-        # worker processes report one line per evaluation: their bars would interleave
+        # worker processes report one line per evaluation: their bars would interleave; so
+        # does a run whose stderr is no terminal (a log file): bars only on a terminal
         progress=not args.quiet and not in_workers,
         wandb=WandbOptions(project=args.wandb, group=group) if args.wandb else None,
         threads=args.threads or None,
-        eval_lines=not args.quiet and in_workers,
+        eval_lines=not args.quiet and (in_workers or not on_terminal()),
         max_skipped=args.max_skipped,
         cache_budget=args.cache_budget,
         fresh=args.rerun,
     )
+
+
+def slurm_options(args: argparse.Namespace) -> SlurmOptions:
+    """The :class:`~experiments.executors.SlurmOptions` of ``--slurm-*``, ``--cpus-per-run``
+    and ``--gpus-per-run`` (jobs' folder: ``slurm/`` under ``--work`` unless given).
+
+    Raises:
+        UsageError: a ``--slurm-set`` item without ``KEY=``.
+    """
+    extra: dict[str, object] = {}
+    for item in args.slurm_set:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--slurm-set takes KEY=VALUE (e.g. account=nlp), got {item!r}")
+        key = key.strip().removeprefix("slurm_")
+        try:
+            extra[f"slurm_{key}"] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[f"slurm_{key}"] = value
+    gpus = args.slurm_gpus_per_run
+    return SlurmOptions(
+        folder=args.slurm_folder if args.slurm_folder is not None else args.work / "slurm",
+        partition=args.slurm_partition,
+        minutes=args.slurm_time,
+        cpus=max(1, math.ceil(args.cpus_per_run)),
+        gpus=gpus if gpus is not None else max(0, math.ceil(args.gpus_per_run)),
+        parameters=extra,
+    )
+
+
+def _check_slurm(args: argparse.Namespace) -> SlurmOptions | None:
+    """The Slurm options of ``--executor slurm`` (``None`` for another executor), once submitit
+    and ``sbatch`` are known to be there.
+
+    Raises:
+        UsageError: submitit is not installed, or ``sbatch``/``srun`` are not on the ``PATH``.
+    """
+    if args.executor != "slurm":
+        return None
+    if importlib.util.find_spec("submitit") is None:
+        raise UsageError(
+            f"--executor slurm needs submitit, which is not installed: {SLURM_INSTALL}"
+        )
+    options = slurm_options(args)
+    if options.cluster == "slurm" and not (shutil.which("sbatch") and shutil.which("srun")):
+        raise UsageError(
+            "--executor slurm submits with sbatch and srun, which are not on the PATH here: "
+            "run the command on a machine of the cluster (a login node)"
+        )
+    return options
 
 
 def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> ResultsStore:
@@ -157,6 +220,7 @@ def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> R
     from experiments.runner import run_spec
 
     validate_specs(specs)  # before anything is created: a mistake costs no run
+    slurm = _check_slurm(args)
     options = _options(args, group)
     store = ResultsStore(args.store)
     try:
@@ -178,18 +242,22 @@ def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> R
     identify = functools.partial(
         run_identity, device=args.device, precision=args.precision, threads=options.threads
     )
-    result = run_sweep(  # a DeviceError (a ValueError) is a usage mistake: exit status 2
-        unique,
-        functools.partial(run_spec, options=options),
-        store,
-        args.executor,
-        args.address,
-        max_parallel=args.max_parallel,
-        ray_options=ray_options if args.executor == "ray" else None,
-        on_event=on_event,
-        identify=identify,
-        reuse=reuse_policy(args),
-    )
+    try:
+        result = run_sweep(  # a DeviceError (a ValueError) is a usage mistake: exit status 2
+            unique,
+            functools.partial(run_spec, options=options),
+            store,
+            args.executor,
+            args.address,
+            max_parallel=args.max_parallel,
+            ray_options=ray_options if args.executor == "ray" else None,
+            on_event=on_event,
+            identify=identify,
+            reuse=reuse_policy(args),
+            slurm=slurm,
+        )
+    except SlurmJobError as error:  # the identities' job (e.g. an unknown partition)
+        raise UsageError(f"--executor slurm: {error}") from None
     if result.superseded:
         print(
             f"{len(result.superseded)} stale record(s) trained again and replaced; the old ones "

@@ -132,10 +132,14 @@ class ReadStats:
         )
 
     def summary(self, split: str) -> str:
-        """One line: ``"dev: 1,247 examples from F (IOB2, -DOCSTART- absent); skipped none"``."""
+        """One line, the counts first: ``"train: 7,007 kept, 44 skipped (longer than max_tokens
+        44); from F (IOB2, -DOCSTART- absent)"``, or ``"dev: 1,247 kept, 0 skipped; from F"``."""
+        skipped = sum(self.skipped.values())
+        reasons = f" ({self.describe()})" if skipped else ""
         source = f" from {self.source}" if self.source else ""
         variant = f" ({self.variant})" if self.variant else ""
-        return f"{split}: {self.examples:,} examples{source}{variant}; skipped {self.describe()}"
+        where = f";{source}{variant}" if source or variant else ""
+        return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}{where}"
 
 
 def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: float) -> None:
@@ -169,8 +173,21 @@ def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: 
         )
 
 
+#: The UTF-8 byte-order mark as text. Every reader strips it from the start of a file's first
+#: line, and nowhere else (:func:`iter_stream_lines`: the one rule for all formats).
+BOM = "\ufeff"
+
+
+def starts_with_bom(path: str | Path) -> bool:
+    """Whether the file starts with a UTF-8 byte-order mark (readers that report what they
+    detected say it was stripped)."""
+    with Path(path).open("rb") as handle:
+        return handle.read(3) == BOM.encode("utf-8")
+
+
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line_without_newline)`` from a UTF-8 file, streaming.
+    """Yield ``(line_number, line_without_newline)`` from a UTF-8 file, streaming; a byte-order
+    mark at the start of the file is dropped (:data:`BOM`).
 
     Raises:
         DataError: the file is missing, empty, or a line is not valid UTF-8 (with its line number).
@@ -192,6 +209,9 @@ def iter_stream_lines(
         name: how errors name the input.
         empty: the error reason when the stream holds no line.
 
+    A byte-order mark at the start of the first line is dropped (:data:`BOM`), so a BOM never
+    becomes part of a first token, a ``-DOCSTART-`` or a JSON document.
+
     Raises:
         DataError: a line is not valid UTF-8 (with its line number), or the stream is empty.
     """
@@ -203,6 +223,8 @@ def iter_stream_lines(
             raise DataError(
                 name, number, f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
             ) from None
+        if number == 1:
+            text = text.removeprefix(BOM)
         yield number, text.rstrip("\r\n")
     if number == 0:
         raise DataError(name, None, empty)

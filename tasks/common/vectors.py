@@ -44,6 +44,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from bilm.files import temporary_sibling, write_json
+from tasks.common.progress import bars_enabled, progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ def iter_text_vectors(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"GloVe text file: no such file {path}")
-    bar = _bytes_bar(path) if progress else None
+    bar = _bytes_bar(path) if bars_enabled(progress) else None
     splitter = _LineSplitter(path)
     count = 0
     with path.open("rb") as raw:
@@ -185,10 +186,8 @@ def iter_text_vectors(
 
 def _bytes_bar(path: Path) -> Any:
     """A tqdm bar over the file's bytes."""
-    from tqdm import tqdm
-
-    return tqdm(
-        total=path.stat().st_size, unit="B", unit_scale=True, desc=f"converting {path.name}"
+    return progress_bar(
+        True, total=path.stat().st_size, unit="B", unit_scale=True, desc=f"converting {path.name}"
     )
 
 

@@ -26,7 +26,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from tasks.common.io import DataError, ReadStats, attribute_columns, iter_lines, require_datasets
+from tasks.common.io import (
+    DataError,
+    ReadStats,
+    attribute_columns,
+    iter_lines,
+    require_datasets,
+    starts_with_bom,
+)
 from tasks.common.spans import SCHEMES, Scheme, convert, is_valid, split_tag, tags_to_spans
 
 if TYPE_CHECKING:
@@ -320,9 +327,8 @@ def read_columns(
         words.clear()
         tags.clear()
 
+    shape.bom = starts_with_bom(path)  # iter_lines drops it
     for number, line in iter_lines(path):
-        if number == 1 and line.startswith("\ufeff"):
-            line, shape.bom = line[1:], True
         fields = _fields(line, shape.tabbed, path, number)
         if not fields or fields[0] == DOCSTART:
             shape.docstarts += bool(fields)
@@ -485,7 +491,7 @@ def find_layout(folder: str | Path, choice: str = "auto") -> Layout:
 def _peek_fields(path: Path) -> list[str]:
     """The fields of the first token line of a column file (``[]`` when it has none)."""
     for number, line in iter_lines(path):
-        fields = _fields(line.lstrip("\ufeff"), path.suffix == ".tsv", path, number)
+        fields = _fields(line, path.suffix == ".tsv", path, number)
         if fields and fields[0] != DOCSTART:
             return fields
     return []
@@ -590,9 +596,8 @@ def read_conllu(
     words: list[str] = []
     tags: list[str] = []
     first = 0
+    counts.boms += starts_with_bom(path)  # iter_lines drops it
     for number, line in iter_lines(path):
-        if number == 1 and line.startswith("\ufeff"):
-            line, counts.boms = line[1:], counts.boms + 1
         if not line.strip():
             if words:
                 stats.examples += 1

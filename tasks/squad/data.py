@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tasks.common.io import DataError, ReadStats, require_datasets, require_package
+from tasks.common.io import BOM, DataError, ReadStats, require_datasets, require_package
 
 if TYPE_CHECKING:
     import datasets
@@ -209,7 +209,7 @@ def load_json_document(path: str | Path) -> Any:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise DataError(path, line, f"invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        return json.loads(text.removeprefix("\ufeff"))
+        return json.loads(text.removeprefix(BOM))
     except json.JSONDecodeError as exc:
         raise DataError(path, exc.lineno, f"bad JSON: {exc.msg} (column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:  # huge integers, deep nesting

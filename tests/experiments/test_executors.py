@@ -57,7 +57,7 @@ def test_failures_are_reported_after_the_others_are_stored(tmp_path: Path) -> No
 def test_bad_arguments(tmp_path: Path) -> None:
     store = ResultsStore(tmp_path)
     with pytest.raises(ValueError, match="executor"):
-        run_sweep([], fake_run, store, executor="slurm")  # type: ignore[arg-type]
+        run_sweep([], fake_run, store, executor="pbs")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_parallel"):
         run_sweep([], fake_run, store, max_parallel=0)
     with pytest.raises(ValueError, match="address"):
