@@ -59,10 +59,37 @@ def bench_bilm(session: nox.Session) -> None:
     """Inference speed of a full-size ELMo (random weights in the official layout) vs the GEMM
     roofline and vs the straightforward implementation (benchmarks/reference_bilm.py, fp32),
     both measured in the same run, with the outputs' max deviation; int8 mode's speed-up and
-    max deviation; peak RSS of `python -m bilm embed` at batch 64 on natural text; PASS/MISS
-    per target (issues #2, #14). Extra arguments go to benchmarks/bench_bilm.py."""
+    max deviation; peak RSS of `python -m bilm embed` at batch 64 on natural text; the CPU's
+    AVX2/AVX-512/AMX features, every exact fp32 path timed, the ratio to the allennlp-style
+    computation (benchmarks/allennlp_step.py) on 64 x 20 and natural text, tokens/s idle vs
+    under one busy background process per thread count and OMP_WAIT_POLICY; the bf16 line
+    (speed-up and deviation, or "not available" without AMX / AVX-512-bf16); PASS/MISS per
+    target (issues #2, #14, #25). About 20 minutes on 2 idle cores. Extra arguments go to
+    benchmarks/bench_bilm.py (`-- --quick` for a smoke run, `-- --out
+    results/benchmarks/bench_bilm-{kind}.txt` to keep the text output per machine kind)."""
     _install(session)
     session.run("python", "benchmarks/bench_bilm.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def bench_precision(session: nox.Session) -> None:
+    """bf16 against fp32 for the full-size biLM: on the CPU (AMX / AVX-512-bf16) the speed-up
+    over fp32 and the max deviation, on CUDA (`-- --device cuda`) tokens/s at 64 x 20 and
+    512 x 20, fp32 and bf16, with and without CUDA graphs (issue #25; docs/performance.md)."""
+    _install(session)
+    session.run("python", "benchmarks/bench_precision.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def bench_tasks(session: nox.Session) -> None:
+    """Task training speed: one epoch and one evaluation of every task's mini and paper
+    presets on synthetic data of realistic size, with cached ELMo features and with a live
+    biLM, on the CPU and on CUDA when present: examples/s and each phase's share (batch,
+    representation, host-to-device, forward, backward, optimizer; evaluation: decode, score)
+    (issue #25). Extra arguments go to benchmarks/bench_tasks.py (`-- --quick` for a smoke
+    run, `-- --tasks ner --presets mini`)."""
+    _install(session)
+    session.run("python", "benchmarks/bench_tasks.py", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import resource
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import torch
 
@@ -81,14 +85,98 @@ def cpu_name() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """CPU, logical CPUs, torch threads, torch and Python versions (call after set_num_threads)."""
+    """CPU (model, units, kind), logical CPUs, torch threads and dispatch level, the OpenMP
+    environment, torch and Python versions (call after set_num_threads)."""
+    from bilm.machine import cpu_features, cpu_kind
+
+    features = cpu_features()
     return {
         "cpu": cpu_name(),
+        "kind": cpu_kind(features),
+        "features": features.to_dict(),
+        "torch_cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
         "logical_cpus": os.cpu_count(),
         "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "torch": torch.__version__,
         "python": platform.python_version(),
     }
+
+
+class _Tee:
+    """A text stream that writes to several (``sys.stdout`` and a file)."""
+
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+@contextlib.contextmanager
+def tee_stdout(path: Path | None) -> Iterator[None]:
+    """Copy everything printed inside to ``path`` (created with its folder) as well as stdout.
+
+    ``None``: nothing is copied. Child processes' own output is not captured (they inherit the
+    real stdout); the benchmarks print their children's figures themselves.
+    """
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        real = sys.stdout
+        sys.stdout = _Tee(real, handle)
+        try:
+            yield
+        finally:
+            sys.stdout = real
+    print(f"text output written to {path}")
+
+
+#: Bodies of the background-load processes (:func:`background_load`): one busy thread each.
+LOAD_PROGRAMS = {
+    "spin": "while True:\n    pass\n",
+    "gemm": (
+        "import numpy as np\na = np.ones((384, 384), dtype=np.float32)\nwhile True:\n    a @ a\n"
+    ),
+}
+
+
+@contextlib.contextmanager
+def background_load(kind: str = "spin", nice: int = 0) -> Iterator[subprocess.Popen[bytes]]:
+    """One busy single-threaded process for the duration of the block, then killed.
+
+    Args:
+        kind: ``"spin"`` (a Python loop: one core's integer pipeline) or ``"gemm"`` (a numpy
+            384² float32 matrix product in a loop, one BLAS thread: also uses the caches).
+        nice: the load's niceness (0 = the same priority as the benchmark).
+
+    Raises:
+        ValueError: an unknown ``kind`` or a negative ``nice``.
+    """
+    if kind not in LOAD_PROGRAMS:
+        raise ValueError(f"load kind {kind!r}: expected one of {', '.join(LOAD_PROGRAMS)}")
+    if nice < 0:
+        raise ValueError(f"load niceness must be >= 0, got {nice}")
+    one = "1"
+    env = dict(os.environ, OMP_NUM_THREADS=one, MKL_NUM_THREADS=one, OPENBLAS_NUM_THREADS=one)
+    cmd = [sys.executable, "-c", LOAD_PROGRAMS[kind]]
+    if nice > 0:
+        cmd = ["nice", "-n", str(nice), *cmd]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

@@ -36,6 +36,7 @@ from bilm.embed import (
     return_freed_memory_eagerly,
     trim_heap,
 )
+from bilm.lstm import cpu_bf16_unit
 from bilm.options import OptionsError
 from bilm.pretrained import default_checkpoint_path
 from bilm.version import package_version
@@ -160,14 +161,16 @@ def _configure_embed(parser: argparse.ArgumentParser) -> None:
         "--precision",
         choices=EMBED_PRECISIONS,
         default="fp32",
-        help="fp32 (default, exact) or int8: dynamically quantised GEMMs in the LSTMs and "
-        "highway layers, faster on CPU, vectors deviate slightly (CPU only)",
+        help="fp32 (default, exact); bf16: bf16 products with float32 accumulation, state and "
+        "outputs, fast on CPUs with AVX-512-bf16 or AMX and on GPUs; int8: dynamically "
+        "quantised GEMMs in the LSTMs and highway layers (CPU only); bf16 and int8 vectors "
+        "deviate slightly from fp32",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
 
 #: ``embed --precision`` choices.
-EMBED_PRECISIONS: tuple[str, ...] = ("fp32", "int8")
+EMBED_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
 
 
 def _positive_int(text: str) -> int:
@@ -220,6 +223,14 @@ def _run_embed(args: argparse.Namespace) -> int:
         raise UsageError(f"--device: {exc}") from None
     if device.type == "cuda":  # before loading the model: CUDA there, the index visible
         device = resolve_device(device)
+    if args.precision == "int8" and device.type != "cpu":
+        raise UsageError("--precision int8 runs on the CPU only: add --device cpu")
+    if args.precision == "bf16" and device.type == "cpu" and cpu_bf16_unit() is None:
+        print(
+            "bilm embed: warning: this CPU has neither AVX-512-bf16 nor AMX; --precision bf16 "
+            "is emulated there and slower than fp32",
+            file=sys.stderr,
+        )
     if not args.input.is_file():  # fail before loading the model (UTF-8 is checked later)
         missing = "not found" if not args.input.exists() else "is not a regular file"
         raise EmbedError(f"{args.input}: input file {missing}")
@@ -231,10 +242,8 @@ def _run_embed(args: argparse.Namespace) -> int:
         model = _load_bilm(checkpoint, state=args.state)
     model = model.to(device)
     trim_heap()  # the weight file's read buffers
-    if args.precision == "int8":
-        if device.type != "cpu":
-            raise UsageError("--precision int8 runs on the CPU only: add --device cpu")
-        model.quantize_int8()
+    if args.precision != "fp32":
+        model.to_precision(args.precision)
     stats = embed_file(
         model,
         args.input,

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from bilm.char_cnn import CharCNN
 from bilm.chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids, word_to_char_ids
-from bilm.lstm import LSTMWithProjection
+from bilm.lstm import GRAPH_SHAPES, INFERENCE_PRECISIONS, InferencePrecision, LSTMWithProjection
 from bilm.options import BiLMOptions
 
 StatePolicy = Literal["reset", "carry", "warm"]
@@ -180,6 +180,74 @@ class BiLM(nn.Module):
     def int8(self) -> bool:
         """Whether inference uses int8 GEMMs (:meth:`quantize_int8`)."""
         return self.lstms[0][0].int8
+
+    def to_precision(self, precision: InferencePrecision) -> BiLM:
+        """Choose the inference arithmetic of the LSTMs and the char CNN.
+
+        ``"fp32"``: exact float32 (the default). ``"bf16"``: every large product (LSTM input,
+        state and projection products, char convolutions, highway, projection) takes bf16
+        operands and accumulates in float32; the LSTM cell and output states, the gate and
+        highway arithmetic and every output stay float32. Fast where bf16 is multiplied
+        natively (CPUs with AVX-512-bf16 or AMX, :func:`bilm.lstm.cpu_bf16_unit`; GPUs); bf16
+        operands are made from the weights on first use and remade when a weight changes.
+        ``"int8"``: :meth:`quantize_int8` (CPU; a snapshot of the weights). Training and
+        autograd always run float32 (or autocast). ``benchmarks/bench_precision.py`` measures
+        the speed and the deviation from float32.
+
+        Args:
+            precision: ``"fp32"``, ``"bf16"`` or ``"int8"``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: an unknown precision.
+        """
+        if precision not in INFERENCE_PRECISIONS:
+            raise ValueError(f"precision must be one of {INFERENCE_PRECISIONS}, got {precision!r}")
+        if precision == "int8":
+            self.quantize_int8()
+        else:
+            self.quantize_int8(False)
+            for pair in self.lstms:
+                for cell in pair:
+                    cell.set_bf16(precision == "bf16")
+            self.char_cnn.set_bf16(precision == "bf16")
+            self.clear_token_cache()
+        self._warm = None  # the warm state is computed in the chosen arithmetic
+        return self
+
+    @property
+    def precision(self) -> InferencePrecision:
+        """The inference arithmetic chosen by :meth:`to_precision` (``"fp32"`` by default)."""
+        return self.lstms[0][0].precision
+
+    def use_cuda_graphs(self, enabled: bool = True, shapes: int = GRAPH_SHAPES) -> BiLM:
+        """Replay each LSTM's recurrent loop from a CUDA graph (inference on CUDA).
+
+        On the GPU the loop is bound by kernel launches (about 15 small kernels per step); a
+        graph captured once per batch shape (steps, rows, lengths) replays them without the
+        launch cost. Worth it for repeated shapes (fixed-size batches); each new shape costs a
+        capture and an input-product buffer per LSTM
+        (:meth:`bilm.lstm.LSTMWithProjection.use_graphs`). The same step function runs with and
+        without graphs; on the CPU nothing is captured (no gain). Off by default.
+
+        Args:
+            enabled: False frees the graphs.
+            shapes: graphs kept per LSTM (least recently used dropped first).
+
+        Returns:
+            ``self``.
+        """
+        for pair in self.lstms:
+            for cell in pair:
+                cell.use_graphs(enabled, shapes)
+        return self
+
+    @property
+    def cuda_graphs(self) -> bool:
+        """Whether :meth:`use_cuda_graphs` is on."""
+        return self.lstms[0][0].graphs
 
     # ------------------------------------------------------------------ forward
     def forward(self, char_ids: Tensor) -> BiLMOutput:
@@ -430,7 +498,7 @@ class BiLM(nn.Module):
         key = (
             tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
             torch.is_autocast_enabled(unique.device.type),
-            self.char_cnn.int8,
+            self.char_cnn.precision,
         )
         if key != self._token_cache_key:  # weights changed (or first use): start afresh
             self._token_cache.clear()

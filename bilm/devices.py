@@ -35,6 +35,7 @@ import torch
 
 __all__ = [
     "DEVICE_SPECS",
+    "SHARED_CPU_WAIT_POLICY",
     "PRECISIONS",
     "DeviceError",
     "Precision",
@@ -44,6 +45,7 @@ __all__ = [
     "distributed_backend",
     "exact_fp32",
     "make_scaler",
+    "openmp_environment",
     "resolve_device",
     "resolve_precision",
     "synchronize",
@@ -59,6 +61,10 @@ DEVICE_SPECS = "auto | cpu | cuda | cuda:N"
 NO_CUDA = "CUDA is not available (torch built without CUDA or no GPU): use --device cpu"
 
 _DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+#: OpenMP wait policy for CPUs shared with other processes: idle threads sleep at barriers
+#: instead of spinning (issue #25 item 5; ``nox -s bench_bilm`` measures it idle and loaded).
+SHARED_CPU_WAIT_POLICY = "PASSIVE"
 
 
 class DeviceError(ValueError):
@@ -219,3 +225,43 @@ def synchronize(device: torch.device) -> None:
     """
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def openmp_environment(
+    environ: Mapping[str, str] | None = None,
+    wait_policy: str | None = SHARED_CPU_WAIT_POLICY,
+    threads: int | None = None,
+) -> dict[str, str]:
+    """The environment for a new process whose OpenMP threads suit a shared CPU machine.
+
+    The OpenMP runtime torch links (GNU libgomp) reads ``OMP_WAIT_POLICY`` once, when torch is
+    first imported, so a policy can only be chosen for a process that has not imported torch
+    yet: a child process (this function), or the first lines of an entry point before any
+    ``import torch``. With the default (unset) policy libgomp's idle threads spin for a while at
+    each barrier; the recurrent loop of the biLM runs a dozen small parallel GEMMs per step, so
+    when another process takes a core the spinning thread and the one that holds the work
+    share it, and every step waits (``nox -s bench_bilm``: "under load").
+
+    Args:
+        environ: the environment to start from (default: ``os.environ``); not modified.
+        wait_policy: ``"PASSIVE"`` (sleep at barriers), ``"ACTIVE"`` (spin) or ``None`` (leave
+            unset: libgomp's default); a policy the user set in ``environ`` is kept.
+        threads: also set ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` (``None``: leave them).
+
+    Returns:
+        A new dict for ``subprocess.run(..., env=...)``.
+
+    Raises:
+        ValueError: ``wait_policy`` is not PASSIVE, ACTIVE or None, or ``threads < 1``.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if wait_policy is not None:
+        policy = wait_policy.strip().upper()
+        if policy not in ("PASSIVE", "ACTIVE"):
+            raise ValueError(f"wait_policy {wait_policy!r}: expected PASSIVE, ACTIVE or None")
+        env.setdefault("OMP_WAIT_POLICY", policy)
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
+    return env

@@ -22,11 +22,31 @@ training.
 Optional int8 inference (:meth:`LSTMWithProjection.quantize_int8`): the three products use
 fbgemm's dynamically quantised GEMM (weights int8 per output channel, activations quantised per
 call); deviations are reported by ``benchmarks/bench_bilm.py``.
+
+Optional bf16 inference (:meth:`LSTMWithProjection.set_bf16`): the three products take bf16
+operands (weights converted once, oneDNN-packed on the CPU) and accumulate in float32; the gate
+arithmetic, the cell and output states and the outputs stay float32. The products' results are
+rounded to bf16 on the CPU (oneDNN writes bf16) and kept in float32 on CUDA where torch offers
+``out_dtype``. Fast where the CPU multiplies bf16 natively (AVX-512-bf16, AMX:
+:func:`cpu_bf16_unit`) and on GPUs; ``benchmarks/bench_precision.py`` reports the deviations.
+
+CUDA graphs (:meth:`LSTMWithProjection.use_graphs`): the recurrent loop of a cell is one fixed
+sequence of small kernels for a given ``(steps, batch, active rows per step)``; on CUDA it is
+captured once per such shape in a :class:`torch.cuda.CUDAGraph` over static buffers and replayed,
+which removes the per-kernel launch cost that bounds the GPU speed. The captured function is
+the same step function the eager loop runs (:meth:`LSTMWithProjection._step`), on the same time
+chunks, so a replay computes exactly what the eager loop computes on that device; on the CPU
+the static-buffer loop runs without capture (no gain; it exists so tests can run it).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -39,8 +59,45 @@ ZIN_ROWS = 256
 #: Largest per-word input-product table (distinct words) a cell builds; beyond it (or when the
 #: words barely repeat) the input product is computed per position. 768 words = 48 MiB at C=4096.
 MAX_TABLE_WORDS = 768
+#: Default number of recurrent-loop shapes whose CUDA graphs a cell keeps (least recently used
+#: dropped first); each holds its own input-product buffer (steps × batch × 4C floats).
+GRAPH_SHAPES = 4
+#: A shape whose input products would need more than this many bytes runs without a graph.
+GRAPH_MAX_BYTES = 1 << 30
+#: Eager runs on a side stream before a capture (cuBLAS workspaces, allocator warm-up).
+GRAPH_WARMUP = 2
 _PACKING = torch.backends.mkldnn.is_available()
 _FUSED_ADD = _PACKING and hasattr(torch.ops.mkldnn._linear_pointwise, "binary")
+
+#: Inference arithmetic of a cell or a whole biLM (:meth:`bilm.BiLM.to_precision`).
+InferencePrecision = Literal["fp32", "bf16", "int8"]
+#: Valid :data:`InferencePrecision` values.
+INFERENCE_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
+
+
+def cpu_bf16_unit(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """This CPU's native bf16 multiply unit: ``"AMX"``, ``"AVX-512-bf16"``, or ``None``.
+
+    Without one, oneDNN emulates bf16 (or torch falls back to slow reference kernels), so bf16
+    inference is slower than float32 there. Asks torch's CPU feature queries when present,
+    otherwise reads the flags of ``cpuinfo`` (``amx_bf16``, ``avx512_bf16``).
+
+    Args:
+        cpuinfo: Linux's CPU description, read only when torch cannot answer.
+    """
+    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    avx = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    if amx is not None and avx is not None:
+        return "AMX" if amx() else "AVX-512-bf16" if avx() else None
+    flags: set[str] = set()
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8").splitlines():
+            if line.startswith("flags"):
+                flags = set(line.partition(":")[2].split())
+                break
+    except OSError:
+        return None
+    return "AMX" if "amx_bf16" in flags else "AVX-512-bf16" if "avx512_bf16" in flags else None
 
 
 def _packed_mm(x: Tensor, packed: Tensor) -> Tensor:
@@ -93,6 +150,139 @@ def int8_mm(x: Tensor, packed: object) -> Tensor:
     return torch.ops.quantized.linear_dynamic(x, packed, True)
 
 
+def bf16_operand(weight: Tensor) -> tuple[Tensor, bool]:
+    """``weight`` (``(in, out)``, ``x @ W`` convention) as the bf16 right operand of a product.
+
+    Returns:
+        ``(operand, packed)``: on the CPU with oneDNN, the weight converted to bf16 and packed for
+        ``torch.ops.mkldnn._linear_pointwise`` (``packed`` True); elsewhere a contiguous bf16
+        copy ``(in, out)``.
+    """
+    with torch.no_grad():
+        w = weight.detach().to(torch.bfloat16)  # (in, out)
+        if w.device.type == "cpu" and _onednn_bf16():
+            try:
+                return torch.ops.mkldnn._reorder_linear_weight(w.t().contiguous(), 64), True
+            except (RuntimeError, AttributeError):
+                pass
+        return w.contiguous(), False
+
+
+@cache
+def _onednn_bf16() -> bool:
+    """Whether oneDNN runs bf16 products on this CPU (it needs AVX-512 or newer; elsewhere the
+    bf16 operands stay plain tensors for ``torch.mm``)."""
+    check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    return _PACKING and check is not None and bool(check())
+
+
+class Bf16Operands:
+    """bf16 operands (:func:`bf16_operand`) of a module's weights, each made on first use and
+    remade when its weight changes (in place, replaced or moved)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[tuple[object, ...], tuple[Tensor, bool]]] = {}
+
+    def get(
+        self, name: str, weight: Tensor, as_matrix: Callable[[Tensor], Tensor] | None = None
+    ) -> tuple[Tensor, bool]:
+        """The operand of ``weight`` under ``name``.
+
+        Args:
+            name: cache key.
+            weight: the parameter.
+            as_matrix: turns ``weight`` into its ``(in, out)`` matrix first (convolutions).
+        """
+        key = (weight.data_ptr(), weight._version, tuple(weight.shape), weight.device)
+        cached = self._entries.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        with torch.inference_mode(False):  # an ordinary tensor, usable in any later mode
+            matrix = weight if as_matrix is None else as_matrix(weight.detach())
+            operand = bf16_operand(matrix)
+        self._entries[name] = (key, operand)
+        return operand
+
+    def clear(self) -> None:
+        """Forget every operand."""
+        self._entries.clear()
+
+
+@cache
+def _fp32_out_mm(device: torch.device) -> bool:
+    """Whether ``torch.mm(a, b, out_dtype=torch.float32)`` works for bf16 ``a``, ``b`` on
+    ``device`` (CUDA in recent torch; not the CPU), checked once with a tiny product."""
+    a = torch.ones(2, 2, dtype=torch.bfloat16, device=device)
+    try:
+        out = torch.mm(a, a, out_dtype=torch.float32)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return False
+    return bool(out.dtype == torch.float32 and torch.equal(out.cpu(), torch.full((2, 2), 2.0)))
+
+
+def bf16_mm(x: Tensor, operand: Tensor, packed: bool) -> Tensor:
+    """``x @ W`` with bf16 operands and float32 accumulation.
+
+    Args:
+        x: ``(n, in)`` float32 (converted here) or bf16.
+        operand: ``W`` from :func:`bf16_operand`.
+        packed: its second value.
+
+    Returns:
+        ``(n, out)``: float32 where the device writes float32 results of bf16 products (CUDA),
+        else bf16 (the float32 accumulator rounded once).
+    """
+    xb = x.to(torch.bfloat16).contiguous()  # (n, in)
+    if packed:
+        return _packed_mm(xb, operand)
+    if _fp32_out_mm(xb.device):
+        return torch.mm(xb, operand, out_dtype=torch.float32)
+    return torch.mm(xb, operand)
+
+
+def add_float32(product: Tensor, other: Tensor, out: Tensor | None = None) -> Tensor:
+    """``product + other`` in float32 for a bf16 or float32 ``product`` (:func:`bf16_mm`).
+
+    A bf16 ``product`` is first widened into the float32 result (exact), then ``other`` added in
+    place: about 3× faster on the CPU than a mixed-dtype ``torch.add``.
+
+    Args:
+        product: ``(n, k)``.
+        other: float32, broadcastable to ``(n, k)`` (a bias row, or input products).
+        out: optional float32 ``(n, k)`` to write into.
+    """
+    if product.dtype == torch.float32:
+        return torch.add(other, product) if out is None else torch.add(other, product, out=out)
+    if out is None:
+        return product.float().add_(other)
+    return out.copy_(product).add_(other)
+
+
+def chunk_plan(
+    steps: int, batch: int, counts: list[int], reverse: bool
+) -> list[tuple[int, int, int]]:
+    """The time chunks of inference whose input products are computed together, in run order.
+
+    Args:
+        steps: time steps.
+        batch: rows.
+        counts: active rows per step (:func:`active_counts`).
+        reverse: the backward direction (chunks from the last step to the first).
+
+    Returns:
+        ``(t0, t1, rows)`` per chunk with an active row; ``rows = counts[t0]``, the chunk's widest
+        step (counts decrease with ``t``). At most ``TIME_CHUNK`` steps and about ``ZIN_ROWS``
+        rows of products per chunk.
+    """
+    chunk = max(1, min(TIME_CHUNK, ZIN_ROWS // max(batch, 1)))
+    starts = list(range(0, steps, chunk))
+    plan = []
+    for t0 in reversed(starts) if reverse else starts:
+        if counts[t0] > 0:
+            plan.append((t0, min(t0 + chunk, steps), counts[t0]))
+    return plan
+
+
 def uses_word_table(words: int, positions: int) -> bool:
     """Whether inference builds the per-word input-product table: it is bounded
     (:data:`MAX_TABLE_WORDS`) and worth it (the words repeat: at most 3/4 of the positions)."""
@@ -106,6 +296,150 @@ def active_counts(lengths: list[int], steps: int) -> list[int]:
         for t in range(min(length, steps)):
             counts[t] += 1
     return counts
+
+
+class _StepOps:
+    """The two recurrent products of one cell for one run, in the cell's arithmetic.
+
+    ``state``: ``z = zin + h W_h`` (float32 result); ``project``: ``h = m W_P`` into the float32
+    state. Chosen once per run from the cell's precision and the device of ``like`` (int8:
+    fbgemm; bf16: :func:`bf16_mm`; float32: oneDNN on pre-packed weights on the CPU, ``addmm``
+    elsewhere); also holds the run's float32 work buffers.
+
+    Args:
+        cell: the cell.
+        like: a float32 tensor on the run's device.
+        batch: rows of the run.
+    """
+
+    def __init__(self, cell: LSTMWithProjection, like: Tensor, batch: int) -> None:
+        self.cell = cell
+        self.zbuf = like.new_empty(batch, 4 * cell.cell_dim)  # (B, 4C) products (addmm, bf16)
+        self.mbuf = like.new_empty(batch, cell.cell_dim)  # (B, C) o·tanh(c)
+        self.int8 = cell._int8
+        self.bf16_state: tuple[Tensor, bool] | None = None
+        self.bf16_proj: tuple[Tensor, bool] | None = None
+        self.packed_state: Tensor | None = None
+        self.packed_proj: Tensor | None = None
+        if self.int8 is None and cell._bf16:
+            self.bf16_state = cell._bf16_weight("w_state")
+            if cell.w_proj is not None:
+                self.bf16_proj = cell._bf16_weight("w_proj")
+            _fp32_out_mm(like.device)  # probed here, never inside a graph capture
+        elif self.int8 is None:
+            self.packed_state = cell._packed("w_state", like)
+            if cell.w_proj is not None:
+                self.packed_proj = cell._packed("w_proj", like)
+
+    def state(self, h: Tensor, zin: Tensor) -> Tensor:
+        """``zin + h @ W_h`` for the ``n`` active rows: ``h (n, P)``, ``zin (n, 4C)`` → ``(n, 4C)``
+        float32 (a new tensor or a view of the work buffer)."""
+        n = h.shape[0]
+        if self.int8 is not None:  # fbgemm int8 GEMM, float32 result
+            return int8_mm(h, self.int8[1]).add_(zin)  # (n, 4C)
+        if self.bf16_state is not None:  # bf16 operands, float32 accumulation and sum
+            return add_float32(bf16_mm(h, *self.bf16_state), zin, out=self.zbuf[:n])  # (n, 4C)
+        if self.packed_state is not None:  # oneDNN GEMM on pre-packed weights, fused add
+            return _packed_mm_add(h, zin, self.packed_state)  # (n, 4C)
+        return torch.addmm(zin, h, self.cell.w_state, out=self.zbuf[:n])  # (n, 4C)
+
+    def project(self, m: Tensor, hn: Tensor) -> None:
+        """``hn = m @ W_P`` (``m (n, C)``, ``hn (n, P)`` float32, written in place); a copy of
+        ``m`` for a cell without projection."""
+        if self.int8 is not None and self.int8[2] is not None:
+            hn.copy_(int8_mm(m, self.int8[2]))  # (n, P)
+        elif self.bf16_proj is not None:
+            hn.copy_(bf16_mm(m, *self.bf16_proj))  # (n, P)
+        elif self.packed_proj is not None:
+            hn.copy_(_packed_mm(m, self.packed_proj))  # (n, P)
+        elif self.cell.w_proj is not None:
+            torch.mm(m, self.cell.w_proj, out=hn)  # (n, P)
+        else:
+            hn.copy_(m)
+
+
+class _Recurrence:
+    """A cell's whole inference loop for one shape, on static buffers (:meth:`use_graphs`).
+
+    The input products of every time chunk (:func:`chunk_plan`) get their own region of one
+    buffer, so they are all filled before the loop runs; the loop then runs the cell's step
+    function over every chunk, exactly as :meth:`LSTMWithProjection._run_inference` does. With
+    ``capture`` (CUDA) the loop is recorded once in a CUDA graph and :meth:`run` replays it;
+    otherwise :meth:`run` runs it eagerly.
+
+    Args:
+        cell: the cell.
+        like: a float32 tensor on the run's device.
+        steps, batch: the shape.
+        counts: active rows per step.
+        capture: record a CUDA graph (``like`` must be on a CUDA device).
+    """
+
+    def __init__(
+        self,
+        cell: LSTMWithProjection,
+        like: Tensor,
+        steps: int,
+        batch: int,
+        counts: list[int],
+        capture: bool,
+    ) -> None:
+        C = cell.cell_dim
+        self.cell, self.counts = cell, counts
+        self.plan = chunk_plan(steps, batch, counts, cell.reverse)
+        sizes = [(t1 - t0) * rows for t0, t1, rows in self.plan]
+        with torch.inference_mode(False), torch.no_grad():  # ordinary tensors: any later mode
+            zin = like.new_empty(max(sum(sizes), 1) * 4 * C)  # all chunks' products, flat
+            self.zin: list[Tensor] = []  # per chunk: ((t1 - t0) · rows, 4C)
+            offset = 0
+            for size in sizes:
+                self.zin.append(zin[offset * 4 * C : (offset + size) * 4 * C].view(size, 4 * C))
+                offset += size
+            self.h = like.new_zeros(batch, cell.hidden_dim)  # (B, P)
+            self.c = like.new_zeros(batch, C)  # (B, C)
+            self.out = like.new_zeros(steps, batch, cell.hidden_dim)  # (T, B, P)
+            self.ops = _StepOps(cell, like, batch)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        if capture:
+            self.graph = _capture(self.loop, like.device)
+
+    @staticmethod
+    def nbytes(cell: LSTMWithProjection, steps: int, batch: int, counts: list[int]) -> int:
+        """Bytes of the input-product buffer of a shape (what bounds graph memory)."""
+        plan = chunk_plan(steps, batch, counts, cell.reverse)
+        return sum((t1 - t0) * rows for t0, t1, rows in plan) * 4 * cell.cell_dim * 4
+
+    def loop(self) -> None:
+        """The recurrence over every chunk from the static buffers (what a graph records)."""
+        self.out.zero_()
+        C = self.cell.cell_dim
+        for (t0, t1, rows), zin in zip(self.plan, self.zin, strict=True):
+            zin_steps = zin.view(t1 - t0, rows, 4 * C)  # (chunk, rows, 4C)
+            self.cell._recur(zin_steps, t0, t1, self.counts, self.h, self.c, self.out, self.ops)
+
+    def run(self) -> None:
+        """Replay the graph, or run :meth:`loop` where nothing was captured."""
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self.loop()
+
+
+def _capture(fn: Callable[[], None], device: torch.device) -> torch.cuda.CUDAGraph:
+    """Record ``fn`` (CUDA work on static buffers) in a CUDA graph, after warm-up runs on a side
+    stream (as torch's CUDA-graph notes advise)."""
+    with torch.cuda.device(device), torch.no_grad():
+        main = torch.cuda.current_stream(device)
+        side = torch.cuda.Stream(device)
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            for _ in range(GRAPH_WARMUP):
+                fn()
+        main.wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+    return graph
 
 
 class LSTMWithProjection(nn.Module):
@@ -142,17 +476,29 @@ class LSTMWithProjection(nn.Module):
         self._packed_cache: dict[str, tuple[tuple[int, int, tuple[int, ...]], Tensor]] = {}
         # int8 packed (input, state, projection) products; None = float arithmetic.
         self._int8: tuple[object, object, object | None] | None = None
+        # bf16 products (set_bf16); their operands, cached per weight like _packed_cache.
+        self._bf16 = False
+        self._bf16_cache = Bf16Operands()
+        # recurrent-loop shape -> its static buffers / CUDA graph (use_graphs); None = off.
+        self._graphs: OrderedDict[tuple[object, ...], _Recurrence] | None = None
+        self._graph_shapes = GRAPH_SHAPES
+        self._graph_weights: tuple[object, ...] | None = None
 
     @property
     def int8(self) -> bool:
         """Whether inference runs the int8 GEMMs (:meth:`quantize_int8`)."""
         return self._int8 is not None
 
+    @property
+    def precision(self) -> InferencePrecision:
+        """The inference arithmetic: ``"fp32"``, ``"bf16"`` (:meth:`set_bf16`) or ``"int8"``."""
+        return "int8" if self._int8 is not None else "bf16" if self._bf16 else "fp32"
+
     def quantize_int8(self, enabled: bool = True) -> None:
         """Switch inference to int8 GEMMs for the input, state and projection products.
 
         The float weights stay (training and the autograd path keep using them); the int8 copies
-        are a snapshot: call again after changing the weights.
+        are a snapshot: call again after changing the weights. Turns bf16 off.
 
         Args:
             enabled: False goes back to float32 arithmetic.
@@ -160,11 +506,56 @@ class LSTMWithProjection(nn.Module):
         if not enabled:
             self._int8 = None
             return
+        self._bf16 = False
         self._int8 = (
             _int8_pack(self.w_input, self.bias),
             _int8_pack(self.w_state, None),
             None if self.w_proj is None else _int8_pack(self.w_proj, None),
         )
+
+    def set_bf16(self, enabled: bool = True) -> None:
+        """Switch inference to bf16 products (float32 accumulation, state and outputs).
+
+        The bf16 operands are made from the current weights on first use and remade when a
+        weight changes (in place or replaced); training and the autograd path stay float32.
+        Turns int8 off.
+
+        Args:
+            enabled: False goes back to float32 arithmetic.
+        """
+        self._bf16 = enabled
+        self._bf16_cache.clear()
+        if enabled:
+            self._int8 = None
+
+    @property
+    def graphs(self) -> bool:
+        """Whether inference runs the recurrent loop through :meth:`use_graphs`."""
+        return self._graphs is not None
+
+    def use_graphs(self, enabled: bool = True, shapes: int = GRAPH_SHAPES) -> None:
+        """Run the inference loop on static buffers, captured in a CUDA graph per shape on CUDA.
+
+        A shape is ``(steps, batch, active rows per step)``: repeated shapes (fixed-size batches)
+        replay one graph; each new shape costs a capture (a few eager runs) and keeps an
+        input-product buffer of ``steps × batch × 4C`` floats (larger than
+        :data:`GRAPH_MAX_BYTES`: no graph). On the CPU nothing is captured and the same loop runs
+        eagerly (as fast as without it; for tests). Under autocast, and for inputs that are not
+        float32, the eager loop runs. A failed capture turns graphs off with a warning and the
+        call runs without them.
+
+        Args:
+            enabled: False frees every graph and returns to the eager loop.
+            shapes: graphs kept, least recently used dropped first (≥ 1).
+
+        Raises:
+            ValueError: ``shapes`` < 1.
+        """
+        if shapes < 1:
+            raise ValueError(f"shapes must be >= 1, got {shapes}")
+        self._graph_shapes = shapes
+        self._graphs = OrderedDict() if enabled else None
+        self._graph_weights = None
 
     def forward(
         self,
@@ -206,16 +597,93 @@ class LSTMWithProjection(nn.Module):
                 table = self._input_product(
                     words, out=inputs.new_empty(words.shape[0], 4 * self.cell_dim)
                 )
+        if (
+            self._graphs is not None
+            and inputs.dtype == torch.float32
+            and not torch.is_autocast_enabled(inputs.device.type)  # autocast's casts: eager
+            and _Recurrence.nbytes(self, steps, batch, counts) <= GRAPH_MAX_BYTES
+        ):
+            return self._run_graphed(inputs, counts, h0, c0, table, word_index)
         return self._run_inference(inputs, counts, h0, c0, table, word_index)
 
     def _input_product(self, x: Tensor, out: Tensor | None = None) -> Tensor:
-        """``x @ W_x + b`` for ``x (n, input_dim)`` → ``(n, 4C)`` (int8 GEMM in int8 mode)."""
+        """``x @ W_x + b`` for ``x (n, input_dim)`` → ``(n, 4C)`` (int8 GEMM in int8 mode, bf16
+        operands in bf16 mode; float32 result)."""
         if self._int8 is not None:
             z = int8_mm(x.contiguous(), self._int8[0])  # (n, 4C), bias included
             return z if out is None else out.copy_(z)
+        if self._bf16:
+            product = bf16_mm(x, *self._bf16_weight("w_input"))  # (n, 4C) bf16 or float32
+            return add_float32(product, self.bias, out=out)  # (n, 4C) float32
         if out is None:
             return torch.addmm(self.bias, x, self.w_input)
         return torch.addmm(self.bias, x, self.w_input, out=out)
+
+    def _fill_zin(
+        self,
+        zin: Tensor,
+        inputs: Tensor,
+        t0: int,
+        t1: int,
+        rows: int,
+        table: Tensor | None,
+        word_index: Tensor | None,
+    ) -> None:
+        """Input products of steps ``t0:t1``, rows ``:rows`` into ``zin ((t1-t0)·rows, 4C)``:
+        one GEMM, or a gather from the per-word ``table``."""
+        if table is not None and word_index is not None:
+            index = word_index[t0:t1, :rows].reshape(-1)  # (chunk·rows,)
+            torch.index_select(table, 0, index, out=zin)  # (chunk·rows, 4C)
+        else:
+            x = inputs[t0:t1, :rows].reshape((t1 - t0) * rows, -1)  # (chunk·rows, P)
+            self._input_product(x, out=zin)
+
+    def _step(self, zin: Tensor, h: Tensor, c: Tensor, out: Tensor, ops: _StepOps) -> None:
+        """One time step for the ``n`` active rows, in place: the step function of every path.
+
+        Args:
+            zin: ``(n, 4C)`` input products of the step (bias included).
+            h: ``(n, P)`` output state, replaced by the new one.
+            c: ``(n, C)`` cell state, replaced by the new one.
+            out: ``(n, P)`` where the step's output is written.
+            ops: the products for this run (:class:`_StepOps`).
+        """
+        C = self.cell_dim
+        z = ops.state(h, zin)  # (n, 4C) gates [i, f, o, j], float32
+        # tanh(x) = 2σ(2x) − 1: one sigmoid pass over all four blocks; torch's CPU tanh
+        # is several times slower than its sigmoid (×2 is exact; deviation ≤ 2e-7).
+        z[:, 3 * C :].mul_(2.0)
+        z.sigmoid_()
+        gates_j = z[:, 3 * C :].mul_(2.0).sub_(1.0)
+        c.mul_(z[:, C : 2 * C]).addcmul_(z[:, :C], gates_j)  # f·c + i·j
+        if self.cell_clip is not None:
+            c.clamp_(-self.cell_clip, self.cell_clip)
+        n = h.shape[0]
+        m = torch.mul(c, 2.0, out=ops.mbuf[:n]).sigmoid_().mul_(2.0).sub_(1.0)  # tanh(c)
+        m.mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
+        ops.project(m, h)  # (n, P)
+        if self.proj_clip is not None:
+            h.clamp_(-self.proj_clip, self.proj_clip)
+        out.copy_(h)
+
+    def _recur(
+        self,
+        zin: Tensor,
+        t0: int,
+        t1: int,
+        counts: list[int],
+        h: Tensor,
+        c: Tensor,
+        out: Tensor,
+        ops: _StepOps,
+    ) -> None:
+        """The steps ``t0:t1`` (in the cell's direction) from their input products
+        ``zin (t1-t0, rows, 4C)``; updates ``h (B, P)``, ``c (B, C)`` and ``out (T, B, P)``."""
+        for t in range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1):
+            n = counts[t]
+            if n == 0:
+                continue
+            self._step(zin[t - t0, :n], h[:n], c[:n], out[t, :n], ops)
 
     def _run_inference(
         self,
@@ -230,71 +698,80 @@ class LSTMWithProjection(nn.Module):
         C = self.cell_dim
         h, c = h0.clone(), c0.clone()
         out = inputs.new_zeros(steps, batch, self.hidden_dim)
-        zbuf = inputs.new_empty(batch, 4 * C)
-        mbuf = inputs.new_empty(batch, C)
-        int8 = self._int8
-        packed_state = self._packed("w_state", inputs) if int8 is None else None
-        packed_proj = None
-        if int8 is None and self.w_proj is not None:
-            packed_proj = self._packed("w_proj", inputs)
+        ops = _StepOps(self, inputs, batch)
         # Input products of a chunk of steps at once, for the rows active in that chunk only:
         # one large GEMM (or gather) per chunk; memory bounded by ZIN_ROWS, not by the batch.
         chunk = max(1, min(TIME_CHUNK, ZIN_ROWS // max(batch, 1)))
         zin_buf = inputs.new_empty(min(steps, chunk) * batch * 4 * C)
-        starts = list(range(0, steps, chunk))
-        for t0 in reversed(starts) if self.reverse else starts:
-            t1 = min(t0 + chunk, steps)
-            rows = counts[t0]  # counts decrease with t: the chunk's widest step is its first
-            if rows == 0:
-                continue
+        for t0, t1, rows in chunk_plan(steps, batch, counts, self.reverse):
             zin = zin_buf[: (t1 - t0) * rows * 4 * C].view((t1 - t0) * rows, 4 * C)
-            if table is not None and word_index is not None:
-                index = word_index[t0:t1, :rows].reshape(-1)  # (chunk·rows,)
-                torch.index_select(table, 0, index, out=zin)  # (chunk·rows, 4C)
-            else:
-                x = inputs[t0:t1, :rows].reshape((t1 - t0) * rows, -1)  # (chunk·rows, P)
-                self._input_product(x, out=zin)
-            zin = zin.view(t1 - t0, rows, 4 * C)  # (chunk, rows, 4C)
-            for t in range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1):
-                n = counts[t]
-                if n == 0:
-                    continue
-                if int8 is not None:  # fbgemm int8 GEMM, float32 result
-                    z = int8_mm(h[:n], int8[1]).add_(zin[t - t0, :n])  # (n, 4C)
-                elif packed_state is not None:  # oneDNN GEMM on pre-packed weights, fused add
-                    z = _packed_mm_add(h[:n], zin[t - t0, :n], packed_state)  # (n, 4C)
-                else:
-                    z = torch.addmm(zin[t - t0, :n], h[:n], self.w_state, out=zbuf[:n])
-                # tanh(x) = 2σ(2x) − 1: one sigmoid pass over all four blocks; torch's CPU tanh
-                # is several times slower than its sigmoid (×2 is exact; deviation ≤ 2e-7).
-                z[:, 3 * C :].mul_(2.0)
-                z.sigmoid_()
-                gates_j = z[:, 3 * C :].mul_(2.0).sub_(1.0)
-                cell = c[:n]
-                cell.mul_(z[:, C : 2 * C]).addcmul_(z[:, :C], gates_j)  # f·c + i·j
-                if self.cell_clip is not None:
-                    cell.clamp_(-self.cell_clip, self.cell_clip)
-                m = torch.mul(cell, 2.0, out=mbuf[:n]).sigmoid_().mul_(2.0).sub_(1.0)  # tanh(c)
-                m.mul_(z[:, 2 * C : 3 * C])  # (n, C) o·tanh(c)
-                hn = h[:n]
-                if int8 is not None and int8[2] is not None:
-                    hn.copy_(int8_mm(m, int8[2]))  # (n, P)
-                elif packed_proj is not None:
-                    hn.copy_(_packed_mm(m, packed_proj))  # (n, P)
-                elif self.w_proj is not None:
-                    torch.mm(m, self.w_proj, out=hn)  # (n, P)
-                else:
-                    hn.copy_(m)
-                if self.proj_clip is not None:
-                    hn.clamp_(-self.proj_clip, self.proj_clip)
-                out[t, :n] = hn
+            self._fill_zin(zin, inputs, t0, t1, rows, table, word_index)
+            self._recur(zin.view(t1 - t0, rows, 4 * C), t0, t1, counts, h, c, out, ops)
         return out, h, c
+
+    def _run_graphed(
+        self,
+        inputs: Tensor,
+        counts: list[int],
+        h0: Tensor,
+        c0: Tensor,
+        table: Tensor | None = None,
+        word_index: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`_run_inference` through the shape's :class:`_Recurrence` (its CUDA graph on
+        CUDA): the same arithmetic, on static buffers; returns fresh tensors."""
+        assert self._graphs is not None
+        steps, batch, _ = inputs.shape
+        weights = self._weights_key()
+        if weights != self._graph_weights:  # graphs read the weights' memory: start afresh
+            self._graphs.clear()
+            self._graph_weights = weights
+        key = (steps, batch, tuple(counts), inputs.device)
+        entry = self._graphs.get(key)
+        if entry is None:
+            try:
+                entry = _Recurrence(
+                    self, inputs, steps, batch, counts, capture=inputs.device.type == "cuda"
+                )
+            except RuntimeError as error:  # e.g. an operation CUDA graphs cannot record
+                warnings.warn(
+                    f"CUDA graph capture failed ({error}); the LSTM runs without graphs",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                self._graphs = None
+                return self._run_inference(inputs, counts, h0, c0, table, word_index)
+            self._graphs[key] = entry
+            while len(self._graphs) > self._graph_shapes:
+                self._graphs.popitem(last=False)
+        else:
+            self._graphs.move_to_end(key)
+        for (t0, t1, rows), zin in zip(entry.plan, entry.zin, strict=True):
+            self._fill_zin(zin, inputs, t0, t1, rows, table, word_index)
+        entry.h.copy_(h0)
+        entry.c.copy_(c0)
+        entry.run()
+        return entry.out.clone(), entry.h.clone(), entry.c.clone()
+
+    def _weights_key(self) -> tuple[object, ...]:
+        """Identity of the weights and of the arithmetic (a captured graph reads both)."""
+        params = (self.w_input, self.w_state, self.bias, self.w_proj)
+        ids = tuple(None if p is None else (p.data_ptr(), p._version, p.device) for p in params)
+        return (*ids, self.precision, id(self._int8))
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_packed_cache"] = {}  # oneDNN tensors neither pickle nor deep-copy; re-packed lazily
+        state["_bf16_cache"] = Bf16Operands()  # oneDNN tensors again: remade lazily
         state["_int8"] = None  # fbgemm packed weights do not pickle either: quantize again
+        if self._graphs is not None:  # graphs and their buffers are per process: captured again
+            state["_graphs"] = OrderedDict()
+        state["_graph_weights"] = None
         return state
+
+    def _bf16_weight(self, name: str) -> tuple[Tensor, bool]:
+        """``name`` as a bf16 operand (:func:`bf16_operand`), cached until the weight changes."""
+        return self._bf16_cache.get(name, getattr(self, name))
 
     def _packed(self, name: str, like: Tensor) -> Tensor | None:
         """``name`` (``(in, out)``) pre-packed for oneDNN, cached until the weight changes.

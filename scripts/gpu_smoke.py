@@ -7,7 +7,10 @@
 1. **biLM** (published architecture, ``BiLMOptions()`` defaults, random weights seed 0, so nothing
    is downloaded): the largest deviation of the device's fp32 (and bf16 autocast) outputs from
    the CPU's fp32 outputs on DEMO sentences, and the device's tokens/s on 64 × 20 and 512 × 20
-   batches (medians, synchronised).
+   batches (medians, synchronised) in fp32 and bf16 (``BiLM.to_precision``: bf16 products,
+   float32 state), each without and with CUDA graphs (``BiLM.use_cuda_graphs``), with each
+   one's deviation from fp32 without graphs and PASS/MISS for issue #25's targets
+   (``benchmarks/bench_precision.py``, :func:`gpu_figures`).
 2. **Every task** (``--tasks``, default all registered) with each preset of ``--configs``: one
    short run (``--examples`` per split, ``--epochs``) through the same runner as ``python -m
    experiments run``, on the DEMO set. ``mini`` uses the shipped small biLM through the feature
@@ -31,7 +34,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.bench_precision import gpu_figures, print_gpu  # noqa: E402
 from bilm import BiLM, BiLMOptions, batch_to_ids, init_weights  # noqa: E402
 from bilm.devices import autocast, exact_fp32, resolve_device  # noqa: E402
 from experiments.runner import RunOptions, train  # noqa: E402
@@ -67,23 +71,6 @@ def demo_sentences(min_tokens: int = 1) -> list[list[str]]:
     return [s for s in sentences if len(s) >= min_tokens]
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _median_seconds(fn: Callable[[], Any], device: torch.device, repeats: int) -> float:
-    fn()  # warm-up (allocator, kernels)
-    times = []
-    for _ in range(repeats):
-        _sync(device)
-        started = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - started)
-    return sorted(times)[len(times) // 2]
-
-
 def check_bilm(device: torch.device, repeats: int) -> dict[str, Any]:
     """Parity of the full-size biLM on ``device`` with the CPU, and its speed there."""
     options = BiLMOptions()
@@ -107,22 +94,14 @@ def check_bilm(device: torch.device, repeats: int) -> dict[str, Any]:
         "max_abs_dev_bf16": float((got_bf16 - expected).abs().max()),
         "max_abs_output": float(expected.abs().max()),
     }
-    long_enough = demo_sentences(min_tokens=20)
-    speed: dict[str, float] = {}
-    for batch in (64, 512):
-        rows = [s[:20] for s in (long_enough * (batch // max(len(long_enough), 1) + 1))[:batch]]
-        batch_ids = batch_to_ids(rows).to(device)  # (batch, 20, 50)
-        for precision in ("fp32", "bf16"):
-
-            def run(
-                batch_ids: torch.Tensor = batch_ids, precision: str = precision, model: BiLM = model
-            ) -> None:
-                with torch.inference_mode(), autocast(device, precision):
-                    model(batch_ids)
-
-            seconds = _median_seconds(run, device, repeats)
-            speed[f"{batch}x20 {precision}"] = batch * 20 / seconds
-    report["tokens_per_s"] = speed
+    # fp32 / bf16 (to_precision), CUDA graphs off / on, 64 x 20 and 512 x 20 (TF32 off)
+    figures = gpu_figures(model, device, (64, 512), repeats)
+    report["speed"] = figures
+    report["tokens_per_s"] = {
+        f"{shape} {name}": f["tokens_per_s"]
+        for shape, row in figures.items()
+        for name, f in row.items()
+    }
     return report
 
 
@@ -274,8 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{bilm_report['max_abs_dev_bf16']:.2e} (max |output| "
                 f"{bilm_report['max_abs_output']:.2f})"
             )
-            for name, rate in bilm_report["tokens_per_s"].items():
-                print(f"  tokens/s {name:<12} {rate:>12,.0f}  (median of {args.repeats})")
+            bilm_report["targets"] = print_gpu(bilm_report["speed"], args.repeats)
         report["bilm"] = bilm_report
     print(f"\n[python -m bilm embed: shipped small biLM, {device} vs cpu]", flush=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -46,6 +46,12 @@ directly, and :meth:`FeatureCache.build` reports it on stderr, removes it and re
 Sequences are run longest first to limit padding; that is exact only when a sentence's vectors do
 not depend on its batch, so representations with ``state_policy == "carry"`` (and trainable ones)
 are refused.
+
+**Precision.** ``build(..., precision="bf16")`` runs a biLM representation (one with a
+:class:`bilm.BiLM` as ``.bilm``) with :meth:`bilm.BiLM.to_precision` ``"bf16"`` while the entry
+is built (its previous precision restored after) and keys the entry by the representation's
+fingerprint mixed with the precision, so bf16 and float32 entries never mix; ``"fp32"`` (the
+default) keys and builds exactly as before.
 """
 
 from __future__ import annotations
@@ -67,10 +73,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
+from bilm.bilm import BiLM
 from bilm.devices import exact_fp32
 from bilm.files import write_json
+from tasks.common.progress import progress_bar
 from tasks.representations import Layers, Representation
 
 try:  # POSIX advisory locks: an entry open in any process is never evicted
@@ -133,6 +140,43 @@ def _dtype_name(dtype: str | torch.dtype | type) -> str:
     if name not in _DTYPES:
         raise ValueError(f"dtype must be float16 or float32, got {dtype!r}")
     return name
+
+
+#: Inference precisions an entry can be built with (:meth:`bilm.BiLM.to_precision`).
+BUILD_PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+
+
+def _keyed_fingerprint(rep_fp: str, precision: str) -> str:
+    """The fingerprint an entry is keyed by: the representation's for fp32, else mixed with the
+    precision (a bf16 entry never answers for a float32 one)."""
+    if precision == "fp32":
+        return rep_fp
+    return hashlib.sha256(f"{rep_fp}/precision={precision}".encode("ascii")).hexdigest()
+
+
+def _check_precision(representation: Representation, precision: str) -> None:
+    if precision not in BUILD_PRECISIONS:
+        raise ValueError(f"precision must be one of {BUILD_PRECISIONS}, got {precision!r}")
+    if precision != "fp32" and not isinstance(getattr(representation, "bilm", None), BiLM):
+        raise CacheError(
+            f"cannot build {representation.name!r} in {precision}: only biLM representations "
+            "(elmo, bilm-random) have a precision; use precision='fp32'"
+        )
+
+
+@contextmanager
+def _running_in(representation: Representation, precision: str) -> Iterator[None]:
+    """The representation's biLM in ``precision`` inside (restored after); fp32: untouched."""
+    model = getattr(representation, "bilm", None)
+    if precision == "fp32" or not isinstance(model, BiLM) or model.precision == precision:
+        yield
+        return
+    previous = model.precision
+    model.to_precision(precision)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        model.to_precision(previous)
 
 
 def check_cacheable(representation: Representation) -> None:
@@ -675,12 +719,13 @@ class FeatureCache:
         sequences: Sequence[Sequence[str]],
         root: str | Path,
         dtype: str | torch.dtype = "float16",
+        precision: str = "fp32",
     ) -> Path:
         """Where :meth:`build` puts (or finds) the cache of this representation and data."""
         return FeatureCache._folder(
             Path(root),
             representation.name,
-            representation.fingerprint(),
+            _keyed_fingerprint(representation.fingerprint(), precision),
             data_fingerprint(sequences),
             _dtype_name(dtype),
         )
@@ -701,6 +746,7 @@ class FeatureCache:
         progress: bool = True,
         budget: str | int | None = None,
         reduced: bool = True,
+        precision: str = "fp32",
     ) -> FeatureCache:
         """Return the cache for ``representation`` over ``sequences``, building it if needed.
 
@@ -715,20 +761,24 @@ class FeatureCache:
                 :data:`DEFAULT_BUDGET`); least-recently used entries are evicted to fit.
             reduced: store the representation's declared context-free layers once per word
                 (bit-identical lookups); ``False`` always writes the full form.
+            precision: ``"fp32"`` (exact) or ``"bf16"`` (a biLM representation run with
+                :meth:`bilm.BiLM.to_precision`; a separate entry; module docstring).
 
         Raises:
-            CacheError: the representation cannot be cached.
+            CacheError: the representation cannot be cached (or has no bf16 arithmetic).
             CacheSpaceError: the entry does not fit the budget or the disk (nothing changed).
             OverflowError: a value does not fit in float16 (use float32).
         """
         check_cacheable(representation)
+        _check_precision(representation, precision)
         dtype_name = _dtype_name(dtype)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         parse_budget(budget)  # fail early on a bad budget
         k = context_free_layers(representation) if reduced else 0
         root = Path(root)
-        rep_fp, data_fp = representation.fingerprint(), data_fingerprint(sequences)
+        rep_fp = _keyed_fingerprint(representation.fingerprint(), precision)
+        data_fp = data_fingerprint(sequences)
         folder = cls._folder(root, representation.name, rep_fp, data_fp, dtype_name)
         existing = cls._open_existing(folder, rep_fp, data_fp)
         if existing is not None:
@@ -737,9 +787,14 @@ class FeatureCache:
         needed = cls._estimate_bytes(representation, sequences, dtype_name, k)
         _make_room(root, needed, resolve_budget(budget, root), folder.name)
         with _building(root, folder) as tmp:
-            files = cls._write(tmp, representation, sequences, dtype_name, k, batch_size, progress)
+            with _running_in(representation, precision):
+                files = cls._write(
+                    tmp, representation, sequences, dtype_name, k, batch_size, progress
+                )
             (tmp / _USED).touch()
             meta = _entry_meta(representation, rep_fp, data_fp, len(sequences), dtype_name, k)
+            if precision != "fp32":
+                meta["precision"] = precision
             _write_meta(tmp, files, meta)
             if not _publish(tmp, folder):
                 return cls._reuse(folder, rep_fp, data_fp)  # another process built it meanwhile
@@ -809,7 +864,7 @@ class FeatureCache:
             with (
                 torch.no_grad(),
                 exact_fp32(),  # the cached features are the float32 ones, also on CUDA
-                tqdm(total=total, unit="tok", disable=not progress, leave=False) as bar,
+                progress_bar(progress, total=total, unit="tok", leave=False) as bar,
             ):
                 for rows, values in _longest_first(representation, sequences, lengths, batch_size):
                     for row, i in enumerate(rows):

@@ -93,10 +93,12 @@ def pad_labels(
     """
     t = max(1, max((len(s) for s in sequences), default=0))
     out = torch.zeros(len(sequences), t, dtype=torch.long)  # (b, t)
-    for row, labels in enumerate(sequences):
-        if labels:
-            row_ids = [ids[x] if unknown is None else ids.get(x, unknown) for x in labels]
-            out[row, : len(labels)] = torch.tensor(row_ids)
+    flat = [
+        ids[x] if unknown is None else ids.get(x, unknown) for labels in sequences for x in labels
+    ]  # row-major, as the mask below selects (one tensor per batch, not per row)
+    if flat:
+        lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)  # (b,)
+        out[torch.arange(t)[None, :] < lengths[:, None]] = torch.tensor(flat, dtype=torch.long)
     return out
 
 
@@ -173,10 +175,18 @@ class TokenIds:
         t = max(1, max((len(s) for s in seqs), default=0))
         words = torch.zeros(len(seqs), t, dtype=torch.long)  # (b, t)
         chars = torch.zeros(len(seqs), t, self.max_word_chars, dtype=torch.long)  # (b, t, c)
-        for i, s in enumerate(seqs):
-            if s:
-                words[i, : len(s)] = torch.tensor([self.word_id(w) for w in s])
-                chars[i, : len(s)] = torch.tensor([self.char_ids(w) for w in s])
-        lengths = torch.tensor([len(s) for s in seqs])
+        lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)  # (b,)
         mask = torch.arange(t)[None, :] < lengths[:, None]  # (b, t)
+        flat = [w for s in seqs for w in s]  # the real tokens in row-major order of `mask`
+        if flat:
+            # each distinct token of the batch is looked up once (words repeat within a batch:
+            # a paragraph's questions, function words), then the rows are gathered
+            row_of: dict[str, int] = {}
+            rows = [row_of.setdefault(w, len(row_of)) for w in flat]  # (n,)
+            distinct = list(row_of)
+            picks = torch.tensor(rows, dtype=torch.long)  # (n,)
+            word_table = torch.tensor([self.word_id(w) for w in distinct], dtype=torch.long)
+            char_table = torch.tensor([self.char_ids(w) for w in distinct], dtype=torch.long)
+            words[mask] = word_table[picks]  # (n,) into (b, t)
+            chars[mask] = char_table.view(len(distinct), self.max_word_chars)[picks]  # (n, c)
         return words, chars, mask
