@@ -28,7 +28,6 @@ error) or when ``--device cuda`` is asked for and CUDA is not available.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import tempfile
@@ -44,31 +43,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_precision import gpu_figures, print_gpu  # noqa: E402
+from benchmarks.bench_precision import demo_sentences, gpu_figures, print_gpu  # noqa: E402
 from bilm import BiLM, BiLMOptions, batch_to_ids, init_weights  # noqa: E402
 from bilm.devices import autocast, exact_fp32, resolve_device  # noqa: E402
 from experiments.runner import RunOptions, train  # noqa: E402
 from experiments.spec import RunSpec  # noqa: E402
 from tasks.registry import TASKS, get_task  # noqa: E402
-
-#: Tokenised public-domain sentences bundled with the probes' DEMO data (word, tag per line).
-SENTENCES = REPO / "experiments" / "demo_data" / "pos_train.conll.gz"
-
-
-def demo_sentences(min_tokens: int = 1) -> list[list[str]]:
-    """The bundled DEMO sentences (first column of the CoNLL file) with at least ``min_tokens``."""
-    sentences: list[list[str]] = []
-    current: list[str] = []
-    with gzip.open(SENTENCES, "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                current.append(line.split()[0])
-            elif current:
-                sentences.append(current)
-                current = []
-    if current:
-        sentences.append(current)
-    return [s for s in sentences if len(s) >= min_tokens]
 
 
 def check_bilm(device: torch.device, repeats: int) -> dict[str, Any]:
