@@ -172,14 +172,14 @@ def ensure_model(seed: int, quick: bool = False) -> tuple[Path, Path, str]:
     """The cached model files, written by a child process when missing."""
     out = model_dir(seed, quick)
     if (out / "complete.json").exists() and (out / "weights.hdf5").exists():
-        return out / "options.json", out / "weights.hdf5", f"cached ({out})"
+        return out / "options.json", out / "weights.hdf5", f"cached ({shown(out)})"
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     cmd = [sys.executable, str(Path(__file__).resolve()), "--write-model", str(out)]
     cmd += ["--quick"] if quick else []
     subprocess.run([*cmd, "--seed", str(seed)], check=True)
     took = time.perf_counter() - start
-    return out / "options.json", out / "weights.hdf5", f"written in {took:.1f} s ({out})"
+    return out / "options.json", out / "weights.hdf5", f"written in {took:.1f} s ({shown(out)})"
 
 
 # ---------------------------------------------------------------------------- text
@@ -191,11 +191,21 @@ SYNTHETIC_WORDS = (
 ).split()
 
 
+def shown(path: Path) -> str:
+    """``path`` as the output shows it: ``~`` for the home folder and ``..`` for the folder
+    beside the repository, so a committed output names no machine's absolute paths."""
+    path = path.resolve()
+    for root, name in ((REPO.parent, ".."), (Path.home(), "~")):
+        if path.is_relative_to(root):
+            return f"{name}/{path.relative_to(root)}"
+    return str(path)
+
+
 def read_corpus(path: Path | None) -> tuple[list[list[str]], str]:
     """Tokenised sentences (one per line) or a labelled synthetic fallback."""
     if path is not None and path.exists():
         lines = path.read_text(encoding="utf-8").splitlines()
-        return [line.split() for line in lines if line.strip()], str(path)
+        return [line.split() for line in lines if line.strip()], shown(path)
     rng = random.Random(0)
     weights = [1.0 / (rank + 1) for rank in range(len(SYNTHETIC_WORDS))]  # Zipf-like
     sentences = [rng.choices(SYNTHETIC_WORDS, weights, k=rng.randint(3, 45)) for _ in range(2000)]

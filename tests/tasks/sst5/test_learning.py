@@ -26,11 +26,24 @@ from torch import nn
 
 import tasks.sst5.task as sst5_task
 from experiments.named import base_spec
-from experiments.runner import RunOptions, train
+from experiments.runner import RunOptions, TrainOutcome, train
+from experiments.spec import RunSpec
 from tests.conftest import shared_path
 
 SEEDS = (0, 1, 2)
 MAJORITY = 0.2  # five balanced labels on the DEMO dev roots
+
+
+def _train_one_thread(spec: RunSpec, tmp_path: Path) -> TrainOutcome:
+    """Train ``spec`` on one CPU thread in ``tmp_path``, restoring the thread count after."""
+    threads = torch.get_num_threads()
+    try:
+        options = RunOptions(
+            work_root=tmp_path / "work", cache_dir=tmp_path / "cache", progress=False, threads=1
+        )
+        return train(spec, options)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.slow
@@ -40,16 +53,7 @@ def test_mini_bcn_on_elmo_learns_on_every_seed(seed: int, tmp_path: Path) -> Non
         base_spec("sst5", "mini", "demo", {}, ()), seed=seed, limit=4000, max_epochs=3
     )
     assert spec.representation == "elmo" and spec.sites == ("input", "output")
-    threads = torch.get_num_threads()
-    try:
-        outcome = train(
-            spec,
-            RunOptions(
-                work_root=tmp_path / "work", cache_dir=tmp_path / "cache", progress=False, threads=1
-            ),
-        )
-    finally:
-        torch.set_num_threads(threads)
+    outcome = _train_one_thread(spec, tmp_path)
     assert not outcome.health.dead, outcome.health.reasons
     assert outcome.metrics["dev_accuracy"] > MAJORITY + 0.08, outcome.log
     selected = next(r for r in outcome.log if r["step"] == outcome.best_step)
@@ -92,16 +96,7 @@ def test_mini_bcn_output_units_keep_passing_gradient_on_real_polarity(
         seed=seed,
         max_epochs=2,
     )
-    threads = torch.get_num_threads()
-    try:
-        outcome = train(
-            spec,
-            RunOptions(
-                work_root=tmp_path / "work", cache_dir=tmp_path / "cache", progress=False, threads=1
-            ),
-        )
-    finally:
-        torch.set_num_threads(threads)
+    outcome = _train_one_thread(spec, tmp_path)
     assert shares and min(shares) >= MIN_LIVE_SHARE, min(shares)
     assert not outcome.health.dead, outcome.health.reasons
     assert outcome.metrics["dev_accuracy"] > 0.6, outcome.log  # balanced: chance is 0.5
