@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 import torch
 
+import bilm.lstm
 from bilm import BiLMOptions, CharCNNOptions
 from bilm.devices import synchronize
 
@@ -47,26 +48,41 @@ def gemm_gflops(
     work: float = 2e9,
     device: torch.device | None = None,
     dtype: torch.dtype = torch.float32,
+    kernel: str = "mm",
 ) -> tuple[float, float]:
-    """``torch.mm`` throughput of ``(m×k)·(k×n)`` in GFLOP/s: (median, best) of samples.
+    """GEMM throughput of ``(m×k)·(k×n)`` in GFLOP/s: (median, best) of samples.
 
     Each sample repeats the product until about ``work`` FLOP are done (small shapes loop more).
     ``device``/``dtype`` default to fp32 on the CPU; on CUDA each sample waits for the GPU.
+    ``kernel``: ``"mm"`` (``torch.mm``: MKL/OpenBLAS on the CPU) or ``"onednn"``
+    (:func:`bilm.lstm.linear` with a zero bias: the oneDNN fp32 GEMM that the biLM's large
+    inference products run on the CPU).
     """
+    if kernel not in ("mm", "onednn"):
+        raise ValueError(f"kernel must be 'mm' or 'onednn', got {kernel!r}")
     device = device if device is not None else torch.device("cpu")
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(m, k, generator=gen).to(device, dtype)
     b = torch.randn(k, n, generator=gen).to(device, dtype)
     out = torch.empty(m, n, device=device, dtype=dtype)
+    zero = torch.zeros(n, device=device, dtype=dtype)
+
+    def product() -> None:
+        if kernel == "mm":
+            torch.mm(a, b, out=out)  # (m, n)
+        else:
+            with torch.no_grad():
+                bilm.lstm.linear(a, b, zero)  # (m, n)
+
     flop = 2.0 * m * k * n
     inner = max(1, round(work / flop))
-    torch.mm(a, b, out=out)  # warm-up
+    product()  # warm-up
     times = []
     for _ in range(samples):
         synchronize(device)
         start = time.perf_counter()
         for _ in range(inner):
-            torch.mm(a, b, out=out)
+            product()
         synchronize(device)
         times.append((time.perf_counter() - start) / inner)
     return flop / statistics.median(times) / 1e9, flop / min(times) / 1e9

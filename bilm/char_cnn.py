@@ -21,6 +21,7 @@ from bilm.lstm import (
     add_float32,
     bf16_mm,
     int8_mm,
+    linear,
 )
 from bilm.options import CharCNNOptions
 
@@ -77,7 +78,7 @@ class Highway(nn.Module):
                 product = bf16_mm(x, *self._bf16_cache.get(str(k), weight))  # (tokens, 2F)
                 both = add_float32(product, bias)  # (tokens, 2F) float32
             else:
-                both = torch.addmm(bias, x, weight)  # (tokens, 2F)
+                both = linear(x, weight, bias)  # (tokens, 2F)
             transform = F.relu(both[:, : self.dim])
             gate = torch.sigmoid(both[:, self.dim :])
             x = torch.lerp(x, transform, gate)  # g·transform + (1−g)·x
@@ -179,7 +180,7 @@ class CharCNN(nn.Module):
         if self._int8_proj is not None and not torch.is_grad_enabled():
             x = int8_mm(x.contiguous(), self._int8_proj)  # (tokens, P), bias included
         elif self.proj_weight is not None and self.proj_bias is not None:
-            x = torch.addmm(self.proj_bias, x, self.proj_weight)  # (tokens, P)
+            x = linear(x, self.proj_weight, self.proj_bias)  # (tokens, P)
         return x
 
     def _forward_bf16(self, char_ids: Tensor) -> Tensor:
