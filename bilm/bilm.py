@@ -34,6 +34,7 @@ from torch import Tensor, nn
 
 from bilm.char_cnn import CharCNN
 from bilm.chars import BOS_TOKEN, EOS_TOKEN, batch_to_ids, word_to_char_ids
+from bilm.load import threads_under_load
 from bilm.lstm import GRAPH_SHAPES, INFERENCE_PRECISIONS, InferencePrecision, LSTMWithProjection
 from bilm.options import BiLMOptions
 
@@ -279,7 +280,15 @@ class BiLM(nn.Module):
         L = self.options.lstm.n_layers
         if batch == 0:
             return BiLMOutput(char_ids.new_zeros(L + 1, 0, time, 2 * P, dtype=torch.float), mask)
+        # On a CPU shared with another busy process: one thread instead of a team (bilm.load)
+        with threads_under_load(char_ids.device):
+            return self._forward(char_ids, mask, lengths)
 
+    def _forward(self, char_ids: Tensor, mask: Tensor, lengths: Tensor) -> BiLMOutput:
+        """:meth:`forward` after its checks: ``mask (B, T)``, ``lengths (B,)``."""
+        batch, time, _ = char_ids.shape
+        P = self.options.lstm.projection_dim
+        L = self.options.lstm.n_layers
         # Sort rows by length (with the two markers), longest first: active rows form a prefix.
         sorted_lengths, perm = torch.sort(lengths + 2, descending=True, stable=True)
         inverse = torch.empty_like(perm)

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from bilm.load import check_load
 from bilm.lstm import (
     Bf16Operands,
     InferencePrecision,
@@ -82,6 +83,7 @@ class Highway(nn.Module):
             transform = F.relu(both[:, : self.dim])
             gate = torch.sigmoid(both[:, self.dim :])
             x = torch.lerp(x, transform, gate)  # g·transform + (1−g)·x
+            check_load()
         return x
 
 
@@ -171,10 +173,10 @@ class CharCNN(nn.Module):
         if self._bf16 and not torch.is_grad_enabled():
             return self._forward_bf16(char_ids)
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (tokens, E, max_chars)
-        pooled = [
-            torch.max(F.conv1d(chars, w, b), dim=2).values  # (tokens, n_i)
-            for w, b in zip(self.conv_weight, self.conv_bias, strict=True)
-        ]
+        pooled = []
+        for w, b in zip(self.conv_weight, self.conv_bias, strict=True):
+            pooled.append(torch.max(F.conv1d(chars, w, b), dim=2).values)  # (tokens, n_i)
+            check_load()  # one thread while another process takes our cores (bilm.load)
         x = self._act(torch.cat(pooled, dim=1))  # (tokens, F): max-pool, then activation
         x = self.highway(x)  # (tokens, F)
         if self._int8_proj is not None and not torch.is_grad_enabled():

@@ -51,6 +51,8 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from bilm.load import CHECK_EVERY, check_load
+
 #: Time steps whose input products are computed in one GEMM (inference); bounds memory.
 TIME_CHUNK = 32
 #: At most this many rows (steps × active rows) of input products are held at once (inference):
@@ -707,10 +709,12 @@ class LSTMWithProjection(nn.Module):
     ) -> None:
         """The steps ``t0:t1`` (in the cell's direction) from their input products
         ``zin (t1-t0, rows, 4C)``; updates ``h (B, P)``, ``c (B, C)`` and ``out (T, B, P)``."""
-        for t in range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1):
+        for k, t in enumerate(range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1)):
             n = counts[t]
             if n == 0:
                 continue
+            if k % CHECK_EVERY == 0:
+                check_load()  # one thread while another process takes our cores (bilm.load)
             self._step(zin[t - t0, :n], h[:n], c[:n], out[t, :n], ops)
 
     def _run_inference(

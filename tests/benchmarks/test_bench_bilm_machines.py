@@ -174,9 +174,11 @@ def test_alternating_pairs_and_ratios() -> None:
 
 def test_load_settings_put_the_default_first() -> None:
     settings = bench_bilm.load_settings(2)
-    assert settings[0] == (2, None) and len(settings) == 6
-    assert {p for _, p in settings} == {None, "PASSIVE", "ACTIVE"}
-    assert bench_bilm.load_settings(1) == [(1, None), (1, "PASSIVE"), (1, "ACTIVE")]
+    assert settings[0] == (2, None, "adapt")  # the default: bilm.load's rule on
+    assert (2, None, "keep") in settings  # the same without the rule: its idle cost
+    assert {p for _, p, _ in settings} == {None, "PASSIVE", "ACTIVE"}
+    assert (1, None, "keep") in settings
+    assert bench_bilm.load_settings(1) == [(1, None, "adapt"), (1, "PASSIVE", "adapt")]
 
 
 def test_quick_fills_unset_sizes_only() -> None:
