@@ -120,6 +120,23 @@ def shared_data_root() -> Path:
     return root / "data"
 
 
+def portable_source(source: str) -> str:
+    """``source`` (a reader's files, comma-separated) as a record stores it: a path below the
+    shared data root as ``shared:<folder>/…``, below the home folder as ``~/…``; anything else
+    (a relative path, a Hub name) unchanged. Records then name no machine's folders."""
+    root = shared_data_root()
+    roots = [(str(r), SHARED_PREFIX) for r in {root, root.resolve()}]
+    roots.append((str(Path.home()), "~/"))
+    parts = []
+    for part in source.split(", "):
+        for prefix, label in roots:
+            if part.startswith(prefix.rstrip("/") + "/"):
+                part = label + part[len(prefix.rstrip("/")) + 1 :]
+                break
+        parts.append(part)
+    return ", ".join(parts)
+
+
 def is_shared(label: str) -> bool:
     """Whether a data label names a folder below the shared data root."""
     return label.startswith(SHARED_PREFIX)

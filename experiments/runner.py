@@ -58,7 +58,7 @@ from experiments.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from experiments.real_sets import data_path
+from experiments.real_sets import data_path, portable_source
 from experiments.represent import build_spec_representation, finetuned_bilm, make_represent
 from experiments.spec import RunSpec
 from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
@@ -887,6 +887,9 @@ def _score_splits(run: _Run) -> tuple[dict[str, float], dict[str, Path]]:
         )
     if run.recipe.read_stats:
         stats = {s: st.as_dict() for s, st in run.recipe.read_stats.items()}
+        for entry in stats.values():  # no machine's absolute paths in a record
+            if "source" in entry:
+                entry["source"] = portable_source(str(entry["source"]))
         written["read-stats"] = write_text(
             run.work / "read-stats.json", json.dumps(stats, indent=1)
         )

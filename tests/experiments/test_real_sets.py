@@ -132,3 +132,27 @@ def test_wall_time_lines_give_medians_and_the_machine() -> None:
     (line,) = named.wall_time_lines(table, records)
     assert "AMD EPYC (AVX2), cpu, 1 thread" in line
     assert "dev/sentence_polarity: ELMo 200" in line
+
+
+def test_records_name_shared_files_and_the_home_folder_portably(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path / "shared"))
+    root = tmp_path / "shared" / "data"
+    source = f"{root}/real/propbank-srl/train/**/*gold_conll, {Path.home()}/mine/dev.txt"
+    assert real_sets.portable_source(source) == (
+        "shared:real/propbank-srl/train/**/*gold_conll, ~/mine/dev.txt"
+    )
+    # a Hub name, a relative path and a folder beside the root (not below it) stay as they are
+    beside = f"{tmp_path}/shared/database/x.txt"
+    assert real_sets.portable_source(f"glue/sst2, data/x.txt, {beside}") == (
+        f"glue/sst2, data/x.txt, {beside}"
+    )
+
+
+def test_committed_records_name_no_machine_folder() -> None:
+    # read-stats.json sources once held the absolute path of the machine that ran them
+    repo = Path(__file__).resolve().parents[2]
+    for path in (repo / "results").rglob("read-stats.json"):
+        text = path.read_text(encoding="utf-8")
+        assert '"source": "/' not in text, path
