@@ -130,8 +130,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor, out: Tensor | None = None) -
     The large products of inference (the char CNN's highway and projection, the LSTM input
     products) run on the CPU as one oneDNN GEMM that reads the weight where it lies (through its
     transpose view: no packed copy, no extra memory); oneDNN's fp32 GEMM ran these shapes
-    1.2–1.6× faster than MKL's ``addmm`` on both CPU kinds measured (``benchmarks/bench_bilm.py``,
-    "fp32 GEMM roofline"). Float32 throughout, like ``addmm``; only the summation order differs.
+    1.2–1.6× faster than MKL's ``addmm`` on the AMD EPYC measured (``benchmarks/bench_bilm.py``
+    times both in its "fp32 GEMM roofline" section). Float32 throughout, like ``addmm``; only
+    the summation order differs, and unlike MKL's the result does not depend on the thread count
+    (``tests/bilm/test_load.py``).
     Everywhere else (autograd, autocast, CUDA, other dtypes, no oneDNN) it is ``torch.addmm``.
     """
     if (
