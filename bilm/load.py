@@ -83,7 +83,7 @@ class _Guard:
     def _start_window(self) -> None:
         self.t0 = time.perf_counter()
         self.wait0 = _run_delay_ns() if not _Process.reduced else None
-        self.ticks0 = _cpu_ticks(self.cpus) if _Process.reduced else None
+        self.busy0 = _busy_ticks(self.cpus) if _Process.reduced else None
         self.own0 = time.process_time()
 
     def _set(self, threads: int) -> None:
@@ -102,11 +102,11 @@ class _Guard:
                 if not final:
                     self._set(1)
         else:
-            if wall < WINDOW_REDUCED or self.ticks0 is None:
+            if wall < WINDOW_REDUCED or self.busy0 is None:
                 return
-            ticks = _cpu_ticks(self.cpus)
+            ticks = _busy_ticks(self.cpus)
             if ticks is not None:
-                busy = (ticks[0] - self.ticks0[0]) * self.tick  # CPU-seconds, all processes
+                busy = (ticks - self.busy0) * self.tick  # CPU-seconds, all processes
                 others = (busy - (time.process_time() - self.own0)) / wall  # CPUs
                 if others <= max(0, len(self.cpus) - self.full) + OTHERS_BUSY:
                     _Process.reduced = False
@@ -130,21 +130,20 @@ def _run_delay_ns() -> int | None:
     return total
 
 
-def _cpu_ticks(cpus: list[int]) -> tuple[int, int] | None:
-    """``(busy, idle)`` ticks so far of the given CPUs (``/proc/stat``; idle includes iowait),
-    or None if unreadable."""
+def _busy_ticks(cpus: list[int]) -> int | None:
+    """Busy ticks so far of the given CPUs (``/proc/stat``: every field up to steal but idle
+    and iowait), or None if unreadable."""
     wanted = {f"cpu{c}" for c in cpus}
-    busy = idle = 0
+    busy = 0
     try:
         for line in (_PROC / "stat").read_text().splitlines():
             name, _, rest = line.partition(" ")
             if name in wanted:
                 values = [int(v) for v in rest.split()[:8]]  # user … steal
-                idle += values[3] + values[4]
                 busy += sum(values) - values[3] - values[4]
     except (OSError, ValueError, IndexError):
         return None
-    return busy, idle
+    return busy
 
 
 def reduced() -> bool:
@@ -175,7 +174,7 @@ def threads_under_load(device: torch.device) -> Iterator[None]:
         and not _ACTIVE  # nested passes: the outer one decides
         and os.environ.get(UNDER_LOAD_ENV, "adapt").strip().lower() != "keep"
         and _run_delay_ns() is not None
-        and _cpu_ticks(sorted(os.sched_getaffinity(0))) is not None
+        and _busy_ticks(sorted(os.sched_getaffinity(0))) is not None
     )
     if not enabled:
         yield

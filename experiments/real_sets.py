@@ -125,13 +125,13 @@ def portable_source(source: str) -> str:
     shared data root as ``shared:<folder>/…``, below the home folder as ``~/…``; anything else
     (a relative path, a Hub name) unchanged. Records then name no machine's folders."""
     root = shared_data_root()
-    roots = [(str(r), SHARED_PREFIX) for r in {root, root.resolve()}]
-    roots.append((str(Path.home()), "~/"))
+    roots = [(f"{str(r).rstrip('/')}/", SHARED_PREFIX) for r in {root, root.resolve()}]
+    roots.append((f"{str(Path.home()).rstrip('/')}/", "~/"))
     parts = []
     for part in source.split(", "):
         for prefix, label in roots:
-            if part.startswith(prefix.rstrip("/") + "/"):
-                part = label + part[len(prefix.rstrip("/")) + 1 :]
+            if part.startswith(prefix):
+                part = label + part[len(prefix) :]
                 break
         parts.append(part)
     return ", ".join(parts)
