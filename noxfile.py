@@ -306,6 +306,19 @@ def real_data(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none", default=False)
+def peer(session: nox.Session) -> None:
+    """A task's baseline and + ELMo beside allennlp-models 2.10.1 on the same data, epoch by
+    epoch (issue #34; docs/peer.md), e.g. `nox -s peer -- --task ner --data
+    shared:dev/conll2000 --seeds 0,1,2 --epochs 5`. Builds the peer's own venv when missing
+    (`../shared/peer/build.sh`; allennlp is never a dependency of this project), trains both
+    sides one thread each, two runs at a time, into `results/peer/runs` (the peer's records) and
+    `results/peer/project-runs` (finished runs are reused: a table can be built over several
+    sittings), and renders `results/peer/<task>.md` and `.png`; `-- --task ner --render-only`
+    re-renders from the committed records. Runs in the environment that calls nox."""
+    session.run("python", "-m", "experiments", "peer", *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
 def committed_results(session: nox.Session) -> None:
     """The committed results (the one target that writes tracked files): Table 1 (every task,
     each task's seeds), Tables 2 and 3 and the dynamic-mix table (3 seeds), DEMO data, the

@@ -64,7 +64,15 @@ from experiments.spec import RunSpec
 from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
 from tasks.common.inject import Injector, mix_penalty
 from tasks.common.progress import bars_enabled
-from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig, batch_plan, loss_of
+from tasks.core import (
+    Represent,
+    TaskRecipe,
+    TaskSpec,
+    TrainConfig,
+    UnitStatistics,
+    batch_plan,
+    loss_of,
+)
 from tasks.registry import get_task
 from tasks.representations import Representation
 
@@ -72,6 +80,15 @@ logger = logging.getLogger(__name__)
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before the run is declared diverged
 LOSS_LOG_EVERY = 50  # optimizer steps between train-loss points sent to W&B
+#: Name of the per-evaluation dev unit statistics (RunOptions.epoch_units): PREFIX + step + .json
+EPOCH_UNITS_PREFIX = "units-dev-step"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (``ru_maxrss``: KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,10 @@ class RunOptions:
         fresh: start from scratch even where the work folder holds a checkpoint of this run
             under the same identity (``--rerun``: a forced retraining must not re-score the
             old weights); it is overwritten at the first evaluation.
+        epoch_units: at every evaluation, also store the dev split's per-unit statistics
+            (``units-dev-step<STEP>.json``, the step of the log line), so that a seed-aware
+            test can compare two systems at every epoch, not only at the selected one
+            (``--epoch-units``; ``nox -s peer``).
     """
 
     work_root: Path = Path("runs/work")
@@ -122,6 +143,7 @@ class RunOptions:
     cache_budget: str | int | None = None
     max_skipped: float = 0.5
     fresh: bool = False
+    epoch_units: bool = False
 
 
 @dataclass
@@ -142,6 +164,10 @@ class LoopState:
     skipped: int = 0  # non-finite losses skipped
     bad_in_a_row: int = 0
     losses: list[float] = field(default_factory=list)  # since the last evaluation
+    # process CPU and wall seconds of the training batches (collate, step) since the last
+    # evaluation: the training pass alone, without set-up and evaluation
+    train_cpu_s: float = 0.0
+    train_s: float = 0.0
     dead_warned: bool = False  # the "looks dead" warning was printed
     log: list[dict[str, Any]] = field(default_factory=list)
     # the selected weights (EMA weights when EMA is on); None before the first evaluation
@@ -224,6 +250,7 @@ class _Run:
     work: Path
     finetune_ppl: dict[str, float]
     eval_lines: bool = False
+    epoch_units: bool = False  # RunOptions.epoch_units
     identity: str = (
         ""  # the run identity's reuse fields as JSON: a checkpoint resumes only under it
     )
@@ -362,6 +389,7 @@ def _set_up(spec: RunSpec, options: RunOptions, identity: str = "") -> _Run:
         work=work,
         finetune_ppl=finetune_ppl,
         eval_lines=options.eval_lines or (options.progress and not bars_enabled(True)),
+        epoch_units=options.epoch_units,
         identity=identity,
     )
 
@@ -584,7 +612,7 @@ def _score(run: _Run, split: str) -> tuple[dict[str, float], Any]:
 def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
     """Score dev with the EMA weights, select (early stopping, plateau schedule), log the
     evaluation, then save the checkpoint."""
-    dev, weights, values = _score_dev(run)
+    dev, weights, values, units = _score_dev(run)
     grad_mean, grad_max = _grad_norm_stats(run)
     record: dict[str, Any] = {
         "epoch": state.epoch + (1 if state.batch else 0),
@@ -598,10 +626,18 @@ def _evaluate(run: _Run, state: LoopState, sink: Sink, started: float) -> None:
         "layer_weights": run.injector.layer_weights(),
         "gammas": run.injector.gammas(),
         "seconds": time.perf_counter() - started,
+        "train_cpu_s": state.train_cpu_s,  # the training batches since the last evaluation
+        "train_s": state.train_s,
+        "peak_rss_mb": peak_rss_mb(),
     }
     if spread := run.injector.layer_weights_std():  # dynamic mixes: over dev's real tokens
         record["layer_weights_std"] = spread
+    if units is not None:
+        name = f"{EPOCH_UNITS_PREFIX}{state.step}.json"
+        write_json(run.work / name, {"ids": list(units.ids), "rows": [list(r) for r in units.rows]})
+        record["units_file"] = name
     state.losses = []
+    state.train_cpu_s = state.train_s = 0.0
     state.log.append(record)
     numbers = {k: v for k, v in record.items() if isinstance(v, int | float) and k != "seconds"}
     sink.log(numbers, step=state.step)
@@ -637,14 +673,18 @@ def _warn_if_dead(run: _Run, state: LoopState) -> None:
         )
 
 
-def _score_dev(run: _Run) -> tuple[dict[str, float], Weights, int]:
+def _score_dev(run: _Run) -> tuple[dict[str, float], Weights, int, UnitStatistics | None]:
     """The dev metrics of the weights evaluated (the EMA weights when EMA is on), those
-    weights (frozen parameters never change: the live tensor, not a copy, e.g. a GloVe matrix)
-    and the number of distinct values they predict (:func:`health.prediction_values`)."""
+    weights (frozen parameters never change: the live tensor, not a copy, e.g. a GloVe matrix),
+    the number of distinct values they predict (:func:`health.prediction_values`) and, with
+    :attr:`RunOptions.epoch_units`, the per-unit statistics of the predictions."""
     context = run.ema.applied(run.model) if run.ema is not None else contextlib.nullcontext()
     with context:
         dev, predictions = _score(run, "dev")
         values = health.prediction_values(predictions)
+        units = (
+            run.recipe.unit_statistics(predictions, run.splits["dev"]) if run.epoch_units else None
+        )
         weights = {
             k: v.detach()
             if isinstance(v, nn.Parameter) and not v.requires_grad
@@ -656,7 +696,7 @@ def _score_dev(run: _Run) -> tuple[dict[str, float], Weights, int]:
         raise KeyError(
             f"the scorer returned {sorted(dev)}, not the selection metric {run.task.metric.key!r}"
         )
-    return dev, weights, values
+    return dev, weights, values, units
 
 
 def _select(run: _Run, state: LoopState, dev: Mapping[str, float], epoch: int) -> bool:
@@ -739,8 +779,11 @@ def train(
             run.model.train()
             bar = _progress_bar(options.progress, spec.task, state, cfg.epochs, len(plan))
             for indices in plan[state.batch :]:
+                cpu, wall = time.process_time(), time.perf_counter()
                 batch = run.recipe.collate([train_split[i] for i in indices], run.represent)
                 _train_batch(run, state, batch)
+                state.train_cpu_s += time.process_time() - cpu
+                state.train_s += time.perf_counter() - wall
                 state.batch += 1
                 _report_step(state, sink, bar)
                 end_of_epoch = state.batch == len(plan)
@@ -844,6 +887,9 @@ def _finish(run: _Run, state: LoopState, started: float) -> TrainOutcome:
     if state.best_weights is not None:
         run.model.load_state_dict(state.best_weights)
     metrics, written = _score_splits(run)
+    for record in state.log:  # the per-evaluation unit statistics (RunOptions.epoch_units)
+        if "units_file" in record and (run.work / record["units_file"]).is_file():
+            written[record["units_file"]] = run.work / record["units_file"]
     dev_now = {k[4:]: v for k, v in metrics.items() if k.startswith("dev_")}
     if state.best_metrics and dev_now != state.best_metrics:
         logger.warning(
@@ -988,12 +1034,14 @@ def run_spec(spec: RunSpec, options: RunOptions = RunOptions()) -> Any:
 __all__ = [
     "CHECKPOINT",
     "EMA",
+    "EPOCH_UNITS_PREFIX",
     "LoopState",
     "RunOptions",
     "TrainOutcome",
     "build_optimizer",
     "epoch_seed",
     "make_represent",
+    "peak_rss_mb",
     "run_spec",
     "seed_everything",
     "to_device",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from tasks.common.inject import Injector
     from tasks.common.io import ReadStats
+    from tasks.common.peer import PeerAdapter
     from tasks.representations import Layers
 
 __all__ = [
@@ -122,7 +123,7 @@ class TableRow:
     paper_key: str
 
 
-Batching = Literal["examples", "tokens", "document"]
+Batching = Literal["examples", "tokens", "document", "shuffled"]
 ScheduleKind = Literal["constant", "plateau", "exponential"]
 OptimizerName = Literal["adam", "adadelta", "sgd", "adagrad"]
 
@@ -193,8 +194,11 @@ class TrainConfig:
         epochs: epoch budget.
         patience: evaluations without improvement before early stopping (``None``: never stop).
         batching: ``examples`` (``batch_size`` examples of similar length), ``tokens``
-            (as many similar-length examples as fit in ``batch_size`` tokens) or ``document``
-            (one example, e.g. one coreference document, per batch).
+            (as many similar-length examples as fit in ``batch_size`` tokens), ``document``
+            (one example, e.g. one coreference document, per batch) or ``shuffled``
+            (``batch_size`` examples drawn at random every epoch, whatever their lengths:
+            allennlp 0.x's ``basic`` iterator, allennlp 2.x's data loader with ``shuffle``;
+            evaluation batches are size-sorted as with ``examples``).
         batch_size: examples per batch, or the token budget with ``tokens``.
         optimizer: optimizer and learning rate.
         schedule: learning-rate schedule.
@@ -443,6 +447,9 @@ class TaskSpec:
             on the task's training text, then freeze it (paper §3.4 and A.1: "in most cases"
             the paper used a biLM fine-tuned on the task's text; read through
             :meth:`finetune_for`). A ``--finetune-bilm`` on the command line wins.
+        peer: how the reference implementation (allennlp-models) trains this task's baseline
+            on the same data (:class:`tasks.common.peer.PeerAdapter`; ``nox -s peer``);
+            ``None`` where none is runnable (SQuAD).
     """
 
     name: str
@@ -462,6 +469,7 @@ class TaskSpec:
     table_split: Split = "dev"
     preset_elmo: Mapping[str, PresetElmo] = field(default_factory=dict)
     finetune_presets: frozenset[str] = frozenset()
+    peer: PeerAdapter | None = None
 
     def __post_init__(self) -> None:
         dropouts = [self.elmo_dropout] + [p.dropout for p in self.preset_elmo.values()]
@@ -548,6 +556,11 @@ def batch_plan(sizes: Sequence[int], config: TrainConfig, seed: int | None) -> l
     rng = random.Random(seed) if seed is not None else None
     if config.batching == "document":
         chunks: list[list[int]] = [[i] for i in range(len(sizes))]
+    elif config.batching == "shuffled" and rng is not None:
+        order = list(range(len(sizes)))
+        rng.shuffle(order)  # membership random every epoch; the batch order with it
+        step = config.batch_size
+        return [order[i : i + step] for i in range(0, len(order), step)]
     else:
         keys: Sequence[float] = sizes
         if rng is not None and config.bucket_noise > 0:
@@ -563,7 +576,7 @@ def batch_plan(sizes: Sequence[int], config: TrainConfig, seed: int | None) -> l
 def _cut(order: Sequence[int], sizes: Sequence[int], config: TrainConfig) -> list[list[int]]:
     """``order`` cut into consecutive batches of ``batch_size`` examples (``examples``) or of at
     most ``batch_size`` padded tokens, longest true size × count (``tokens``)."""
-    if config.batching == "examples":
+    if config.batching in ("examples", "shuffled"):  # shuffled: evaluation batches
         step = config.batch_size
         return [list(order[i : i + step]) for i in range(0, len(order), step)]
     chunks: list[list[int]] = []

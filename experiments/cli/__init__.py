@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bilm.version import package_version
-from experiments.cli import analyses, compare, efficiency, predict, runs, tables
+from experiments.cli import analyses, compare, efficiency, peer, predict, runs, tables
 from experiments.cli.errors import Parser, UsageError, exit_status
 
 __all__ = ["COMMANDS", "Command", "UsageError", "build_parser", "main"]
@@ -99,6 +99,11 @@ COMMANDS: dict[str, Command] = {
     ),
     "predict": Command(
         "a trained run's selected weights applied to new text", predict.configure, predict.run
+    ),
+    "peer": Command(
+        "a task's baseline and + ELMo beside allennlp-models, epoch by epoch",
+        peer.configure,
+        peer.run,
     ),
 }
 

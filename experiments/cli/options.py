@@ -421,6 +421,12 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
+        "--epoch-units",
+        action="store_true",
+        help="store the dev split's per-unit statistics at every evaluation (for seed-aware "
+        "tests at every epoch, e.g. nox -s peer); not part of the run id",
+    )
+    parser.add_argument(
         "--max-skipped",
         type=share,
         default=0.5,

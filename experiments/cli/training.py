@@ -156,6 +156,7 @@ def _options(args: argparse.Namespace, group: str) -> RunOptions:
         max_skipped=args.max_skipped,
         cache_budget=args.cache_budget,
         fresh=args.rerun,
+        epoch_units=getattr(args, "epoch_units", False),
     )
 
 

@@ -126,14 +126,14 @@ def word_vectors(source: str, vocab: Sequence[str], lowercase: bool) -> torch.Te
         gen = torch.Generator().manual_seed(0)
         table = torch.randn(len(vocab), int(source.split(":", 1)[1]), generator=gen)
     else:
-        store = _package_vectors() if source == "glove" else open_vectors(source)
+        store = package_vectors() if source == "glove" else open_vectors(source)
         # the package is uncased (every lookup lowercased); a file keeps the task's choice
         rows = store.table(vocab, lowercase=lowercase or source == "glove")  # (vocab, dim)
         table = torch.from_numpy(rows)  # only the vocabulary's rows left the memory map
     return torch.cat([torch.zeros(2, table.shape[1]), table])
 
 
-def _package_vectors() -> VectorStore:
+def package_vectors() -> VectorStore:
     """The embedded GloVe 6B 50-d package as a memory-mapped :class:`VectorStore`."""
     import numpy as np
 

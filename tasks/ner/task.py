@@ -58,6 +58,7 @@ from tasks.ner.demo import ensure_demo
 from tasks.ner.evaluate import write_tagged
 from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
+from tasks.ner.peer import PEER
 
 VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: biLSTM-CRF (word + char CNN, 2 biLSTMs, BIOUL CRF with constrained Viterbi), any
@@ -274,6 +275,7 @@ TASK = TaskSpec(
     # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists CoNLL 2003)
     # [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
     finetune_presets=frozenset({"paper"}),
+    peer=PEER,  # allennlp-models' crf_tagger (nox -s peer)
     data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), "
     "CoNLL-2002's esp.*/ned.*, train.txt / dev.txt / test.txt, or train/ dev/ test/ folders of "
     "*.tsv/*.conll/*.txt column files (test optional; --set tag_column=N, dev_from_train=N, "

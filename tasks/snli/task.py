@@ -61,6 +61,7 @@ from tasks.snli.demo import ensure_demo
 from tasks.snli.evaluate import write_predictions
 from tasks.snli.metric import accuracy
 from tasks.snli.model import ESIM, SnliBatch
+from tasks.snli.peer import PEER
 
 VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: ESIM (Chen et al. 2017) with ELMo at the encoder's input and output; official, plain and
@@ -223,6 +224,7 @@ TASK = TaskSpec(
     # source: paper A.1 (SNLI dev perplexity 72.1 → 16.8 after one epoch of fine-tuning; TASKS_SPEC
     # §1 "Fine-tuned biLMs")
     finetune_presets=frozenset({"paper"}),
+    peer=PEER,  # allennlp-models' esim (nox -s peer)
     data_help="a folder with snli_1.0_{train,dev,test}.jsonl (official SNLI 1.0) or "
     '{train,dev,test}.jsonl (official records, or {"premise", "hypothesis", "label"} per line '
     "with any label set); or hf:stanfordnlp/snli (the Hugging Face Hub)",

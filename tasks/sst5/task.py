@@ -40,6 +40,7 @@ from tasks.sst5.demo import ensure_demo
 from tasks.sst5.evaluate import write_label_lines
 from tasks.sst5.metric import label_accuracy, sst_accuracy
 from tasks.sst5.model import BiattentiveClassificationNetwork, SstBatch
+from tasks.sst5.peer import PEER
 
 logger = logging.getLogger(__name__)
 
@@ -204,6 +205,7 @@ TASK = TaskSpec(
     # mini keeps allennlp's v0.5.0 BCN + ELMo placement (input and integrator output, Elmo
     # dropout 0.5), with which its DEMO numbers were measured
     preset_elmo={"mini": PresetElmo(frozenset({"input", "output"}), 0.5)},
+    peer=PEER,  # allennlp-models' bcn (nox -s peer)
     data_help="a folder with the SST tree files train.txt, dev.txt, test.txt "
     '(trainDevTestTrees_PTB), or train.jsonl, dev.jsonl (or valid.jsonl), test.jsonl with {"text", '
     '"label"} per line; explicit files with --set train_file=... dev_file=... test_file=...; '

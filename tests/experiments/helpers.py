@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from experiments.spec import MixSpec, RunSpec
 from experiments.store import Provenance, RunRecord
@@ -70,3 +72,12 @@ def cli_dirs(tmp_path: Path) -> list[str]:
         str(tmp_path / "cache"),
         "--quiet",
     ]
+
+
+#: A log line's timings: they differ between two runs of the same spec (experiments.runner).
+TIMINGS = ("seconds", "train_cpu_s", "train_s", "peak_rss_mb")
+
+
+def without_timings(log: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Log lines without their :data:`TIMINGS` (two runs of one spec then log the same)."""
+    return [{k: v for k, v in line.items() if k not in TIMINGS} for line in log]

@@ -20,6 +20,7 @@ from experiments.runner import RunOptions, epoch_seed, train
 from experiments.spec import RunSpec
 from tasks.core import Batching, TrainConfig, batch_plan
 from tests.conftest import REPO
+from tests.experiments.helpers import without_timings
 from tests.experiments.toy_task import SCHEDULED, registered
 
 NOISY = (*SCHEDULED, "train.bucket_noise=0.2")
@@ -122,8 +123,7 @@ def toy_spec(overrides: tuple[str, ...]) -> RunSpec:
     )
 
 
-def strip(log: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in log]
+strip = without_timings
 
 
 def opts(work: Path) -> RunOptions:
@@ -166,3 +166,18 @@ with registered(Path({str(tmp_path / "toy-demo")!r})):
     resumed = train(spec, opts(tmp_path / "k"))
     assert strip(resumed.log) == strip(reference.log)
     assert resumed.metrics == reference.metrics
+
+
+def test_shuffled_batches_are_random_every_epoch_and_sorted_for_evaluation() -> None:
+    rng = random.Random(1)
+    sizes = [rng.randint(1, 60) for _ in range(100)]
+    config = TrainConfig(batching="shuffled", batch_size=16)
+    first, second = batch_plan(sizes, config, 0), batch_plan(sizes, config, 1)
+    for plan in (first, second):
+        assert sorted(i for batch in plan for i in batch) == list(range(100))
+        assert [len(b) for b in plan] == [16] * 6 + [4]
+    assert first != second and first == batch_plan(sizes, config, 0)
+    # random membership: the batches are not length buckets (their size ranges overlap)
+    assert max(max(sizes[i] for i in b) - min(sizes[i] for i in b) for b in first) > 30
+    examples = TrainConfig(batching="examples", batch_size=16)
+    assert batch_plan(sizes, config, None) == batch_plan(sizes, examples, None)

@@ -29,7 +29,7 @@ from experiments.runner import RunOptions, run_spec
 from experiments.spec import RunSpec, expand_sweep
 from experiments.store import ResultsStore, RunRecord
 from tests.experiments.fault_workers import run_toy
-from tests.experiments.helpers import cli_dirs, make_spec
+from tests.experiments.helpers import cli_dirs, make_spec, without_timings
 from tests.experiments.store_workers import fake_identity, identified_record
 from tests.experiments.toy_task import SCHEDULED, registered
 
@@ -124,8 +124,7 @@ def toy_spec(seed: int) -> RunSpec:
     return RunSpec(task="toy", task_version=1, seed=seed, overrides=SCHEDULED)
 
 
-def strip(log: tuple[dict, ...]) -> list[dict]:
-    return [{k: v for k, v in line.items() if k != "seconds"} for line in log]
+strip = without_timings
 
 
 def evaluation_lines(log: Path, run_id: str) -> int:

@@ -23,7 +23,7 @@ from experiments.spec import RunSpec
 from experiments.store import ResultsStore, StoreWriteError
 from tests.conftest import REPO
 from tests.experiments.fault_workers import run_toy
-from tests.experiments.helpers import make_record, make_spec
+from tests.experiments.helpers import make_record, make_spec, without_timings
 from tests.experiments.toy_task import SCHEDULED, registered
 
 
@@ -46,8 +46,7 @@ def toy_specs() -> list[RunSpec]:
     return specs
 
 
-def strip(log: tuple[dict, ...]) -> list[dict]:
-    return [{k: v for k, v in line.items() if k != "seconds"} for line in log]
+strip = without_timings
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from experiments.store import ResultsStore
 from tasks.common.inject import Injector
 from tasks.squad.task import VERSION as SQUAD_VERSION
 from tests.conftest import REPO
-from tests.experiments.helpers import cli_dirs
+from tests.experiments.helpers import cli_dirs, without_timings
 from tests.experiments.test_wandb_sink import decode_run
 from tests.experiments.toy_task import SCHEDULED, registered
 
@@ -52,8 +52,7 @@ def opts(work: Path, **changes: object) -> RunOptions:
     return dataclasses.replace(RunOptions(work_root=work, progress=False), **changes)
 
 
-def strip(log: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in log]
+strip = without_timings
 
 
 def test_toy_task_learns_and_is_deterministic(toy: object, tmp_path: Path) -> None:
@@ -415,3 +414,22 @@ def test_training_subsets_are_nested_ordered_and_seed_independent() -> None:
     assert small == sorted(small) and training_subset(examples, 0.01) == small
     assert training_subset(examples, 0.0001) == [training_subset(examples, 0.001)[0]]
     assert training_subset(examples, 1.0) == examples
+
+
+def test_epoch_units_store_each_evaluations_dev_statistics(toy: object, tmp_path: Path) -> None:
+    spec = toy_spec(max_epochs=3)
+    plain = train(spec, opts(tmp_path / "a"))
+    with_units = train(spec, opts(tmp_path / "b", epoch_units=True))
+    assert strip(plain.log) == [
+        {k: v for k, v in r.items() if k != "units_file"} for r in strip(with_units.log)
+    ]
+    assert plain.metrics == with_units.metrics  # the statistics change no number
+    assert all("units_file" not in r for r in plain.log)
+    for record in with_units.log:
+        assert record["train_cpu_s"] > 0 and record["peak_rss_mb"] > 0
+        path = with_units.predictions[record["units_file"]]
+        data = json.loads(path.read_text())
+        correct = sum(row[0] for row in data["rows"])
+        # accuracy rows are (correct, 1): their mean is the evaluation's dev accuracy
+        assert correct / len(data["rows"]) == pytest.approx(record["dev_accuracy"])
+    assert len({r["units_file"] for r in with_units.log}) == len(with_units.log)

@@ -24,7 +24,7 @@ from experiments.cli import main
 from experiments.store import ResultsStore
 from tasks.registry import get_task
 from tests.conftest import REPO
-from tests.experiments.helpers import cli_dirs
+from tests.experiments.helpers import cli_dirs, without_timings
 
 AFRESH = "written from other inputs (run identity); starting afresh"
 
@@ -73,8 +73,7 @@ def change_line(path: Path, index: int = 0) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
-def without_seconds(log: tuple[Any, ...]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in line.items() if k != "seconds"} for line in log]
+without_seconds = without_timings
 
 
 def test_a_changed_data_file_trains_the_run_again_and_keeps_the_old_record(

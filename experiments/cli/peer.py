@@ -1,0 +1,79 @@
+"""``peer``: a task's baseline and + ELMo beside allennlp-models, epoch by epoch
+(:mod:`experiments.peer`; ``nox -s peer``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from experiments.cli.errors import UsageError
+from experiments.cli.options import comma_list
+
+__all__ = ["configure", "run"]
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(s) for s in comma_list(text))
+    except ValueError:
+        message = f"--seeds takes comma-separated integers, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The options of ``peer``."""
+    from tasks.registry import TASKS
+
+    parser.add_argument("--task", required=True, choices=sorted(TASKS))
+    parser.add_argument(
+        "--data",
+        help="the data both sides train on: shared:FOLDER (a real set of "
+        "experiments/real_sets.toml brings its own --set changes) or a folder",
+    )
+    parser.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--seeds", type=_seeds, default=(0, 1, 2))
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--repr", type=comma_list, default=("none", "elmo"), help="none, elmo or none,elmo"
+    )
+    parser.add_argument(
+        "--state",
+        type=comma_list,
+        default=("carry", "reset"),
+        help="the project's biLM states of its ELMo rows (the first is allennlp's: carry)",
+    )
+    parser.add_argument("--max-parallel", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument("--out", type=Path, default=Path("results/peer"))
+    parser.add_argument("--work", type=Path, default=Path("runs/peer"))
+    parser.add_argument(
+        "--render-only", action="store_true", help="no training: the table from stored records"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train what is missing, then render ``<out>/<task>.md`` and its plot."""
+    from experiments.peer.render import render_task
+    from experiments.peer.run import PeerRequest, run_request
+
+    if not args.render_only:
+        if not args.data:
+            raise UsageError("--data is needed to train (or --render-only)")
+        request = PeerRequest(
+            task=args.task,
+            data=args.data,
+            overrides=tuple(args.overrides),
+            seeds=args.seeds,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            representations=tuple(args.repr),
+            states=tuple(args.state),
+        )
+        try:
+            _ = request.adapter  # a task without a peer: one line, before anything runs
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        run_request(request, args.out, args.work, max_parallel=args.max_parallel)
+    path = render_task(args.task, args.out)
+    print(f"peer: wrote {path}")
+    return 0

@@ -1,0 +1,21 @@
+"""Each baseline beside the implementation that reproduced the paper (``nox -s peer``).
+
+allennlp-models 2.10.1 (``crf_tagger``, ``bcn``, ``esim``, ``srl``, ``coref``) is trained beside
+the project's ``paper`` preset on the same data, with the same inputs (the embedded GloVe as a
+text file, the shipped biLM exported in the official layout), the same seeds count, epochs and
+batch size, one thread each. Both sides' predictions of every epoch are scored by the task's own
+official-parity scorer, so one ruler measures both; per epoch the table shows each side's mean ±
+sd, the seed-aware test of the difference and the CPU seconds of the training pass.
+
+* :mod:`experiments.peer.run`: the request, the inputs, the runs of both sides (reused by the
+  content of their configuration and data), the peer's records;
+* :mod:`experiments.peer.render`: the table (``results/peer/<task>.md``) and the learning-curve
+  plot;
+* ``allennlp_side/``: what runs in the peer's venv (never imported here): ``allennlp_epochs.py``
+  (every epoch's checkpoint applied to the dev split) and ``peer_compat.py`` (allennlp 2.10.1's
+  schedulers under torch 2.13).
+
+The peer's venv is built by ``../shared/peer/build.sh`` (allennlp is never a dependency of this
+project: it pins torch < 1.13). A task takes part by setting ``TaskSpec.peer``
+(:class:`tasks.common.peer.PeerAdapter`); nothing here names a task.
+"""

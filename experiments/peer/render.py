@@ -1,0 +1,311 @@
+"""The peer table (``results/peer/<task>.md``) and learning-curve plot, from stored records only.
+
+One section per data set the task's peer records cover. Per row (baseline; ELMo with the
+project's ``carry`` state, like allennlp's; ELMo with the default ``reset``) and epoch: each
+side's mean ± sd over seeds, the difference (project − allennlp) with the seed-aware test
+(:func:`experiments.significance.seed_aware_test` over dev's units at that epoch), whether the
+issue's parity target holds, and the median CPU seconds of the training pass with their ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.peer.run import EpochPoint, PeerRequest, Series, collect, peer_records
+from experiments.significance import Comparison, seed_aware_test
+
+__all__ = ["EpochRow", "compare_epochs", "render_task", "requests_of"]
+
+#: Parity target of issue #34: from the second epoch on, |Δ of the means| ≤ max(this, peer sd).
+GAP_POINTS = 1.0
+#: Target of the project's CPU seconds per training epoch over the peer's.
+TIME_RATIO = 0.7
+#: Which peer row each project row is compared with.
+PEER_ROW = {"baseline": "baseline", "elmo carry": "elmo", "elmo reset": "elmo", "elmo warm": "elmo"}
+
+
+@dataclass(frozen=True)
+class EpochRow:
+    """One epoch of one project row beside its peer row (natural units).
+
+    Attributes:
+        epoch: 1-based.
+        peer: the peer's per-seed values. project: the project's.
+        comparison: project − allennlp, seed-aware (``None`` without unit statistics).
+        peer_cpu: median CPU seconds of the peer's training passes. project_cpu: the project's.
+        within: the parity target holds at this epoch (``None`` at epoch 1: not a target).
+    """
+
+    epoch: int
+    peer: tuple[float, ...]
+    project: tuple[float, ...]
+    comparison: Comparison | None
+    peer_cpu: float
+    project_cpu: float
+    within: bool | None
+
+    @property
+    def difference(self) -> float:
+        return statistics.fmean(self.project) - statistics.fmean(self.peer)
+
+
+def _sd(values: Sequence[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def _at(series: Series, epoch: int) -> list[EpochPoint]:
+    return [p for run in series.runs.values() for p in run if p.epoch == epoch]
+
+
+def compare_epochs(
+    project: Series, peer: Series, metric_from_totals: Any, scale: float
+) -> list[EpochRow]:
+    """Every epoch both sides reached, compared (``scale``: display units of the gap target)."""
+    epochs = sorted({p.epoch for p in _at_all(project)} & {p.epoch for p in _at_all(peer)})
+    rows = []
+    for epoch in epochs:
+        a, b = _at(project, epoch), _at(peer, epoch)
+        comparison = None
+        if all(p.units for p in (*a, *b)):
+            comparison = seed_aware_test(
+                [(p.units[0], np.asarray(p.units[1], dtype=np.float64)) for p in a if p.units],
+                [(p.units[0], np.asarray(p.units[1], dtype=np.float64)) for p in b if p.units],
+                metric_from_totals,
+            )
+        peer_values = tuple(p.metric for p in b)
+        project_values = tuple(p.metric for p in a)
+        gap = abs(statistics.fmean(project_values) - statistics.fmean(peer_values)) * scale
+        within = None if epoch == 1 else gap <= max(GAP_POINTS, _sd(peer_values) * scale)
+        rows.append(
+            EpochRow(
+                epoch,
+                peer_values,
+                project_values,
+                comparison,
+                statistics.median(p.train_cpu_s for p in b),
+                statistics.median(p.train_cpu_s for p in a),
+                within,
+            )
+        )
+    return rows
+
+
+def _at_all(series: Series) -> list[EpochPoint]:
+    return [p for run in series.runs.values() for p in run]
+
+
+def requests_of(task: str, out: Path) -> list[PeerRequest]:
+    """One request per data set (with its overrides, epochs and batch size) that the task's
+    stored peer records cover, seeds as found; in the order first stored."""
+    seen: dict[tuple[Any, ...], set[int]] = {}
+    folder = out / "runs" / task
+    paths = (
+        sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    )
+    for path in paths:
+        r = json.loads(path.read_text(encoding="utf-8"))
+        key = (
+            r["data"],
+            tuple(r.get("request_overrides", ())),
+            r["epochs_requested"],
+            r["batch_size"],
+        )
+        seen.setdefault(key, set()).add(int(r["seed"]))
+    out_requests = []
+    for (data, overrides, epochs, batch), seeds in seen.items():
+        out_requests.append(PeerRequest(task, data, overrides, tuple(sorted(seeds)), epochs, batch))
+    return out_requests
+
+
+def _cell(values: Sequence[float], metric: Any) -> str:
+    if not values:
+        return "–"
+    mean = metric.display(statistics.fmean(values))
+    return f"{mean} ± {metric.display(_sd(values))}"
+
+
+def _p(comparison: Comparison | None) -> str:
+    if comparison is None:
+        return "–"
+    mark = "*" if comparison.p_value < 0.05 else ""
+    return f"{comparison.p_value:.3f}{mark}"
+
+
+#: The table's header: the data set and row first, then each side, the test, the time.
+HEADER = (
+    "| data | row | epoch | allennlp {label} | project {label} | Δ | p | target "
+    "| CPU s/epoch allennlp | project | ratio |\n"
+    "|---|---|---:|---:|---:|---:|---:|:---:|---:|---:|---:|"
+)
+
+
+def _rows_of(
+    request: PeerRequest, series: list[Series], metric: Any, mft: Any
+) -> tuple[list[str], dict[str, list[EpochRow]]]:
+    """The table's lines of one data set, and each project row's comparison."""
+    by = {(s.side, s.row): s for s in series}
+    lines = []
+    compared: dict[str, list[EpochRow]] = {}
+    for (side, row), project in by.items():
+        peer = by.get(("allennlp", PEER_ROW.get(row, row)))
+        if side != "project" or peer is None:
+            continue
+        rows = compare_epochs(project, peer, mft, metric.scale)
+        compared[row] = rows
+        for r in rows:
+            target = "" if r.within is None else ("yes" if r.within else "**no**")
+            ratio = f"{r.project_cpu / r.peer_cpu:.2f}" if r.peer_cpu else "–"
+            diff = f"{r.difference * metric.scale:+.{metric.decimals}f}"
+            lines.append(
+                f"| {request.data_label} | {row} | {r.epoch} | {_cell(r.peer, metric)} | "
+                f"{_cell(r.project, metric)} | {diff} | {_p(r.comparison)} | {target} | "
+                f"{r.peer_cpu:.0f} | {r.project_cpu:.0f} | {ratio} |"
+            )
+    return lines, compared
+
+
+def _data_note(request: PeerRequest, series: list[Series]) -> str:
+    n_dev = next((len(p.units[0]) for s in series for p in _at_all(s) if p.units), 0)
+    seeds = ", ".join(str(s) for s in request.seeds)
+    changes = f", `--set {' '.join(request.all_overrides)}`" if request.all_overrides else ""
+    return (
+        f"{request.data_label} (`--data {request.data}`{changes}): dev {n_dev:,} units, "
+        f"{request.epochs} epochs, batch {request.batch_size}, seeds {seeds} a side"
+    )
+
+
+def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
+    """Write ``out/<task>.md`` (and ``out/<task>.png``) from the stored records.
+
+    Raises:
+        FileNotFoundError: no peer records of the task under ``out/runs/<task>``.
+    """
+    from tasks.registry import get_task
+
+    task = get_task(task_name)
+    adapter = task.peer
+    requests = requests_of(task_name, out)
+    if adapter is None or not requests:
+        raise FileNotFoundError(f"no peer records of {task_name} under {out / 'runs' / task_name}")
+    metric = task.metric
+    body: list[str] = []
+    data_notes: list[str] = []
+    panels: list[tuple[str, str, Series, Series]] = []
+    cpus: set[str] = set()
+    native_gap = 0.0
+    summary: list[str] = []
+    for request in requests:
+        series = collect(request, out)
+        for record in peer_records(request, out):
+            cpus.add(record.get("cpu", "?"))
+            for e in record["epochs"]:
+                if e.get("native") is not None:
+                    native_gap = max(native_gap, abs(e["native"] - e["metric"]))
+        lines, compared = _rows_of(request, series, metric, task.metric_from_totals)
+        body += lines
+        data_notes.append(_data_note(request, series))
+        by = {(s.side, s.row): s for s in series}
+        for row, rows in compared.items():
+            peer = by[("allennlp", PEER_ROW.get(row, row))]
+            panels.append((request.data_label, row, by[("project", row)], peer))
+            summary.append(f"{request.data_label}, {row}: {summary_line(rows, metric)}")
+    head = [
+        f"# {task_name.upper()} (`paper` preset) beside allennlp-models' `{adapter.model}`: "
+        f"dev {metric.label} per epoch, Δ = project − allennlp",
+        HEADER.format(label=metric.label),
+    ]
+    notes = [
+        "",
+        "Notes:",
+        "",
+        f"1. Same data, inputs (GloVe 6B 50-d; ELMo rows: the shipped small biLM, frozen), "
+        f"seeds count, epochs and batch size; one thread each; CPU {', '.join(sorted(cpus))}. "
+        "p: the seed-aware test of Δ over dev's units at that epoch (* p < 0.05).",
+        "2. Data: " + "; ".join(data_notes) + ".",
+        f"3. Target (issue #34): from epoch 2, |Δ| ≤ max({GAP_POINTS:g} point, allennlp's seed "
+        f"sd); at the final epoch p > 0.05; the project's CPU seconds per training epoch ≤ "
+        f"{TIME_RATIO:g} × allennlp's.",
+        "4. Both sides are scored by the project's own scorer (the task's official-parity "
+        f"metric) on the same dev units; allennlp's own number for the same predictions differs by "
+        f"at most {native_gap * metric.scale:.{metric.decimals}f} points.",
+        "5. Rows: `baseline` (no ELMo); `elmo carry` (the project's biLM carries its LSTM state "
+        "across batches, as allennlp's ELMo does: the like-for-like row); `elmo reset` (the "
+        "project's default, each sentence from a zero state) against the same allennlp row. "
+        "CPU seconds: the training pass alone (no evaluation), median over seeds; the project's "
+        "reset rows read cached biLM features, its carry rows run the biLM live (as allennlp).",
+        "6. Summary: " + " | ".join(summary) + ".",
+        f"7. allennlp's configuration follows {adapter.source}, changed:",
+        *[f"   - {change}" for change in adapter.changes],
+        f"8. Made by `nox -s peer -- --task {task_name} --data DATA --seeds … --epochs …` "
+        f"(docs/peer.md); re-rendered from the committed records by `nox -s peer -- --task "
+        f"{task_name} --render-only`.",
+        "",
+    ]
+    path = out / f"{task_name}.md"
+    path.write_text("\n".join(head + body + notes), encoding="utf-8")
+    if plot and panels:
+        _plot(task_name, metric, panels, out / f"{task_name}.png")
+    return path
+
+
+def summary_line(rows: Sequence[EpochRow], metric: Any) -> str:
+    """The final epoch's Δ and p, the largest gap at any epoch, and the median time ratio."""
+
+    def signed(value: float) -> str:
+        return f"{value * metric.scale:+.{metric.decimals}f}"
+
+    final = rows[-1]
+    worst = max(rows, key=lambda r: abs(r.difference))
+    ratios = [r.project_cpu / r.peer_cpu for r in rows if r.peer_cpu]
+    ratio = f"; CPU time ratio {statistics.median(ratios):.2f}" if ratios else ""
+    return (
+        f"final-epoch Δ {signed(final.difference)} (p {_p(final.comparison)}); largest gap "
+        f"{signed(worst.difference)} (epoch {worst.epoch}){ratio}"
+    )
+
+
+def _plot(
+    task: str, metric: Any, panels: list[tuple[str, str, Series, Series]], path: Path
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    cols = min(3, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(max(6.4, 4.6 * cols), 3.6 * rows), squeeze=False)
+    colours = {"allennlp": "#1f77b4", "project": "#d62728"}
+    for ax, (data, row, project, peer) in zip(axes.flat, panels, strict=False):
+        for name, series in (("allennlp", peer), ("project", project)):
+            epochs = sorted({p.epoch for p in _at_all(series)})
+            values = [[p.metric * metric.scale for p in _at(series, e)] for e in epochs]
+            mean = [statistics.fmean(v) for v in values]
+            label = f"{name} ({len(series.runs)} seeds)"
+            ax.plot(epochs, mean, marker="o", color=colours[name], label=label)
+            low, high = [min(v) for v in values], [max(v) for v in values]
+            ax.fill_between(epochs, low, high, color=colours[name], alpha=0.2)
+        ax.set_title(f"{task.upper()} {row}: {data}, dev", fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(f"dev {metric.label}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.suptitle(
+        f"{task.upper()}: allennlp-models vs the project's paper preset "
+        "(line: mean over seeds; band: min–max)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

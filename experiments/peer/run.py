@@ -1,0 +1,696 @@
+"""Train a task's baseline (and + ELMo) on both sides and keep per-epoch records.
+
+One :class:`PeerRequest` (task, data, seeds, epochs, batch size, representations) becomes jobs:
+
+* **peer jobs**, one per (representation, seed): the adapter's allennlp configuration for the
+  recipe's data written as the peer's reader takes it; ``allennlp train`` trains it in the peer's
+  venv on one thread (every epoch's checkpoint kept; ``../shared/peer/configs/peer_timing.py``
+  writes ``peer_timing.json`` with the CPU seconds of each training pass; ``peer_compat`` makes
+  allennlp 2.10.1's schedulers build under torch 2.13); ``allennlp_epochs.py`` applies every
+  epoch's weights to the dev split; the project's scorer scores those predictions and their
+  per-unit statistics are kept. The record
+  (``<out>/runs/<task>/<key>.json``) is keyed by the content of the configuration with every
+  file replaced by its SHA-256, so a finished peer run is reused like the project's own runs;
+  the checkpoints stay in the work folder (not committed);
+* **project jobs**, one per (representation, state, seed): ``python -m experiments run`` with
+  the ``paper`` preset, ``--epoch-units`` (dev unit statistics at every epoch), one thread, the
+  same epochs and batch size, into the store ``<out>/project-runs`` (reused by run identity).
+
+Jobs run ``max_parallel`` at a time (default 2: one per core of a 2-core machine), longest first.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bilm.files import write_json
+from bilm.pretrained import cache_root
+from experiments.real_sets import data_path, portable_source, real_sets, shared_data_root
+from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun
+from tasks.core import TaskSpec
+from tasks.registry import get_task
+
+__all__ = [
+    "PEER_FORMAT",
+    "EpochPoint",
+    "PeerRequest",
+    "Series",
+    "collect",
+    "peer_dir",
+    "peer_venv",
+    "prepare_inputs",
+    "run_request",
+]
+
+#: Version of a peer record's contents (its scoring and fields): bump when a stored peer
+#: record would no longer be what this code computes; records of another version are retrained.
+PEER_FORMAT = 1
+#: The shipped biLM, relative to the repository (the project's ELMo rows read it; the peer reads
+#: its official-layout export).
+SHIPPED_BILM = "bilm/data/elmo-bench-small-en.safetensors"
+REPO = Path(__file__).resolve().parents[2]
+#: What runs in the peer's venv (never imported here): the per-epoch scorer and the torch 2.13
+#: compatibility of allennlp 2.10.1 (``peer_compat``).
+PEER_SIDE = Path(__file__).with_name("allennlp_side")
+_EPOCHS_SCRIPT = PEER_SIDE / "allennlp_epochs.py"
+
+
+def peer_dir() -> Path:
+    """``$ELMO_BENCH_PEER``, else ``peer/`` beside the shared data root (``../shared/peer``)."""
+    env = os.environ.get("ELMO_BENCH_PEER")
+    return Path(env).expanduser() if env else shared_data_root().parent / "peer"
+
+
+def peer_venv() -> Path:
+    """``$PEER_VENV``, else ``peer/venv`` in the project's cache (build.sh's default)."""
+    env = os.environ.get("PEER_VENV")
+    return Path(env).expanduser() if env else cache_root() / "peer" / "venv"
+
+
+@dataclass(frozen=True)
+class PeerRequest:
+    """What to train on both sides.
+
+    Attributes:
+        task: a registered task with a peer (``TaskSpec.peer``).
+        data: the data label (``shared:dev/conll2000``, a folder); a real set's own overrides
+            (``experiments/real_sets.toml``) are applied first.
+        overrides: more task configuration changes (``--set``), both sides' data readers.
+        seeds: the seeds of each side.
+        epochs: epochs of every run (no early stopping).
+        batch_size: instances per batch, both sides.
+        representations: ``none`` (baseline) and/or ``elmo``.
+        states: the project's biLM state policies of its ELMo rows; the first is compared with
+            the peer (allennlp's ELMo carries the state across batches: ``carry``).
+        preset: the project's preset (``paper``).
+    """
+
+    task: str
+    data: str
+    overrides: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = (0, 1, 2)
+    epochs: int = 5
+    batch_size: int = 64
+    representations: tuple[str, ...] = ("none", "elmo")
+    states: tuple[str, ...] = ("carry", "reset")
+    preset: str = "paper"
+
+    @property
+    def spec(self) -> TaskSpec:
+        """The task (checked to have a peer)."""
+        task = get_task(self.task)
+        if task.peer is None:
+            raise ValueError(
+                f"task {self.task!r} has no runnable reference implementation here "
+                "(TaskSpec.peer is None): its README's deviations table is the evidence"
+            )
+        return task
+
+    @property
+    def adapter(self) -> PeerAdapter:
+        """The task's peer adapter."""
+        adapter = self.spec.peer
+        assert adapter is not None
+        return adapter
+
+    @property
+    def all_overrides(self) -> tuple[str, ...]:
+        """The real set's overrides (when ``data`` is one), the adapter's (the shared inputs),
+        then :attr:`overrides`."""
+        own = [s.overrides for s in real_sets([self.task]) if s.data == self.data]
+        return (*(own[0] if own else ()), *self.adapter.overrides, *self.overrides)
+
+    @property
+    def data_label(self) -> str:
+        """The data set's name: a real set's label, else the data label itself."""
+        for item in real_sets([self.task]):
+            if item.data == self.data:
+                return item.label
+        return self.data
+
+
+@dataclass(frozen=True)
+class EpochPoint:
+    """One side's evaluation of one run after one epoch.
+
+    Attributes:
+        epoch: 1-based.
+        metric: the task's selection metric on dev (natural units), the project's scorer.
+        native: the peer's own number for it (allennlp's ``get_metrics``), ``None`` for the
+            project side.
+        train_cpu_s: CPU seconds of the epoch's training pass (one thread).
+        peak_rss_mb: the process's peak resident memory so far.
+        units: ``(unit ids, rows)`` of dev's per-unit statistics (seed-aware tests).
+    """
+
+    epoch: int
+    metric: float
+    native: float | None
+    train_cpu_s: float
+    peak_rss_mb: float
+    units: tuple[tuple[str, ...], list[list[float]]] | None = None
+
+
+@dataclass
+class Series:
+    """One row of the table: one side's runs of one representation, per seed.
+
+    Attributes:
+        side: ``allennlp`` or ``project``.
+        row: the row key, e.g. ``baseline``, ``elmo carry``, ``elmo reset``.
+        runs: seed → the run's evaluations, in epoch order.
+        sources: seed → the record that holds it (a peer key or a project run id).
+    """
+
+    side: str
+    row: str
+    runs: dict[int, list[EpochPoint]] = field(default_factory=dict)
+    sources: dict[int, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------- inputs
+def _sha256(path: Path) -> str:
+    """SHA-256 of a file, remembered in ``<file>.sha256`` beside it while size and mtime hold."""
+    stamp = path.with_name(path.name + ".sha256")
+    info = path.stat()
+    key = f"{info.st_size}:{info.st_mtime_ns}"
+    if stamp.is_file():
+        known, _, digest = stamp.read_text(encoding="utf-8").partition(" ")
+        if known == key and digest:
+            return digest.strip()
+    h = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    stamp.write_text(f"{key} {h.hexdigest()}\n", encoding="utf-8")
+    return h.hexdigest()
+
+
+def export_glove_text(out: Path) -> Path:
+    """The embedded GloVe 6B 50-d package as a GloVe text file (the peer's ``pretrained_file``):
+    one ``word v1 … v50`` line per row, each value the shortest decimal that reads back as the
+    same float32, so the peer starts from exactly the project's vectors. Written atomically;
+    kept when present."""
+    if out.is_file():
+        return out
+    import numpy as np
+
+    from tasks.common.vocab import package_vectors
+
+    store = package_vectors()
+    matrix = np.asarray(store.matrix, dtype=np.float32)  # (400k, 50)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    print(f"peer: writing the GloVe text file {out} ({len(store.words):,} words)", flush=True)
+    with tmp.open("w", encoding="utf-8") as handle:
+        for word, row in zip(store.words, matrix, strict=True):
+            handle.write(word + " " + " ".join(str(v) for v in row.tolist()) + "\n")
+    os.replace(tmp, out)
+    return out
+
+
+def export_bilm(out: Path, checkpoint: Path) -> tuple[Path, Path, int]:
+    """``checkpoint`` in the official layout (``options.json`` + ``weights.hdf5``) under ``out``
+    (kept when present), and the width of its layers."""
+    from bilm.weights import export_official, load_checkpoint
+
+    bilm = load_checkpoint(checkpoint)
+    options, weights = out / "options.json", out / "weights.hdf5"
+    if not (options.is_file() and weights.is_file()):
+        options, weights = export_official(bilm, out)
+    return options, weights, int(bilm.options.output_dim)
+
+
+def prepare_inputs(elmo: bool, root: Path | None = None) -> PeerInputs:
+    """The inputs both sides share, exported once into ``root`` (default: the cache's ``peer/``)."""
+    root = root or cache_root() / "peer"
+    glove = export_glove_text(root / "glove.6B.50d.txt")
+    if not elmo:
+        return PeerInputs(glove)
+    options, weights, dim = export_bilm(root / "small-elmo", REPO / SHIPPED_BILM)
+    return PeerInputs(glove, options, weights, dim)
+
+
+def ensure_venv() -> Path:
+    """The peer venv's Python, built with ``build.sh`` when missing (a few minutes).
+
+    Raises:
+        FileNotFoundError: no ``build.sh`` (``../shared/peer`` or ``$ELMO_BENCH_PEER``).
+    """
+    venv = peer_venv()
+    if (venv / "bin" / "allennlp").is_file():
+        return venv / "bin" / "python"
+    build = peer_dir() / "build.sh"
+    if not build.is_file():
+        raise FileNotFoundError(
+            f"no peer venv at {venv} and no {build} to build it: put the peer folder "
+            "(build.sh, configs/peer_timing.py) at ../shared/peer or name it with $ELMO_BENCH_PEER"
+        )
+    print(f"peer: building the allennlp venv at {venv} (a few minutes)", flush=True)
+    subprocess.run(["bash", str(build)], check=True, env={**os.environ, "PEER_VENV": str(venv)})
+    return venv / "bin" / "python"
+
+
+# ------------------------------------------------------------------------------- the data
+def _recipe(request: PeerRequest) -> Any:
+    return request.spec.setup(request.preset, list(request.all_overrides), data_path(request.data))
+
+
+def write_peer_data(request: PeerRequest, recipe: Any, root: Path) -> dict[str, Path]:
+    """The recipe's splits in the peer's format, under ``root/data-<digest>/`` (the digest of
+    the files' contents: the same data always lands in the same folder)."""
+    staging = root / f".data-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    files = request.adapter.write_data(recipe, staging)
+    h = hashlib.sha256()
+    for split in sorted(files):
+        h.update(split.encode() + b"\0" + files[split].read_bytes())
+    final = root / f"data-{h.hexdigest()[:12]}"
+    if final.is_dir():
+        shutil.rmtree(staging)
+    else:
+        os.replace(staging, final)
+    return {split: final / path.name for split, path in files.items()}
+
+
+# --------------------------------------------------------------------------------- peer runs
+def _digested(config: Any, digests: Mapping[str, str]) -> Any:
+    """``config`` with every string naming a known file replaced by ``sha256:<digest>``."""
+    if isinstance(config, dict):
+        return {k: _digested(v, digests) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_digested(v, digests) for v in config]
+    if isinstance(config, str) and config in digests:
+        return f"sha256:{digests[config]}"
+    return config
+
+
+def peer_key(config: Mapping[str, Any], files: Sequence[Path], adapter: PeerAdapter) -> str:
+    """The content key of a peer run: its configuration with each file as its SHA-256, the
+    adapter's source and :data:`PEER_FORMAT`."""
+    digests = {str(p): _sha256(p) for p in files if p.is_file()}
+    text = json.dumps(
+        {"config": _digested(config, digests), "source": adapter.source, "format": PEER_FORMAT},
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _portable(config: Any) -> Any:
+    """``config`` naming no machine's folders (a committed record): paths below the repository
+    relative to it, below the shared root as ``shared:…``, below the home folder as ``~/…``."""
+    if isinstance(config, dict):
+        return {k: _portable(v) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_portable(v) for v in config]
+    if isinstance(config, str) and config.startswith("/"):
+        inside = f"{REPO}/"
+        return config.removeprefix(inside) if config.startswith(inside) else portable_source(config)
+    return config
+
+
+def _files_in(config: Any) -> list[Path]:
+    if isinstance(config, dict):
+        return [p for v in config.values() for p in _files_in(v)]
+    if isinstance(config, list):
+        return [p for v in config for p in _files_in(v)]
+    if isinstance(config, str) and config.startswith("/") and Path(config).is_file():
+        return [Path(config)]
+    return []
+
+
+@dataclass(frozen=True)
+class _PeerJob:
+    row: str
+    seed: int
+    config: dict[str, Any]
+    key: str
+    record: Path
+    work: Path
+    cost: float  # expected CPU seconds (ordering only)
+
+
+def _header(adapter: PeerAdapter) -> str:
+    lines = [f"// {adapter.model}: adapted from {adapter.source}", "// Changed, and why:"]
+    lines += [f"//  * {change}" for change in adapter.changes]
+    return "\n".join(lines) + "\n"
+
+
+def _peer_step(argv: Sequence[str], env: Mapping[str, str], log: Path) -> None:
+    """One command in the peer's venv, its output in ``log``.
+
+    Raises:
+        RuntimeError: it failed; the message ends with the log's last lines.
+    """
+    with log.open("w") as handle:
+        done = subprocess.run(list(argv), env=dict(env), stdout=handle, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = "".join(log.read_text(encoding="utf-8").splitlines(keepends=True)[-8:])
+        raise RuntimeError(f"{Path(argv[1]).name} failed (exit {done.returncode}; {log}):\n{tail}")
+
+
+def _run_peer(job: _PeerJob, request: PeerRequest, files: Mapping[str, Path], recipe: Any) -> str:
+    """Train, score every epoch, write the record; returns a one-line summary."""
+    adapter = request.adapter
+    python = ensure_venv()
+    shutil.rmtree(job.work, ignore_errors=True)  # a killed run starts afresh
+    job.work.mkdir(parents=True)
+    config_path = job.work / "config.jsonnet"  # JSON is jsonnet; the header lists the changes
+    config_path.write_text(_header(adapter) + json.dumps(job.config, indent=2) + "\n", "utf-8")
+    # one thread (as the project's runs), the peer's own modules and the timing callback
+    # (../shared/peer/configs/peer_timing.py: CPU seconds of each training pass) on the path
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join([str(PEER_SIDE), str(peer_dir() / "configs")]),
+    }
+    packages = ("peer_compat", "peer_timing", *adapter.packages)
+    include = [a for p in packages for a in ("--include-package", p)]
+    model = job.work / "run" / "model"
+    started = time.perf_counter()
+    train = [str(python.with_name("allennlp")), "train", str(config_path), "-s", str(model)]
+    _peer_step([*train, *include, "--file-friendly-logging"], env, job.work / "train.log")
+    epochs_json = job.work / "epochs.json"
+    score = [str(python), str(_EPOCHS_SCRIPT), str(model), f"dev={files['dev']}"]
+    score += ["--out", str(epochs_json), "--keep", *adapter.output_keys]
+    _peer_step(
+        [*score, "--batch-size", str(request.batch_size), *include], env, job.work / "epochs.log"
+    )
+    record = _peer_record(job, request, recipe, model, epochs_json)
+    record["wall_s"] = round(time.perf_counter() - started, 1)
+    job.record.parent.mkdir(parents=True, exist_ok=True)
+    for other in peer_records(request, job.record.parent.parent.parent):
+        if other["row"] == job.row and other["seed"] == job.seed and other["key"] != job.key:
+            (job.record.parent / f"{other['key']}.json").unlink()  # superseded by this run
+    write_json(job.record, record)
+    final = record["epochs"][-1]
+    return f"allennlp {job.row} seed={job.seed}: dev {final['metric']:.4f} ({job.key})"
+
+
+def _peer_record(
+    job: _PeerJob, request: PeerRequest, recipe: Any, model: Path, epochs_json: Path
+) -> dict[str, Any]:
+    """Each epoch scored by the recipe's own scorer, with the peer's number and timing."""
+    adapter, task = request.adapter, request.spec
+    examples = recipe.splits["dev"]
+    timing = {row["epoch"]: row for row in json.loads((model / "peer_timing.json").read_text())}
+    scored = json.loads(epochs_json.read_text(encoding="utf-8"))["epochs"]
+    epochs = []
+    for entry in scored:
+        epoch = int(entry["epoch"])  # 1-based (model_state_e1 follows the first epoch)
+        predictions = adapter.predictions(entry["dev"]["outputs"], examples)
+        scores = recipe.score(predictions, examples)
+        units = recipe.unit_statistics(predictions, examples)
+        times = timing.get(epoch - 1, {})  # peer_timing counts epochs from 0
+        epochs.append(
+            {
+                "epoch": epoch,
+                "metric": scores[task.metric.key],
+                "scores": {k: v for k, v in scores.items() if "_" not in k},
+                "native": entry["dev"]["metrics"].get(adapter.metric_key),
+                "train_cpu_s": times.get("train_cpu_s"),
+                "train_s": times.get("train_s"),
+                "peak_rss_mb": times.get("peak_rss_mb"),
+                "units": {"ids": list(units.ids), "rows": [list(r) for r in units.rows]},
+            }
+        )
+    from bilm.machine import cpu_model
+
+    return {
+        "format": PEER_FORMAT,
+        "task": request.task,
+        "key": job.key,
+        "row": job.row,
+        "seed": job.seed,
+        "data": request.data,
+        "overrides": list(request.all_overrides),
+        "request_overrides": list(request.overrides),
+        "epochs_requested": request.epochs,
+        "batch_size": request.batch_size,
+        "model": adapter.model,
+        "source": adapter.source,
+        "changes": list(adapter.changes),
+        "config": _portable(job.config),
+        "cpu": cpu_model(),
+        "threads": 1,
+        "epochs": epochs,
+    }
+
+
+# ------------------------------------------------------------------------------ project runs
+@dataclass(frozen=True)
+class _ProjectJob:
+    row: str
+    seed: int
+    argv: tuple[str, ...]
+    cost: float
+
+
+def project_overrides(request: PeerRequest) -> tuple[str, ...]:
+    """The project runs' ``--set`` list: the request's, the batch size, and what makes the
+    preset evaluate once per epoch without stopping early (as the peer)."""
+    config = request.spec.configure(request.preset, list(request.all_overrides))
+    extra = [f"train.batch_size={request.batch_size}"]
+    patience = config.train.patience
+    if patience is not None and patience < request.epochs:
+        extra.append(f"train.patience={request.epochs}")
+    if config.train.eval_every is not None:
+        extra.append("train.eval_every=null")  # one evaluation per epoch, as the peer
+    return (*request.all_overrides, *extra)
+
+
+def _project_argv(
+    request: PeerRequest, rep: str, state: str, seed: int, out: Path, work: Path
+) -> tuple[str, ...]:
+    sets = ["--set", *project_overrides(request)]  # one --set: a second would replace it
+    reps = ["--repr", "none"]
+    if rep == "elmo":  # the shipped biLM, frozen as the peer's (no task fine-tuning)
+        reps = ["--repr", "elmo", "--elmo", SHIPPED_BILM, "--state", state, "--finetune-bilm", "0"]
+    return (
+        sys.executable,
+        "-m",
+        "experiments",
+        "run",
+        request.task,
+        "--config",
+        request.preset,
+        "--data",
+        request.data,
+        *sets,
+        *reps,
+        "--seeds",
+        str(seed),
+        "--max-epochs",
+        str(request.epochs),
+        "--threads",
+        "1",
+        "--store",
+        str(out / "project-runs"),
+        "--work",
+        str(work / "project"),
+        "--out",
+        str(work / "project-tables"),
+        "--epoch-units",
+        "--quiet",
+    )
+
+
+def _run_project(job: _ProjectJob, log_dir: Path) -> str:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"{job.row.replace(' ', '-')}-s{job.seed}.out"
+    with log.open("w") as handle:
+        done = subprocess.run(job.argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = "".join(log.read_text(encoding="utf-8").splitlines(keepends=True)[-5:])
+        raise RuntimeError(f"project {job.row} seed={job.seed} failed (log {log}):\n{tail}")
+    return f"project {job.row} seed={job.seed}"
+
+
+# ------------------------------------------------------------------------------- the request
+def _rows(request: PeerRequest) -> list[tuple[str, str, str]]:
+    """(row, representation, project state) of every row, baseline first."""
+    rows = []
+    for rep in request.representations:
+        if rep == "none":
+            rows.append(("baseline", "none", "reset"))
+        elif rep == "elmo":
+            rows += [(f"elmo {state}", "elmo", state) for state in request.states]
+        else:
+            raise ValueError(f"representation {rep!r}: the peer compares none and elmo")
+    return rows
+
+
+def run_request(
+    request: PeerRequest,
+    out: Path,
+    work: Path,
+    max_parallel: int = 2,
+    train: bool = True,
+    echo: Callable[[str], None] = print,
+) -> tuple[list[Series], Any]:
+    """Train what is missing (unless ``train`` is False), then collect both sides' series.
+
+    Returns:
+        The series (peer rows, then project rows) and the recipe (the scored dev split).
+    """
+    recipe = _recipe(request)
+    adapter = request.adapter
+    work = work.resolve()  # the peer runs in other folders than this process
+    root = work / request.task
+    root.mkdir(parents=True, exist_ok=True)
+    files = write_peer_data(request, recipe, root)
+    rows = _rows(request)
+    peer_jobs: list[_PeerJob] = []
+    project_jobs: list[_ProjectJob] = []
+    needs_elmo = any(rep == "elmo" for _, rep, _ in rows)
+    inputs = prepare_inputs(needs_elmo)
+    for row, rep, state in rows:
+        for seed in request.seeds:
+            if row == "baseline" or state == request.states[0]:  # the peer has one ELMo row
+                run = PeerRun(request.epochs, request.batch_size, seed, rep == "elmo")
+                config = adapter.config(files, inputs, run, recipe)
+                key = peer_key(config, _files_in(config), adapter)
+                peer_row = "baseline" if rep == "none" else "elmo"
+                record = out / "runs" / request.task / f"{key}.json"
+                cost = request.epochs * (2.0 if rep == "elmo" else 1.0)
+                peer_jobs.append(
+                    _PeerJob(peer_row, seed, config, key, record, root / "peer" / key, cost)
+                )
+            argv = _project_argv(request, rep, state, seed, out, work)
+            cost = request.epochs * (1.5 if state == "carry" and rep == "elmo" else 0.8)
+            project_jobs.append(_ProjectJob(row, seed, argv, cost))
+    logs = root / "project-logs"
+    todo: list[tuple[float, Callable[[], str]]] = []
+    for job in peer_jobs:
+        if not _valid_record(job.record):
+            todo.append((job.cost, functools.partial(_run_peer, job, request, files, recipe)))
+    for pjob in project_jobs:
+        todo.append((pjob.cost, functools.partial(_run_project, pjob, logs)))
+    if train:
+        todo.sort(key=lambda item: -item[0])
+        echo(
+            f"peer: {len(todo)} jobs ({len(peer_jobs)} allennlp, {len(project_jobs)} project; "
+            f"finished allennlp runs are reused), {max_parallel} at a time"
+        )
+        with ThreadPoolExecutor(max_workers=max_parallel) as pool:
+            for line in pool.map(lambda item: item[1](), todo):
+                echo(f"peer: done {line}")
+    return collect(request, out), recipe
+
+
+def _valid_record(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("format") == PEER_FORMAT
+    except json.JSONDecodeError:
+        return False
+
+
+def _same_request(record: Mapping[str, Any], request: PeerRequest) -> bool:
+    return (
+        record.get("format") == PEER_FORMAT
+        and record.get("data") == request.data
+        and tuple(record.get("overrides", ())) == request.all_overrides
+        and record.get("epochs_requested") == request.epochs
+        and record.get("batch_size") == request.batch_size
+        and record.get("seed") in request.seeds
+    )
+
+
+def peer_records(request: PeerRequest, out: Path) -> list[dict[str, Any]]:
+    """The stored peer records of ``request`` (every row and seed found)."""
+    folder = out / "runs" / request.task
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"{path}: damaged peer record ({error}); delete it to retrain"
+            ) from None
+        if _same_request(record, request):
+            found.append(record)
+    return found
+
+
+def _points(epochs: Sequence[Mapping[str, Any]]) -> list[EpochPoint]:
+    return [
+        EpochPoint(
+            int(e["epoch"]),
+            float(e["metric"]),
+            e.get("native"),
+            float(e.get("train_cpu_s") or 0.0),
+            float(e.get("peak_rss_mb") or 0.0),
+            (tuple(e["units"]["ids"]), e["units"]["rows"]) if e.get("units") else None,
+        )
+        for e in epochs
+    ]
+
+
+def collect(request: PeerRequest, out: Path) -> list[Series]:
+    """Both sides' series from the stored records alone: the peer's (``out/runs/<task>``) and
+    the project's (``out/project-runs``, at the task's current version); missing runs are
+    left out (a table can be built over several sittings)."""
+    from experiments.store import ResultsStore
+
+    task = request.spec
+    series: dict[tuple[str, str], Series] = {}
+    for peer in peer_records(request, out):
+        s = series.setdefault(("allennlp", peer["row"]), Series("allennlp", peer["row"]))
+        s.runs[int(peer["seed"])] = _points(peer["epochs"])
+        s.sources[int(peer["seed"])] = peer["key"]
+    root = out / "project-runs"
+    store = ResultsStore(root) if root.is_dir() else None
+    overrides = tuple(sorted(project_overrides(request)))
+    for row, rep, state in _rows(request):
+        if store is None:
+            break
+        filters: dict[str, Any] = {"representation": rep, "preset": request.preset}
+        if rep != "none":
+            filters["state"] = state
+        for record in store.records(request.task, data=request.data, **filters):
+            spec = record.spec
+            if (
+                spec.task_version != task.version
+                or spec.seed not in request.seeds
+                or spec.max_epochs != request.epochs
+                or spec.overrides != overrides
+            ):
+                continue
+            folder = store.path_of(record.run_id)
+            assert folder is not None
+            points = []
+            for line in record.log:
+                units = None
+                if "units_file" in line and (folder / line["units_file"]).is_file():
+                    raw = json.loads((folder / line["units_file"]).read_text(encoding="utf-8"))
+                    units = (tuple(raw["ids"]), raw["rows"])
+                points.append(
+                    EpochPoint(
+                        int(line["epoch"]),
+                        float(line[f"dev_{task.metric.key}"]),
+                        None,
+                        float(line.get("train_cpu_s", 0.0)),
+                        float(line.get("peak_rss_mb", 0.0)),
+                        units,
+                    )
+                )
+            s = series.setdefault(("project", row), Series("project", row))
+            s.runs[spec.seed] = points
+            s.sources[spec.seed] = record.run_id
+    return list(series.values())

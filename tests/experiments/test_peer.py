@@ -1,0 +1,190 @@
+"""``nox -s peer``'s machinery without allennlp: the content key of a peer run, the per-epoch
+comparison (gap target, seed-aware test, time ratio) and the table rendered from stored records
+(a peer record and a project store made here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.peer import render
+from experiments.peer.render import compare_epochs, render_task
+from experiments.peer.run import (
+    PEER_FORMAT,
+    EpochPoint,
+    PeerRequest,
+    Series,
+    collect,
+    peer_key,
+    project_overrides,
+)
+from experiments.spec import RunSpec
+from experiments.store import ResultsStore, RunRecord
+from tasks.common.prf import span_f1_from_totals
+from tasks.ner.peer import PEER
+from tasks.ner.task import VERSION as NER_VERSION
+from tests.experiments.helpers import PROVENANCE
+
+IDS = tuple(f"dev.txt:{i}" for i in range(1, 41))
+
+
+def units(correct: int) -> tuple[tuple[str, ...], list[list[float]]]:
+    """40 sentences of one gold chunk each, the first ``correct`` found (span rows c, p, g)."""
+    return IDS, [[1.0 if i < correct else 0.0, 1.0, 1.0] for i in range(len(IDS))]
+
+
+def series(side: str, row: str, correct: dict[int, list[int]], cpu: float) -> Series:
+    s = Series(side, row)
+    for seed, per_epoch in correct.items():
+        s.runs[seed] = [
+            EpochPoint(e + 1, c / 40, None, cpu, 100.0, units(c)) for e, c in enumerate(per_epoch)
+        ]
+    return s
+
+
+def test_peer_key_follows_file_contents_not_their_paths(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.conll", tmp_path / "b" / "same.conll"
+    b.parent.mkdir()
+    a.write_text("x O O O\n")
+    b.write_text("x O O O\n")
+    key_a = peer_key({"train_data_path": str(a), "n": 1}, [a], PEER)
+    assert key_a == peer_key({"train_data_path": str(b), "n": 1}, [b], PEER)
+    assert key_a != peer_key({"train_data_path": str(a), "n": 2}, [a], PEER)
+    a.write_text("y O O O\n")
+    assert key_a != peer_key({"train_data_path": str(a), "n": 1}, [a], PEER)
+
+
+def test_epochs_are_compared_with_the_gap_target_the_test_and_the_time_ratio() -> None:
+    peer = series("allennlp", "baseline", {0: [20, 30, 36], 1: [21, 31, 35], 2: [19, 30, 36]}, 100)
+    close = series("project", "baseline", {0: [10, 30, 36], 1: [11, 30, 35], 2: [12, 31, 36]}, 60)
+    rows = compare_epochs(close, peer, span_f1_from_totals, 100.0)
+    assert [r.epoch for r in rows] == [1, 2, 3]
+    assert rows[0].within is None  # epoch 1 is not a target
+    assert rows[1].within and rows[2].within  # |Δ| within max(1 point, peer's sd)
+    assert rows[0].difference == pytest.approx((11 - 20) / 40)
+    assert rows[0].comparison is not None and rows[0].comparison.p_value < 0.05
+    assert rows[2].comparison is not None and rows[2].comparison.p_value > 0.05
+    assert rows[0].project_cpu / rows[0].peer_cpu == pytest.approx(0.6)
+    far = series("project", "baseline", {0: [20, 20, 20], 1: [20, 21, 20], 2: [20, 20, 21]}, 60)
+    assert compare_epochs(far, peer, span_f1_from_totals, 100.0)[1].within is False
+
+
+def store_project_run(store: ResultsStore, request: PeerRequest, seed: int, per_epoch: list[int]):
+    spec = RunSpec(
+        task="ner",
+        task_version=NER_VERSION,
+        representation="none",
+        sites=(),
+        dropout=0.0,
+        preset="paper",
+        overrides=project_overrides(request),
+        seed=seed,
+        data=request.data,
+        max_epochs=request.epochs,
+    )
+    log, attachments = [], {}
+    for e, c in enumerate(per_epoch):
+        name = f"units-dev-step{e + 1}.json"
+        ids, rows = units(c)
+        attachments[name] = json.dumps({"ids": list(ids), "rows": rows})
+        log.append(
+            {
+                "epoch": e + 1,
+                "step": e + 1,
+                "dev_f1": c / 40,
+                "train_cpu_s": 50.0,
+                "peak_rss_mb": 900.0,
+                "units_file": name,
+            }
+        )
+    record = RunRecord(
+        spec, {"dev_f1": per_epoch[-1] / 40}, PROVENANCE, tuple(log), attachments=attachments
+    )
+    store.put(record)
+
+
+def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
+    out = tmp_path / "peer"
+    request = PeerRequest("ner", "some/folder", seeds=(0, 1), epochs=2, representations=("none",))
+    for seed, per_epoch in ((0, [20, 30]), (1, [22, 31])):
+        record = {
+            "format": PEER_FORMAT,
+            "task": "ner",
+            "key": f"k{seed}",
+            "row": "baseline",
+            "seed": seed,
+            "data": request.data,
+            "overrides": [],
+            "epochs_requested": 2,
+            "batch_size": 64,
+            "cpu": "Test CPU",
+            "epochs": [
+                {
+                    "epoch": e + 1,
+                    "metric": c / 40,
+                    "native": c / 40,
+                    "train_cpu_s": 100.0,
+                    "peak_rss_mb": 1300.0,
+                    "units": {"ids": list(units(c)[0]), "rows": units(c)[1]},
+                }
+                for e, c in enumerate(per_epoch)
+            ],
+        }
+        path = out / "runs" / "ner" / f"k{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+    store = ResultsStore(out / "project-runs")
+    store_project_run(store, request, 0, [21, 30])
+    store_project_run(store, request, 1, [21, 31])
+    found = {(s.side, s.row): s for s in collect(request, out)}
+    assert sorted(found) == [("allennlp", "baseline"), ("project", "baseline")]
+    assert sorted(found[("project", "baseline")].runs) == [0, 1]
+    path = render_task("ner", out, plot=False)
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# NER (`paper` preset) beside allennlp-models' `crf_tagger`")
+    assert lines[3].startswith("| some/folder | baseline | 1 |")  # the first row on line 4
+    table = [line for line in lines if line.startswith("| some/folder | baseline |")]
+    assert len(table) == 2 and table[0].endswith("| 0.50 |")  # CPU ratio 50 / 100
+    assert any("Test CPU" in line for line in lines)
+    assert all(len(line) <= 160 for line in lines if line.startswith("|"))
+    assert render.requests_of("ner", out)[0].seeds == (0, 1)
+
+
+@pytest.mark.slow
+def test_both_sides_train_and_render_on_a_tiny_set(tmp_path: Path) -> None:
+    """The real thing, one epoch of a tiny tagging set: allennlp's crf_tagger in the peer venv
+    (built by ../shared/peer/build.sh when missing) beside the project's paper preset."""
+    from experiments.peer.run import peer_dir, run_request
+
+    if not (peer_dir() / "build.sh").is_file():
+        pytest.skip(f"no peer folder at {peer_dir()} (../shared/peer)")
+    data = tmp_path / "data"
+    data.mkdir()
+    words = ["the", "cat", "sat", "on", "mat", "John", "ran", "to", "Paris", "today"]
+    for split, n in (("train", 48), ("dev", 12)):
+        lines = []
+        for i in range(n):
+            sentence = [words[(i + j) % len(words)] for j in range(4 + i % 5)]
+            for word in sentence:
+                tag = "B-PER" if word == "John" else ("B-LOC" if word == "Paris" else "O")
+                lines.append(f"{word} {tag}")
+            lines.append("")
+        (data / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    request = PeerRequest(
+        "ner", str(data), seeds=(0,), epochs=1, batch_size=8, representations=("none",)
+    )
+    out = tmp_path / "out"
+    found, recipe = run_request(request, out, tmp_path / "work", max_parallel=2, echo=print)
+    sides = {(s.side, s.row): s for s in found}
+    assert set(sides) == {("allennlp", "baseline"), ("project", "baseline")}
+    [peer_run] = sides[("allennlp", "baseline")].runs.values()
+    assert peer_run[0].native == pytest.approx(
+        peer_run[0].metric
+    )  # one ruler agrees with allennlp's
+    assert peer_run[0].train_cpu_s > 0 and peer_run[0].units is not None
+    assert len(peer_run[0].units[0]) == len(recipe.splits["dev"]) == 12
+    again, _ = run_request(request, out, tmp_path / "work", max_parallel=2, echo=print)
+    assert {s.sources[0] for s in again} == {s.sources[0] for s in found}  # reused, not retrained
+    assert render_task("ner", out).is_file() and (out / "ner.png").is_file()
