@@ -33,7 +33,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--seeds", type=_seeds, default=(0, 1, 2))
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="instances per batch, both sides (default: the task's peer's own, else 64)",
+    )
     parser.add_argument(
         "--repr", type=comma_list, default=("none", "elmo"), help="none, elmo or none,elmo"
     )
@@ -42,6 +47,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=comma_list,
         default=("carry", "reset"),
         help="the project's biLM states of its ELMo rows (the first is allennlp's: carry)",
+    )
+    parser.add_argument(
+        "--variant",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="project-side changes alone: its rows become 'ROW + KEY=VALUE' beside the same "
+        "allennlp rows (one candidate cause of a gap at a time)",
     )
     parser.add_argument("--max-parallel", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--out", type=Path, default=Path("results/peer"))
@@ -59,15 +72,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.render_only:
         if not args.data:
             raise UsageError("--data is needed to train (or --render-only)")
+        from tasks.registry import get_task
+
+        adapter = get_task(args.task).peer
+        own = adapter.batch_size if adapter is not None else None
+        if own is not None and args.batch_size not in (None, own):
+            raise UsageError(f"{args.task}'s peer takes --batch-size {own} only")
         request = PeerRequest(
             task=args.task,
             data=args.data,
             overrides=tuple(args.overrides),
             seeds=args.seeds,
             epochs=args.epochs,
-            batch_size=args.batch_size,
+            batch_size=args.batch_size or own or 64,
             representations=tuple(args.repr),
             states=tuple(args.state),
+            variant=tuple(args.variant),
         )
         try:
             _ = request.adapter  # a task without a peer: one line, before anything runs

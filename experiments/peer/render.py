@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from experiments.peer.run import EpochPoint, PeerRequest, Series, collect, peer_records
+from experiments.peer.run import (
+    EpochPoint,
+    PeerRequest,
+    Series,
+    base_row,
+    collect,
+    peer_records,
+)
 from experiments.significance import Comparison, seed_aware_test
 
 __all__ = ["EpochRow", "compare_epochs", "render_task", "requests_of"]
@@ -154,7 +161,7 @@ def _rows_of(
     lines = []
     compared: dict[str, list[EpochRow]] = {}
     for (side, row), project in by.items():
-        peer = by.get(("allennlp", PEER_ROW.get(row, row)))
+        peer = by.get(("allennlp", PEER_ROW.get(base_row(row), base_row(row))))
         if side != "project" or peer is None:
             continue
         rows = compare_epochs(project, peer, mft, metric.scale)
@@ -213,7 +220,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         data_notes.append(_data_note(request, series))
         by = {(s.side, s.row): s for s in series}
         for row, rows in compared.items():
-            peer = by[("allennlp", PEER_ROW.get(row, row))]
+            peer = by[("allennlp", PEER_ROW.get(base_row(row), base_row(row)))]
             panels.append((request.data_label, row, by[("project", row)], peer))
             summary.append(f"{request.data_label}, {row}: {summary_line(rows, metric)}")
     head = [
@@ -239,7 +246,13 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         "across batches, as allennlp's ELMo does: the like-for-like row); `elmo reset` (the "
         "project's default, each sentence from a zero state) against the same allennlp row. "
         "CPU seconds: the training pass alone (no evaluation), median over seeds; the project's "
-        "reset rows read cached biLM features, its carry rows run the biLM live (as allennlp).",
+        "reset rows read cached biLM features, its carry rows run the biLM live (as allennlp)."
+        + (
+            " `ROW + KEY=VALUE`: the project's row with that one change (`--variant`), a "
+            "candidate cause of a gap, against the same allennlp row."
+            if any(" + " in p[1] for p in panels)
+            else ""
+        ),
         "6. Summary: " + " | ".join(summary) + ".",
         f"7. allennlp's configuration follows {adapter.source}, changed:",
         *[f"   - {change}" for change in adapter.changes],

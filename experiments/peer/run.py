@@ -50,8 +50,10 @@ __all__ = [
     "collect",
     "peer_dir",
     "peer_venv",
+    "base_row",
     "prepare_inputs",
     "run_request",
+    "variant_row",
 ]
 
 #: Version of a peer record's contents (its scoring and fields): bump when a stored peer
@@ -95,6 +97,9 @@ class PeerRequest:
         states: the project's biLM state policies of its ELMo rows; the first is compared with
             the peer (allennlp's ELMo carries the state across batches: ``carry``).
         preset: the project's preset (``paper``).
+        variant: project-side changes alone (``--set`` syntax): the project's rows become
+            ``<row> + KEY=VALUE …``, a candidate cause of a gap tried one change at a time
+            against the same peer rows (issue #34 item 4); the peer runs are unchanged.
     """
 
     task: str
@@ -106,6 +111,7 @@ class PeerRequest:
     representations: tuple[str, ...] = ("none", "elmo")
     states: tuple[str, ...] = ("carry", "reset")
     preset: str = "paper"
+    variant: tuple[str, ...] = ()
 
     @property
     def spec(self) -> TaskSpec:
@@ -198,6 +204,17 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _digest(path: Path) -> str:
+    """SHA-256 of a file (:func:`_sha256`), or of a folder: each file's path below it and its
+    digest, in sorted order (readers such as allennlp's ``srl`` take a folder of files)."""
+    if path.is_file():
+        return _sha256(path)
+    h = hashlib.sha256()
+    for item in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix != ".sha256"):
+        h.update(item.relative_to(path).as_posix().encode() + b"\0" + _sha256(item).encode())
+    return h.hexdigest()
+
+
 def export_glove_text(out: Path) -> Path:
     """The embedded GloVe 6B 50-d package as a GloVe text file (the peer's ``pretrained_file``):
     one ``word v1 … v50`` line per row, each value the shortest decimal that reads back as the
@@ -275,8 +292,8 @@ def write_peer_data(request: PeerRequest, recipe: Any, root: Path) -> dict[str, 
     shutil.rmtree(staging, ignore_errors=True)
     files = request.adapter.write_data(recipe, staging)
     h = hashlib.sha256()
-    for split in sorted(files):
-        h.update(split.encode() + b"\0" + files[split].read_bytes())
+    for split in sorted(files):  # a split is a file or a folder of files
+        h.update(split.encode() + b"\0" + _digest(files[split]).encode())
     final = root / f"data-{h.hexdigest()[:12]}"
     if final.is_dir():
         shutil.rmtree(staging)
@@ -300,7 +317,7 @@ def _digested(config: Any, digests: Mapping[str, str]) -> Any:
 def peer_key(config: Mapping[str, Any], files: Sequence[Path], adapter: PeerAdapter) -> str:
     """The content key of a peer run: its configuration with each file as its SHA-256, the
     adapter's source and :data:`PEER_FORMAT`."""
-    digests = {str(p): _sha256(p) for p in files if p.is_file()}
+    digests = {str(p): _digest(p) for p in files if p.exists()}
     text = json.dumps(
         {"config": _digested(config, digests), "source": adapter.source, "format": PEER_FORMAT},
         sort_keys=True,
@@ -326,8 +343,8 @@ def _files_in(config: Any) -> list[Path]:
         return [p for v in config.values() for p in _files_in(v)]
     if isinstance(config, list):
         return [p for v in config for p in _files_in(v)]
-    if isinstance(config, str) and config.startswith("/") and Path(config).is_file():
-        return [Path(config)]
+    if isinstance(config, str) and config.startswith("/") and Path(config).exists():
+        return [Path(config)]  # a file or a folder of files (its content is digested)
     return []
 
 
@@ -420,7 +437,7 @@ def _peer_record(
             {
                 "epoch": epoch,
                 "metric": scores[task.metric.key],
-                "scores": {k: v for k, v in scores.items() if "_" not in k},
+                "scores": dict(scores),  # every figure of the scorer (per type too)
                 "native": entry["dev"]["metrics"].get(adapter.metric_key),
                 "train_cpu_s": times.get("train_cpu_s"),
                 "train_s": times.get("train_s"),
@@ -476,7 +493,8 @@ def project_overrides(request: PeerRequest) -> tuple[str, ...]:
 def _project_argv(
     request: PeerRequest, rep: str, state: str, seed: int, out: Path, work: Path
 ) -> tuple[str, ...]:
-    sets = ["--set", *project_overrides(request)]  # one --set: a second would replace it
+    # one --set (a second would replace it); the variant last, so that it wins
+    sets = ["--set", *project_overrides(request), *request.variant]
     reps = ["--repr", "none"]
     if rep == "elmo":  # the shipped biLM, frozen as the peer's (no task fine-tuning)
         reps = ["--repr", "elmo", "--elmo", SHIPPED_BILM, "--state", state, "--finetune-bilm", "0"]
@@ -572,7 +590,7 @@ def run_request(
                 )
             argv = _project_argv(request, rep, state, seed, out, work)
             cost = request.epochs * (1.5 if state == "carry" and rep == "elmo" else 0.8)
-            project_jobs.append(_ProjectJob(row, seed, argv, cost))
+            project_jobs.append(_ProjectJob(variant_row(row, request.variant), seed, argv, cost))
     logs = root / "project-logs"
     todo: list[tuple[float, Callable[[], str]]] = []
     for job in peer_jobs:
@@ -656,7 +674,7 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
         s.sources[int(peer["seed"])] = peer["key"]
     root = out / "project-runs"
     store = ResultsStore(root) if root.is_dir() else None
-    overrides = tuple(sorted(project_overrides(request)))
+    base = dict(_pairs(project_overrides(request)))
     for row, rep, state in _rows(request):
         if store is None:
             break
@@ -665,11 +683,12 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
             filters["state"] = state
         for record in store.records(request.task, data=request.data, **filters):
             spec = record.spec
+            variant = _variant_of(spec.overrides, base)
             if (
                 spec.task_version != task.version
                 or spec.seed not in request.seeds
                 or spec.max_epochs != request.epochs
-                or spec.overrides != overrides
+                or variant is None
             ):
                 continue
             folder = store.path_of(record.run_id)
@@ -690,7 +709,44 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
                         units,
                     )
                 )
-            s = series.setdefault(("project", row), Series("project", row))
+            name = variant_row(row, variant)
+            s = series.setdefault(("project", name), Series("project", name))
             s.runs[spec.seed] = points
             s.sources[spec.seed] = record.run_id
-    return list(series.values())
+    order = [row for row, _, _ in _rows(request)]
+
+    def rank(s: Series) -> tuple[int, int, str]:  # each base row first, its variants after it
+        base = base_row(s.row)
+        return (order.index(base) if base in order else -1, s.row != base, s.row)
+
+    return sorted(series.values(), key=rank)
+
+
+def variant_row(row: str, variant: Sequence[str]) -> str:
+    """The table's name of ``row`` run with the project-side changes ``variant``:
+    ``baseline + train.batching=shuffled``; ``row`` itself without changes."""
+    return " + ".join([row, *variant])
+
+
+def base_row(row: str) -> str:
+    """The row a variant row was derived from (:func:`variant_row`'s ``row``)."""
+    return row.split(" + ")[0]
+
+
+def _pairs(overrides: Sequence[str]) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` items as pairs, the last of a key winning (as ``--set`` applies them)."""
+    out: dict[str, str] = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        out.pop(key, None)
+        out[key] = value
+    return list(out.items())
+
+
+def _variant_of(overrides: Sequence[str], base: Mapping[str, str]) -> tuple[str, ...] | None:
+    """The project-side changes of a run with ``overrides`` over the request's ``base``
+    (``()`` for the base itself); ``None`` when the run lacks a base change (another request)."""
+    pairs = dict(_pairs(overrides))
+    if any(key not in pairs for key in base):
+        return None
+    return tuple(f"{k}={v}" for k, v in sorted(pairs.items()) if base.get(k) != v)

@@ -168,15 +168,45 @@ class CharCNNEncoder(nn.Module):
         self.output_dim = n_filters
 
     def forward(self, chars: Tensor) -> Tensor:
-        """``chars`` (batch, time, word_len) ids, right-padded with 0 → (batch, time, n_filters)."""
+        """``chars`` (batch, time, word_len) ids, right-padded with 0 → (batch, time, n_filters).
+
+        In evaluation only the real words are encoded, over the windows any of them can have
+        (:meth:`_encode_words`): bitwise the numbers of the full fixed-span computation at a
+        fraction of its cost when a batch is padded. Training keeps the full computation: its
+        gradients would differ in the last bits (another summation order), and the dropout
+        masks are drawn over the fixed span.
+        """
         b, t, w = chars.shape
         chars = chars[:, :, : self.max_chars]
         span = max(self.max_chars, self.width)
+        if not self.training:
+            return self._encode_words(chars.reshape(b * t, -1), span).view(b, t, -1)
         chars = F.pad(chars, (0, span - chars.shape[2]))  # (b, t, span)
         lengths = (chars != 0).sum(-1).view(b * t, 1)  # real characters per word
         x = self.dropout(self.embedding(chars.view(b * t, span)))  # (b·t, span, char_dim)
-        x = F.relu(self.conv(x.transpose(1, 2)))  # (b·t, n_filters, span - width + 1)
+        return self._pool(x, lengths).view(b, t, -1)
+
+    def _pool(self, x: Tensor, lengths: Tensor) -> Tensor:
+        """Convolution, ReLU and the max over windows that start on a character: ``x``
+        (words, span, char_dim) embedded characters, ``lengths`` (words, 1) → (words, filters)."""
+        x = F.relu(self.conv(x.transpose(1, 2)))  # (words, n_filters, span - width + 1)
         starts = torch.arange(x.shape[2], device=x.device)[None, :]  # window start positions
-        keep = (starts < lengths)[:, None, :]  # (b·t, 1, windows): windows starting on a char
-        x = (x * keep).max(dim=2).values  # (b·t, n_filters); all-masked words give 0
-        return x.view(b, t, -1)
+        keep = (starts < lengths)[:, None, :]  # (words, 1, windows): windows starting on a char
+        return (x * keep).max(dim=2).values  # (words, n_filters); all-masked words give 0
+
+    def _encode_words(self, chars: Tensor, span: int) -> Tensor:
+        """The real words of ``chars`` (words, ≤ span) alone, their characters cut to the
+        longest word plus ``width - 1`` (at most ``span``): every window that starts on a
+        character of a word of the batch is there, as in the fixed span; padding words give 0.
+        """
+        lengths = (chars != 0).sum(-1)  # (words,)
+        out = chars.new_zeros(chars.shape[0], self.output_dim, dtype=self.conv.weight.dtype)
+        real = lengths.nonzero().squeeze(1)  # (real words,)
+        if real.numel() == 0:
+            return out
+        longest = int(lengths.max())
+        cut = max(self.width, min(span, longest + self.width - 1))
+        words = F.pad(chars[real, :longest], (0, cut - longest))  # (real, cut)
+        x = self.embedding(words)  # (real, cut, char_dim); the pad row is 0
+        pooled = self._pool(x, lengths[real, None])  # (real, n_filters)
+        return out.index_copy(0, real, pooled.to(out.dtype))

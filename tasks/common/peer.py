@@ -89,6 +89,8 @@ class PeerAdapter:
         overrides: task configuration changes (``--set`` syntax) that make the project read
             the inputs the peer gets, e.g. ``word_vectors=glove`` where the ``paper`` preset
             defaults to GloVe 840B: both sides then read the embedded GloVe 6B 50-d.
+        batch_size: the one batch size the peer's model takes (coreference: one document per
+            batch), the default of ``--batch-size`` for this task; ``None``: any (default 64).
     """
 
     model: str
@@ -101,6 +103,7 @@ class PeerAdapter:
     config: Callable[[Mapping[str, Path], PeerInputs, PeerRun, Any], dict[str, Any]]
     predictions: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], Any]
     overrides: tuple[str, ...] = ()
+    batch_size: int | None = None
 
 
 def elmo_embedder(inputs: PeerInputs) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from tasks.coref.metric import (
     score_document,
 )
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
+from tasks.coref.peer import PEER
 
 VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: Lee et al. (2017) span ranking (e2e-coref `best`), DEMO set v1 from the public-domain corpus
@@ -255,4 +256,5 @@ TASK = TaskSpec(
     # no finetune_presets: paper A.1 names CoNLL 2012 as the one set whose perplexity fine-tuning
     # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
     elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" [R]
+    peer=PEER,  # allennlp-models' coref (nox -s peer)
 )

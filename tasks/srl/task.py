@@ -46,6 +46,7 @@ from tasks.srl.demo import ensure_demo
 from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
 from tasks.srl.metric import evaluate_props, write_props
 from tasks.srl.model import SrlBatch, SrlTagger
+from tasks.srl.peer import PEER
 
 VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: He et al. (2017) alternating highway biLSTM tagger, BIO-constrained Viterbi, srl-eval.pl
@@ -307,4 +308,5 @@ TASK = TaskSpec(
     # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
     elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
     data_help=LAYOUTS,
+    peer=PEER,  # allennlp-models' srl with alternating_lstm (nox -s peer)
 )

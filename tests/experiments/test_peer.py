@@ -5,6 +5,7 @@ comparison (gap target, seed-aware test, time ratio) and the table rendered from
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,11 @@ from experiments.peer.run import (
     EpochPoint,
     PeerRequest,
     Series,
+    base_row,
     collect,
     peer_key,
     project_overrides,
+    variant_row,
 )
 from experiments.spec import RunSpec
 from experiments.store import ResultsStore, RunRecord
@@ -56,6 +59,20 @@ def test_peer_key_follows_file_contents_not_their_paths(tmp_path: Path) -> None:
     assert key_a != peer_key({"train_data_path": str(a), "n": 1}, [a], PEER)
 
 
+def test_peer_key_digests_a_folder_split_by_its_files(tmp_path: Path) -> None:
+    """allennlp's srl reader takes a folder: its files' names and contents make the key."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder in (one, two):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "sub" / "train.gold_conll").write_text("doc 0 0 The\n")
+    key = peer_key({"train_data_path": str(one)}, [one], PEER)
+    assert key == peer_key({"train_data_path": str(two)}, [two], PEER)
+    (two / "sub" / "train.gold_conll").write_text("doc 0 0 A\n")
+    assert key != peer_key({"train_data_path": str(two)}, [two], PEER)
+    (one / "sub" / "train.gold_conll").rename(one / "sub" / "dev.gold_conll")
+    assert key != peer_key({"train_data_path": str(one)}, [one], PEER)
+
+
 def test_epochs_are_compared_with_the_gap_target_the_test_and_the_time_ratio() -> None:
     peer = series("allennlp", "baseline", {0: [20, 30, 36], 1: [21, 31, 35], 2: [19, 30, 36]}, 100)
     close = series("project", "baseline", {0: [10, 30, 36], 1: [11, 30, 35], 2: [12, 31, 36]}, 60)
@@ -71,7 +88,13 @@ def test_epochs_are_compared_with_the_gap_target_the_test_and_the_time_ratio() -
     assert compare_epochs(far, peer, span_f1_from_totals, 100.0)[1].within is False
 
 
-def store_project_run(store: ResultsStore, request: PeerRequest, seed: int, per_epoch: list[int]):
+def store_project_run(
+    store: ResultsStore,
+    request: PeerRequest,
+    seed: int,
+    per_epoch: list[int],
+    variant: tuple[str, ...] = (),
+) -> None:
     spec = RunSpec(
         task="ner",
         task_version=NER_VERSION,
@@ -79,7 +102,7 @@ def store_project_run(store: ResultsStore, request: PeerRequest, seed: int, per_
         sites=(),
         dropout=0.0,
         preset="paper",
-        overrides=project_overrides(request),
+        overrides=tuple(sorted((*project_overrides(request), *variant))),
         seed=seed,
         data=request.data,
         max_epochs=request.epochs,
@@ -105,7 +128,8 @@ def store_project_run(store: ResultsStore, request: PeerRequest, seed: int, per_
     store.put(record)
 
 
-def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
+def stored(tmp_path: Path) -> tuple[Path, PeerRequest]:
+    """Two seeds a side of a 2-epoch baseline: peer records and a project store."""
     out = tmp_path / "peer"
     request = PeerRequest("ner", "some/folder", seeds=(0, 1), epochs=2, representations=("none",))
     for seed, per_epoch in ((0, [20, 30]), (1, [22, 31])):
@@ -138,6 +162,11 @@ def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
     store = ResultsStore(out / "project-runs")
     store_project_run(store, request, 0, [21, 30])
     store_project_run(store, request, 1, [21, 31])
+    return out, request
+
+
+def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
+    out, request = stored(tmp_path)
     found = {(s.side, s.row): s for s in collect(request, out)}
     assert sorted(found) == [("allennlp", "baseline"), ("project", "baseline")]
     assert sorted(found[("project", "baseline")].runs) == [0, 1]
@@ -150,6 +179,25 @@ def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
     assert any("Test CPU" in line for line in lines)
     assert all(len(line) <= 160 for line in lines if line.startswith("|"))
     assert render.requests_of("ner", out)[0].seeds == (0, 1)
+
+
+def test_a_variant_row_sits_after_its_row_against_the_same_peer_row(tmp_path: Path) -> None:
+    out, request = stored(tmp_path)
+    store = ResultsStore(out / "project-runs")
+    variant = ("train.batching=shuffled",)
+    for seed in (0, 1):
+        store_project_run(store, request, seed, [20, 33], variant)
+    other = replace(request, data="elsewhere")  # another request's run is not a variant
+    store_project_run(store, other, 0, [1, 1], variant)
+    found = [(s.side, s.row) for s in collect(request, out)]
+    shuffled = "baseline + train.batching=shuffled"
+    assert found == [("allennlp", "baseline"), ("project", "baseline"), ("project", shuffled)]
+    lines = render_task("ner", out, plot=False).read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| some/folder |")]
+    assert [r.split(" | ")[1] for r in rows] == ["baseline", "baseline", shuffled, shuffled]
+    assert rows[3].split(" | ")[3].startswith("76.25")  # allennlp's epoch 2: (30 + 31) / 80
+    assert any("`--variant`" in line for line in lines)
+    assert variant_row("elmo carry", ()) == "elmo carry" and base_row(shuffled) == "baseline"
 
 
 @pytest.mark.slow

@@ -243,6 +243,22 @@ def test_char_cnn_padding_never_wins_and_padding_length_does_not_matter() -> Non
     torch.testing.assert_close(enc(longer)[1], out[1])
 
 
+@pytest.mark.parametrize("width", [3, 5])
+def test_char_cnn_evaluates_real_words_alone_bitwise_as_the_fixed_span(width: int) -> None:
+    """In evaluation the encoder skips padding words and cuts the character axis to the
+    batch's longest word; the outputs are bitwise those of the full fixed span (training's)."""
+    torch.manual_seed(0)
+    enc = CharCNNEncoder(n_chars=30, char_dim=4, n_filters=7, width=width, max_chars=8)
+    lengths = torch.tensor([[1, 9, 0, 0], [3, 2, 5, 0], [0, 0, 0, 0]])  # 9 > max_chars: cut
+    chars = torch.randint(1, 30, (3, 4, 10)) * (torch.arange(10) < lengths[:, :, None])
+    with torch.no_grad():
+        fast = enc.eval()(chars)  # (3, 4, 7)
+        full = enc.train()(chars)  # the fixed span (dropout 0: the same numbers)
+    assert torch.equal(fast, full)
+    assert torch.equal(fast[2], torch.zeros(4, 7)) and torch.equal(fast[0, 2], torch.zeros(7))
+    assert torch.equal(enc.eval()(torch.zeros(2, 3, 5, dtype=torch.long)), torch.zeros(2, 3, 7))
+
+
 def test_char_cnn_words_shorter_than_the_kernel() -> None:
     enc = _hand_cnn(width=5, max_chars=3, bias=20.0)  # words of ≤ 3 chars, kernel 5
     # "2 3" padded to the width: one window 2 + 3 + pads = 5 → 15
