@@ -38,6 +38,12 @@ TIME_RATIO = 0.7
 PEER_ROW = {"baseline": "baseline", "elmo carry": "elmo", "elmo reset": "elmo", "elmo warm": "elmo"}
 
 
+def peer_row(row: str) -> str:
+    """The allennlp row a project row (or a ``--variant`` row derived from it) is compared with."""
+    base = base_row(row)
+    return PEER_ROW.get(base, base)
+
+
 @dataclass(frozen=True)
 class EpochRow:
     """One epoch of one project row beside its peer row (natural units).
@@ -161,7 +167,7 @@ def _rows_of(
     lines = []
     compared: dict[str, list[EpochRow]] = {}
     for (side, row), project in by.items():
-        peer = by.get(("allennlp", PEER_ROW.get(base_row(row), base_row(row))))
+        peer = by.get(("allennlp", peer_row(row)))
         if side != "project" or peer is None:
             continue
         rows = compare_epochs(project, peer, mft, metric.scale)
@@ -220,7 +226,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         data_notes.append(_data_note(request, series))
         by = {(s.side, s.row): s for s in series}
         for row, rows in compared.items():
-            peer = by[("allennlp", PEER_ROW.get(base_row(row), base_row(row)))]
+            peer = by[("allennlp", peer_row(row))]
             panels.append((request.data_label, row, by[("project", row)], peer))
             summary.append(f"{request.data_label}, {row}: {summary_line(rows, metric)}")
     head = [

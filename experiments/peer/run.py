@@ -48,9 +48,9 @@ __all__ = [
     "PeerRequest",
     "Series",
     "collect",
+    "base_row",
     "peer_dir",
     "peer_venv",
-    "base_row",
     "prepare_inputs",
     "run_request",
     "variant_row",
@@ -674,7 +674,7 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
         s.sources[int(peer["seed"])] = peer["key"]
     root = out / "project-runs"
     store = ResultsStore(root) if root.is_dir() else None
-    base = dict(_pairs(project_overrides(request)))
+    base = _pairs(project_overrides(request))
     for row, rep, state in _rows(request):
         if store is None:
             break
@@ -733,20 +733,15 @@ def base_row(row: str) -> str:
     return row.split(" + ")[0]
 
 
-def _pairs(overrides: Sequence[str]) -> list[tuple[str, str]]:
-    """``KEY=VALUE`` items as pairs, the last of a key winning (as ``--set`` applies them)."""
-    out: dict[str, str] = {}
-    for item in overrides:
-        key, _, value = item.partition("=")
-        out.pop(key, None)
-        out[key] = value
-    return list(out.items())
+def _pairs(overrides: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` items as a mapping, the last of a key winning (as ``--set`` applies them)."""
+    return dict(item.partition("=")[::2] for item in overrides)
 
 
 def _variant_of(overrides: Sequence[str], base: Mapping[str, str]) -> tuple[str, ...] | None:
     """The project-side changes of a run with ``overrides`` over the request's ``base``
     (``()`` for the base itself); ``None`` when the run lacks a base change (another request)."""
-    pairs = dict(_pairs(overrides))
+    pairs = _pairs(overrides)
     if any(key not in pairs for key in base):
         return None
     return tuple(f"{k}={v}" for k, v in sorted(pairs.items()) if base.get(k) != v)

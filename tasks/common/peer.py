@@ -27,6 +27,7 @@ __all__ = [
     "PeerInputs",
     "PeerRun",
     "as_requested",
+    "check_count",
     "elmo_embedder",
     "label_count",
 ]
@@ -104,6 +105,16 @@ class PeerAdapter:
     predictions: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], Any]
     overrides: tuple[str, ...] = ()
     batch_size: int | None = None
+
+
+def check_count(outputs: Sequence[Any], examples: Sequence[Any], did: str, what: str) -> None:
+    """Every adapter's first check of the peer's outputs of one split: one per example.
+
+    Raises:
+        ValueError: "the peer ``did`` N ``what``, the split has M" when the counts differ.
+    """
+    if len(outputs) != len(examples):
+        raise ValueError(f"the peer {did} {len(outputs)} {what}, the split has {len(examples)}")
 
 
 def elmo_embedder(inputs: PeerInputs) -> dict[str, Any]:

@@ -30,7 +30,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun, as_requested, elmo_embedder
+from tasks.common.peer import (
+    PeerAdapter,
+    PeerInputs,
+    PeerRun,
+    as_requested,
+    check_count,
+    elmo_embedder,
+)
 from tasks.coref.evaluate import encode_clusters
 
 #: allennlp-models' file this configuration follows.
@@ -288,10 +295,7 @@ def predictions(
         ValueError: another number of outputs than ``examples``, no ``clusters``, or a mention
             that is not two integers inside its document (the document named).
     """
-    if len(outputs) != len(examples):
-        raise ValueError(
-            f"the peer resolved {len(outputs)} documents, the split has {len(examples)}"
-        )
+    check_count(outputs, examples, "resolved", "documents")
     out: dict[tuple[str, int], list[list[tuple[int, int]]]] = {}
     for output, document in zip(outputs, examples, strict=True):
         if "clusters" not in output:

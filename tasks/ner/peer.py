@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun, as_requested, elmo_embedder
+from tasks.common.peer import (
+    PeerAdapter,
+    PeerInputs,
+    PeerRun,
+    as_requested,
+    check_count,
+    elmo_embedder,
+)
 from tasks.common.spans import convert
 
 #: allennlp-models' files this configuration follows.
@@ -144,8 +151,7 @@ def predictions(outputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -
     Raises:
         ValueError: another number of sentences, or of tags in a sentence, than ``examples``.
     """
-    if len(outputs) != len(examples):
-        raise ValueError(f"the peer tagged {len(outputs)} sentences, the split has {len(examples)}")
+    check_count(outputs, examples, "tagged", "sentences")
     out = []
     for i, (output, example) in enumerate(zip(outputs, examples, strict=True)):
         tags = list(output["tags"])

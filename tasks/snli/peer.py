@@ -24,6 +24,7 @@ from tasks.common.peer import (
     PeerInputs,
     PeerRun,
     as_requested,
+    check_count,
     elmo_embedder,
     label_count,
 )
@@ -207,8 +208,7 @@ def predictions(outputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -
     Raises:
         ValueError: another number of outputs than ``examples``, or a label that is not a string.
     """
-    if len(outputs) != len(examples):
-        raise ValueError(f"the peer labelled {len(outputs)} pairs, the split has {len(examples)}")
+    check_count(outputs, examples, "labelled", "pairs")
     out: dict[str, str] = {}
     for output, example in zip(outputs, examples, strict=True):
         label = output["label"]

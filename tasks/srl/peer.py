@@ -21,7 +21,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun, as_requested, elmo_embedder
+from tasks.common.peer import (
+    PeerAdapter,
+    PeerInputs,
+    PeerRun,
+    as_requested,
+    check_count,
+    elmo_embedder,
+)
 from tasks.common.spans import spans_to_brackets, tags_to_spans
 
 #: allennlp-models' files this configuration follows.
@@ -259,10 +266,7 @@ def predictions(
             words, a verb (when the output names one) that is not the instance's, or a repeated
             instance.
     """
-    if len(outputs) != len(examples):
-        raise ValueError(
-            f"the peer tagged {len(outputs)} predicates, the split has {len(examples)}"
-        )
+    check_count(outputs, examples, "tagged", "predicates")
     out: dict[tuple[int, int], tuple[str, ...]] = {}
     for i, (output, example) in enumerate(zip(outputs, examples, strict=True)):
         tags = tuple(output["tags"])

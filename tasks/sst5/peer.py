@@ -28,6 +28,7 @@ from tasks.common.peer import (
     PeerInputs,
     PeerRun,
     as_requested,
+    check_count,
     elmo_embedder,
     label_count,
 )
@@ -200,8 +201,7 @@ def predictions(outputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -
     Raises:
         ValueError: another number of outputs than ``examples``, or a label that is not an id.
     """
-    if len(outputs) != len(examples):
-        raise ValueError(f"the peer labelled {len(outputs)} texts, the split has {len(examples)}")
+    check_count(outputs, examples, "labelled", "texts")
     out = []
     for i, (output, example) in enumerate(zip(outputs, examples, strict=True)):
         label = str(output["label"])
