@@ -60,7 +60,7 @@ from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
 from tasks.ner.peer import PEER
 
-VERSION = 3  # bump when reader, metric, model or a preset changes a number
+VERSION = 4  # bump when reader, metric, model or a preset changes a number
 # v1: biLSTM-CRF (word + char CNN, 2 biLSTMs, BIOUL CRF with constrained Viterbi), any
 #     CoNLL-column data with scheme detection, conlleval scoring, seqeval per-type F1, DEMO set
 # v2: unit statistics keyed by the sentence's FILE:LINE instead of its position (stored v1 units
@@ -69,6 +69,9 @@ VERSION = 3  # bump when reader, metric, model or a preset changes a number
 #     N(mean, std) of the found vectors instead of 0, character embeddings Xavier-uniform instead
 #     of N(0, 1) (every preset); paper preset: 2 x 200 biLSTMs, element-wise dropout, batches
 #     re-drawn every epoch (bucket_noise 0.1)
+# v4: issue #34: paper preset: batches of random instances every epoch (batching "shuffled", as
+#     allennlp 0.5) instead of noisy length buckets; the char CNN encodes the real words alone in
+#     training too (no char dropout): the same function, gradients differ in the last bits
 
 #: The splits whose words the vocabulary indexes: every split read (allennlp's NER vocabulary
 #: extends over its validation and test files; the words' GloVe vectors are fine-tuned).

@@ -243,20 +243,56 @@ def test_char_cnn_padding_never_wins_and_padding_length_does_not_matter() -> Non
     torch.testing.assert_close(enc(longer)[1], out[1])
 
 
+def _fixed_span(enc: CharCNNEncoder, chars: torch.Tensor) -> torch.Tensor:
+    """The encoder's function computed over the full fixed span, by hand: every word padded
+    to ``max(max_chars, width)`` characters, a VALID convolution, ReLU, the max over windows
+    that start on a character. ``chars`` (b, t, w) → (b, t, filters)."""
+    b, t, _ = chars.shape
+    span = max(enc.max_chars, enc.width)
+    chars = torch.nn.functional.pad(chars[:, :, : enc.max_chars], (0, span))[:, :, :span]
+    x = enc.conv(enc.embedding(chars.reshape(b * t, span)).transpose(1, 2)).relu()
+    starts = torch.arange(x.shape[2])[None, None, :]
+    keep = starts < (chars != 0).sum(-1).reshape(b * t, 1, 1)
+    return (x * keep).max(dim=2).values.view(b, t, -1)
+
+
+def _ragged_chars() -> torch.Tensor:
+    lengths = torch.tensor([[1, 9, 0, 0], [3, 2, 5, 0], [0, 0, 0, 0]])  # 9 > max_chars: cut
+    return torch.randint(1, 30, (3, 4, 10)) * (torch.arange(10) < lengths[:, :, None])
+
+
 @pytest.mark.parametrize("width", [3, 5])
-def test_char_cnn_evaluates_real_words_alone_bitwise_as_the_fixed_span(width: int) -> None:
-    """In evaluation the encoder skips padding words and cuts the character axis to the
-    batch's longest word; the outputs are bitwise those of the full fixed span (training's)."""
+def test_char_cnn_encodes_real_words_alone_bitwise_as_the_fixed_span(width: int) -> None:
+    """Without dropout (evaluation, or training at rate 0) the encoder skips padding words and
+    cuts the character axis to the batch's longest word; the outputs are bitwise those of the
+    full fixed span."""
     torch.manual_seed(0)
     enc = CharCNNEncoder(n_chars=30, char_dim=4, n_filters=7, width=width, max_chars=8)
-    lengths = torch.tensor([[1, 9, 0, 0], [3, 2, 5, 0], [0, 0, 0, 0]])  # 9 > max_chars: cut
-    chars = torch.randint(1, 30, (3, 4, 10)) * (torch.arange(10) < lengths[:, :, None])
+    chars = _ragged_chars()
     with torch.no_grad():
         fast = enc.eval()(chars)  # (3, 4, 7)
-        full = enc.train()(chars)  # the fixed span (dropout 0: the same numbers)
-    assert torch.equal(fast, full)
+        trained = enc.train()(chars)  # dropout 0: the same path
+        full = _fixed_span(enc, chars)
+    assert torch.equal(fast, full) and torch.equal(trained, full)
     assert torch.equal(fast[2], torch.zeros(4, 7)) and torch.equal(fast[0, 2], torch.zeros(7))
     assert torch.equal(enc.eval()(torch.zeros(2, 3, 5, dtype=torch.long)), torch.zeros(2, 3, 7))
+
+
+def test_char_cnn_real_words_gradients_are_the_fixed_spans() -> None:
+    """Training at dropout 0 takes the real-words path: the same gradients as the fixed span,
+    up to summation order."""
+    torch.manual_seed(0)
+    enc = CharCNNEncoder(n_chars=30, char_dim=4, n_filters=7, width=3, max_chars=8).train()
+    chars, weights = _ragged_chars(), torch.randn(3, 4, 7)
+    grads = []
+    for encode in (enc, lambda c: _fixed_span(enc, c)):
+        enc.zero_grad()
+        (encode(chars) * weights).sum().backward()
+        grads.append([p.grad.clone() for p in enc.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1]) == 3  # embedding, conv weight, conv bias
+    for fast, full in zip(*grads, strict=True):
+        torch.testing.assert_close(fast, full, rtol=1e-5, atol=1e-6)
+        assert fast.abs().sum() > 0
 
 
 def test_char_cnn_words_shorter_than_the_kernel() -> None:

@@ -117,11 +117,12 @@ def test_the_tagger_uses_the_configured_dropout_kind() -> None:
 
 def test_paper_preset_trains_as_allennlps_crf_tagger() -> None:
     """allennlp ``ner.jsonnet``: a 2-layer biLSTM of 200 units, element-wise dropout 0.5, Adam
-    1e-3, gradient norm 5, no value clipping, batches of 64 re-drawn every epoch."""
+    1e-3, gradient norm 5, no value clipping, batches of 64 random instances every epoch
+    (allennlp 0.5's ``basic`` iterator)."""
     paper, mini = PRESETS["paper"](), PRESETS["mini"]()
     assert paper.hidden == (200, 200)
     assert (paper.dropout, paper.dropout_kind) == (0.5, "elementwise")
-    assert paper.train.batch_size == 64 and paper.train.bucket_noise == 0.1
+    assert (paper.train.batch_size, paper.train.batching) == (64, "shuffled")
     assert paper.train.clip_norm == 5.0 and paper.train.clip_value is None
     assert not paper.include_start_end and paper.label_encoding == "BIOUL"
     # mini keeps its settings (only the initialisation, model code, changed under it)

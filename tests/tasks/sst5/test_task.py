@@ -5,6 +5,7 @@ tests/contract/test_tasks.py)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,11 @@ def test_presets() -> None:
     paper, mini = TASK.configure("paper", ()), TASK.configure("mini", ())
     assert paper.word_vectors == "glove-840b" and not paper.lowercase_words
     assert (paper.pre_encode_dim, paper.encoder_hidden, paper.integrator_hidden) == (300,) * 3
-    assert paper.output == "relu" and paper.output_dims == (1200, 600)
+    # allennlp's maxout at Adam 1e-3 (a27afe0b, issue #34), not A.8's [R] ReLU layers at 1e-4
+    assert (paper.output, paper.output_dims, paper.maxout_pool) == ("maxout", (1200, 600), 4)
     assert (paper.train_subtrees, paper.min_phrase_tokens) == (True, 4)
-    assert paper.train == PAPER_TRAINING and paper.train.optimizer.lr == 1e-4
+    assert paper.train.optimizer.lr == 1e-3 and PAPER_TRAINING.optimizer.lr == 1e-4
+    assert paper.train == replace(PAPER_TRAINING, optimizer=paper.train.optimizer)
     assert (paper.train.batch_size, paper.train.clip_norm, paper.train.patience) == (100, 5.0, 5)
     assert mini.word_vectors == "glove" and mini.lowercase_words
     assert mini.train.schedule.kind == "plateau" and mini.train.patience == 2
