@@ -23,14 +23,20 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "GLOVE_DIM",
     "PeerAdapter",
     "PeerInputs",
     "PeerRun",
     "as_requested",
     "check_count",
     "elmo_embedder",
+    "glove_embedder",
     "label_count",
 ]
+
+
+#: Width of the GloVe vectors every peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
+GLOVE_DIM = 50
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,17 @@ def elmo_embedder(inputs: PeerInputs) -> dict[str, Any]:
         "weight_file": str(inputs.elmo_weights),
         "do_layer_norm": False,
         "dropout": 0.0,
+    }
+
+
+def glove_embedder(inputs: PeerInputs, trainable: bool) -> dict[str, Any]:
+    """allennlp's ``embedding`` of the request's GloVe text file (:data:`GLOVE_DIM` wide),
+    fine-tuned or frozen as the configuration's original."""
+    return {
+        "type": "embedding",
+        "embedding_dim": GLOVE_DIM,
+        "pretrained_file": str(inputs.glove_text),
+        "trainable": trainable,
     }
 
 

@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from tasks.common.peer import (
+    GLOVE_DIM,
     PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
+    glove_embedder,
 )
 from tasks.coref.evaluate import encode_clusters
 
@@ -89,8 +91,6 @@ CHANGES = (
     "of the training pass and peak RSS",
 )
 
-#: Width of the GloVe vectors the peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
-GLOVE_DIM = 50
 #: The character CNN of coref.jsonnet: 16-d embeddings over 262 ids, 100 filters of width 5.
 CHAR_DIM, CHAR_FILTERS, CHAR_WIDTHS, CHAR_IDS = 16, 100, (5,), 262
 #: The context biLSTM's units per direction (one layer).
@@ -200,12 +200,7 @@ def config(
         "token_characters": {"type": "characters", "min_padding_length": max(CHAR_WIDTHS)},
     }
     embedders: dict[str, Any] = {
-        "tokens": {
-            "type": "embedding",
-            "pretrained_file": str(inputs.glove_text),
-            "embedding_dim": GLOVE_DIM,
-            "trainable": False,
-        },
+        "tokens": glove_embedder(inputs, trainable=False),
         "token_characters": {
             "type": "character_encoding",
             "embedding": {"num_embeddings": character_ids(recipe), "embedding_dim": CHAR_DIM},

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from tasks.common.peer import (
+    GLOVE_DIM,
     PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
+    glove_embedder,
 )
 from tasks.common.spans import convert
 
@@ -50,6 +52,9 @@ CHANGES = (
     "trainer callback peer_timing (../shared/peer/configs/peer_timing.py): per-epoch CPU seconds "
     "of the training pass and peak RSS",
 )
+
+#: Filters of ner.jsonnet's character CNN (width 3): its share of the encoder input.
+CHAR_FILTERS = 128
 
 #: Placeholders of the unused POS and chunk columns (the reader converts the chunk column too,
 #: so it must be a valid IOB1 sequence).
@@ -88,19 +93,14 @@ def config(
         "token_characters": {"type": "characters", "min_padding_length": 3},
     }
     embedders: dict[str, Any] = {
-        "tokens": {
-            "type": "embedding",
-            "embedding_dim": 50,
-            "pretrained_file": str(inputs.glove_text),
-            "trainable": True,
-        },
+        "tokens": glove_embedder(inputs, trainable=True),
         "token_characters": {
             "type": "character_encoding",
             "embedding": {"embedding_dim": 16},
             "encoder": {
                 "type": "cnn",
                 "embedding_dim": 16,
-                "num_filters": 128,
+                "num_filters": CHAR_FILTERS,
                 "ngram_filter_sizes": [3],
                 "conv_layer_activation": "relu",
             },
@@ -116,7 +116,7 @@ def config(
         "text_field_embedder": {"token_embedders": embedders},
         "encoder": {
             "type": "lstm",
-            "input_size": 50 + 128 + (inputs.elmo_dim if run.elmo else 0),
+            "input_size": GLOVE_DIM + CHAR_FILTERS + (inputs.elmo_dim if run.elmo else 0),
             "hidden_size": 200,
             "num_layers": 2,
             "dropout": 0.5,

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from tasks.common.peer import (
+    GLOVE_DIM,
     PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
+    glove_embedder,
     label_count,
 )
 
@@ -63,8 +65,6 @@ CHANGES = (
     "of the training pass and peak RSS",
 )
 
-#: Width of the GloVe vectors the peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
-GLOVE_DIM = 50
 #: Units per direction of both biLSTMs and width of both feed-forward layers (both files).
 HIDDEN = 300
 #: The enhancement [a; ã; a − ã; a ⊙ ã] and the pooled vector [avg_a; max_a; avg_b; max_b].
@@ -119,14 +119,7 @@ def config(
         embedded = inputs.elmo_dim
     else:
         indexers = {"tokens": {"type": "single_id", "lowercase_tokens": True}}
-        embedders = {
-            "tokens": {
-                "type": "embedding",
-                "pretrained_file": str(inputs.glove_text),
-                "embedding_dim": GLOVE_DIM,
-                "trainable": True,
-            }
-        }
+        embedders = {"tokens": glove_embedder(inputs, trainable=True)}
         embedded = GLOVE_DIM
     model: dict[str, Any] = {
         "type": "esim",

@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from tasks.common.peer import (
+    GLOVE_DIM,
     PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
+    glove_embedder,
 )
 from tasks.common.spans import spans_to_brackets, tags_to_spans
 
@@ -72,8 +74,6 @@ CHANGES = (
     "of the training pass and peak RSS",
 )
 
-#: Width of the GloVe vectors the peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
-GLOVE_DIM = 50
 #: The predicate indicator's embedding (``binary_feature_dim``, both files).
 BINARY_FEATURE_DIM = 100
 #: Units of each LSTM layer and number of layers (``alternating_lstm``, both files).
@@ -222,14 +222,7 @@ def config(
         encoder["use_input_projection_bias"] = False
     else:
         indexers = {"tokens": {"type": "single_id", "lowercase_tokens": True}}
-        embedders = {
-            "tokens": {
-                "type": "embedding",
-                "embedding_dim": GLOVE_DIM,
-                "pretrained_file": str(inputs.glove_text),
-                "trainable": True,
-            }
-        }
+        embedders = {"tokens": glove_embedder(inputs, trainable=True)}
         encoder.update(input_size=GLOVE_DIM + BINARY_FEATURE_DIM, use_highway=True)
     model: dict[str, Any] = {
         "type": "srl",

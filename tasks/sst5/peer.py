@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from tasks.common.peer import (
+    GLOVE_DIM,
     PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
+    glove_embedder,
     label_count,
 )
 
@@ -70,8 +72,6 @@ CHANGES = (
     "of the training pass and peak RSS",
 )
 
-#: Width of the GloVe vectors the peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
-GLOVE_DIM = 50
 #: The ReLU pre-encode layer's width; every biLSTM's units per direction (both files).
 PRE_ENCODE_DIM = ENCODER_HIDDEN = INTEGRATOR_HIDDEN = 300
 #: The maxout's hidden widths and the dropout after each of its layers (both files).
@@ -135,14 +135,7 @@ def config(
     model: dict[str, Any] = {
         "type": "bcn",
         "text_field_embedder": {
-            "token_embedders": {
-                "tokens": {
-                    "type": "embedding",
-                    "embedding_dim": GLOVE_DIM,
-                    "pretrained_file": str(inputs.glove_text),
-                    "trainable": False,
-                }
-            }
+            "token_embedders": {"tokens": glove_embedder(inputs, trainable=False)}
         },
         "embedding_dropout": 0.5 if run.elmo else 0.25,
         "pre_encode_feedforward": {
