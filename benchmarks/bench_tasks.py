@@ -19,9 +19,10 @@ then one evaluation of as many dev batches through the loop's model selection st
 when the preset has EMA, the task's official-parity scorer).
 
 The loop's components run as in ``python -m experiments run``: the recipe's ``collate``, the
-runner's representation set-up (feature cache or live), model and optimizer set-up, its
-``_train_batch`` (autocast, loss + λ penalty, non-finite guard, backward, clipping, optimizer
-step, EMA) and its dev scoring. Hooks on the model and the optimizer mark where each phase
+run's set-up (:func:`experiments.setup.set_up`: representation through the feature cache or
+live, model, optimizer), the runner's ``_train_batch`` (autocast, loss + λ penalty, non-finite
+guard, backward, clipping, optimizer step, EMA) and the dev scoring of model selection
+(:func:`experiments.scoring.score_dev`). Hooks on the model and the optimizer mark where each phase
 starts, so the split is measured on that code (on CUDA every mark waits for the device):
 
 * training: ``batch`` (collate without the representation: ids, padding, labels),
@@ -70,12 +71,13 @@ from benchmarks.common import machine_info, write_json  # noqa: E402
 from bilm import BiLMOptions  # noqa: E402
 from bilm.devices import (  # noqa: E402
     describe_device,
-    make_scaler,
     resolve_device,
     resolve_precision,
     synchronize,
 )
-from experiments import runner  # noqa: E402
+from experiments import runner, scoring  # noqa: E402
+from experiments.resolve import resolve  # noqa: E402
+from experiments.setup import Run, RunData, RunOptions, seed_everything, set_up  # noqa: E402
 from experiments.spec import RunSpec  # noqa: E402
 from tasks.common.conll2012 import Sentence, SrlFrame  # noqa: E402
 from tasks.common.spans import Span, spans_to_tags  # noqa: E402
@@ -456,50 +458,30 @@ def _spec(task: TaskSpec, preset: str, options_file: Path) -> RunSpec:
     )
 
 
-def _build(setting: Setting, root: Path, precision: str) -> tuple[Any, dict[str, float]]:
-    """The run's objects over synthetic splits, as :func:`experiments.runner._set_up` builds
-    them, and the set-up seconds (``cache build``: the feature cache, ``cached`` only)."""
+def _build(setting: Setting, root: Path, precision: str) -> tuple[Run, dict[str, float]]:
+    """The run's objects over synthetic splits (:func:`experiments.setup.set_up` with them as
+    its data), and the set-up seconds (``cache build``: the feature cache, ``cached`` only)."""
     task = get_task(setting.task)
     options_file = root / "full_size_options.json"
     if not options_file.exists():
         BiLMOptions().to_json(options_file)
     spec = _spec(task, setting.preset, options_file)
-    runner.seed_everything(spec.seed)
+    resolved = resolve(spec)
+    seed_everything(spec.seed)
     recipe = task.setup(setting.preset, list(spec.overrides), None)
     splits = synthetic_splits(setting.task, recipe, setting.batches, spec.seed)
     recipe.splits = splits  # type: ignore[misc]
     cache = root / "cache" if setting.features == "cached" else None
-    options = runner.RunOptions(
-        work_root=root / "work", cache_dir=cache, device=str(setting.device), progress=False
+    options = RunOptions(
+        work_root=root / "work",
+        cache_dir=cache,
+        device=str(setting.device),
+        precision=precision,
+        progress=False,
     )
     started = time.perf_counter()
-    representation, represent, _ = runner._setup_representation(
-        spec, recipe, splits, options, setting.device
-    )
-    built = time.perf_counter() - started
-    injector, model = runner._setup_model(spec, recipe, representation, setting.device)
-    trainable, optimizer, ema = runner._setup_optimizer(recipe.train_config, model)
-    work = root / "work" / setting.task
-    work.mkdir(parents=True, exist_ok=True)
-    run = runner._Run(
-        spec=spec,
-        task=task,
-        recipe=recipe,
-        train_config=recipe.train_config,
-        splits=splits,
-        representation=representation,
-        represent=represent,
-        injector=injector,
-        model=model,
-        trainable=trainable,
-        optimizer=optimizer,
-        ema=ema,
-        scaler=make_scaler(setting.device, precision),
-        device=setting.device,
-        precision=precision,
-        work=work,
-        finetune_ppl={},
-    )
+    run = set_up(resolved, options, RunData(recipe, recipe.train_config, splits))
+    built = time.perf_counter() - started  # the representation (and its cache), model, optimizer
     return run, ({"cache build": built} if cache is not None else {})
 
 
@@ -508,7 +490,7 @@ def _sizes(recipe: TaskRecipe, examples: Sequence[Any]) -> int:
     return sum(len(s) for s in recipe.sequences(examples))
 
 
-def train_epoch(run: Any, state: Any, plan: Sequence[Sequence[int]]) -> dict[str, float]:
+def train_epoch(run: Run, state: Any, plan: Sequence[Sequence[int]]) -> dict[str, float]:
     """One epoch of ``plan`` through the runner's step; seconds per training phase and
     ``total``."""
     clock = Clock(run.device)
@@ -538,7 +520,7 @@ def train_epoch(run: Any, state: Any, plan: Sequence[Sequence[int]]) -> dict[str
     return {**{p: seconds.get(p, 0.0) for p in TRAIN_PHASES}, "total": total}
 
 
-def evaluate(run: Any) -> dict[str, float]:
+def evaluate(run: Run) -> dict[str, float]:
     """One dev evaluation as model selection runs it (EMA weights, predictions, the scorer,
     the weights copy); seconds per evaluation phase and ``total``."""
     clock = Clock(run.device)
@@ -550,7 +532,7 @@ def evaluate(run: Any) -> dict[str, float]:
             _timed_methods(run.recipe, clock, ("collate", "score")),
         ):
             started = clock.now()
-            runner._score_dev(run)
+            scoring.score_dev(run)
             total = clock.now() - started
     finally:
         run.represent = run_represent
@@ -566,7 +548,7 @@ def evaluate(run: Any) -> dict[str, float]:
     return {**phases, "total": total}
 
 
-def _warm_up(run: Any, state: Any, plan: Sequence[Sequence[int]]) -> None:
+def _warm_up(run: Run, state: Any, plan: Sequence[Sequence[int]]) -> None:
     """One training step and one scored prediction batch, untimed (allocations, lazy imports
     such as the NER scorer's seqeval)."""
     train, dev = run.splits["train"], run.splits["dev"]
@@ -575,7 +557,7 @@ def _warm_up(run: Any, state: Any, plan: Sequence[Sequence[int]]) -> None:
     run.model.eval()
     first = batch_plan([run.recipe.size(e) for e in dev], run.train_config, None)[0]
     chunk = [dev[i] for i in first]
-    run.recipe.score(run.recipe.predict(runner._forward(run), chunk, run.represent), chunk)
+    run.recipe.score(run.recipe.predict(run.forward, chunk, run.represent), chunk)
     run.model.train()
 
 

@@ -34,16 +34,16 @@ CUDA graphs (:meth:`LSTMWithProjection.use_graphs`): the recurrent loop of a cel
 sequence of small kernels for a given ``(steps, batch, active rows per step)``; on CUDA it is
 captured once per such shape in a :class:`torch.cuda.CUDAGraph` over static buffers and replayed,
 which removes the per-kernel launch cost that bounds the GPU speed. The captured function is
-the same step function the eager loop runs (:meth:`LSTMWithProjection._step`), on the same time
-chunks, so a replay computes exactly what the eager loop computes on that device; on the CPU
-the static-buffer loop runs without capture (no gain; it exists so tests can run it).
+the one recurrent loop the eager path runs too (:meth:`LSTMWithProjection._loop`), on the same
+time chunks, so a replay computes exactly what the eager loop computes on that device; on the
+CPU the static-buffer loop runs without capture (no gain; it exists so tests can run it).
 """
 
 from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -393,8 +393,8 @@ class _Recurrence:
     """A cell's whole inference loop for one shape, on static buffers (:meth:`use_graphs`).
 
     The input products of every time chunk (:func:`chunk_plan`) get their own region of one
-    buffer, so they are all filled before the loop runs; the loop then runs the cell's step
-    function over every chunk, exactly as :meth:`LSTMWithProjection._run_inference` does. With
+    buffer, so they are all filled before the loop runs; the loop is the cell's one recurrent
+    loop (:meth:`LSTMWithProjection._loop`), the eager path's too, over these chunks. With
     ``capture`` (CUDA) the loop is recorded once in a CUDA graph and :meth:`run` replays it;
     otherwise :meth:`run` runs it eagerly.
 
@@ -417,14 +417,16 @@ class _Recurrence:
     ) -> None:
         C = cell.cell_dim
         self.cell, self.counts = cell, counts
-        self.plan = chunk_plan(steps, batch, counts, cell.reverse)
-        sizes = [(t1 - t0) * rows for t0, t1, rows in self.plan]
+        plan = chunk_plan(steps, batch, counts, cell.reverse)
+        sizes = [(t1 - t0) * rows for t0, t1, rows in plan]
         with torch.inference_mode(False), torch.no_grad():  # ordinary tensors: any later mode
             zin = like.new_empty(max(sum(sizes), 1) * 4 * C)  # all chunks' products, flat
-            self.zin: list[Tensor] = []  # per chunk: ((t1 - t0) · rows, 4C)
+            # (t0, t1, rows, zin) per chunk of the plan, zin ((t1 - t0) · rows, 4C)
+            self.chunks: list[tuple[int, int, int, Tensor]] = []
             offset = 0
-            for size in sizes:
-                self.zin.append(zin[offset * 4 * C : (offset + size) * 4 * C].view(size, 4 * C))
+            for (t0, t1, rows), size in zip(plan, sizes, strict=True):
+                region = zin[offset * 4 * C : (offset + size) * 4 * C].view(size, 4 * C)
+                self.chunks.append((t0, t1, rows, region))
                 offset += size
             self.h = like.new_zeros(batch, cell.hidden_dim)  # (B, P)
             self.c = like.new_zeros(batch, C)  # (B, C)
@@ -443,10 +445,7 @@ class _Recurrence:
     def loop(self) -> None:
         """The recurrence over every chunk from the static buffers (what a graph records)."""
         self.out.zero_()
-        C = self.cell.cell_dim
-        for (t0, t1, rows), zin in zip(self.plan, self.zin, strict=True):
-            zin_steps = zin.view(t1 - t0, rows, 4 * C)  # (chunk, rows, 4C)
-            self.cell._recur(zin_steps, t0, t1, self.counts, self.h, self.c, self.out, self.ops)
+        self.cell._loop(self.chunks, self.counts, self.h, self.c, self.out, self.ops)
 
     def run(self) -> None:
         """Replay the graph, or run :meth:`loop` where nothing was captured."""
@@ -671,7 +670,7 @@ class LSTMWithProjection(nn.Module):
         return self._input_product(x, out=zin if into else None)
 
     def _step(self, zin: Tensor, h: Tensor, c: Tensor, out: Tensor, ops: _StepOps) -> None:
-        """One time step for the ``n`` active rows, in place: the step function of every path.
+        """One time step for the ``n`` active rows, in place (the body of :meth:`_loop`).
 
         Args:
             zin: ``(n, 4C)`` input products of the step (bias included).
@@ -698,26 +697,38 @@ class LSTMWithProjection(nn.Module):
             h.clamp_(-self.proj_clip, self.proj_clip)
         out.copy_(h)
 
-    def _recur(
+    def _loop(
         self,
-        zin: Tensor,
-        t0: int,
-        t1: int,
+        chunks: Iterable[tuple[int, int, int, Tensor]],
         counts: list[int],
         h: Tensor,
         c: Tensor,
         out: Tensor,
         ops: _StepOps,
     ) -> None:
-        """The steps ``t0:t1`` (in the cell's direction) from their input products
-        ``zin (t1-t0, rows, 4C)``; updates ``h (B, P)``, ``c (B, C)`` and ``out (T, B, P)``."""
-        for k, t in enumerate(range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1)):
-            n = counts[t]
-            if n == 0:
-                continue
-            if k % CHECK_EVERY == 0:
-                check_load()  # one thread while another process takes our cores (bilm.load)
-            self._step(zin[t - t0, :n], h[:n], c[:n], out[t, :n], ops)
+        """The recurrent loop of inference: the one loop of the eager and the graphed path.
+
+        Each chunk is drawn from ``chunks`` only when the previous one has run (the eager path
+        fills its products then, into a buffer the chunks share), and its steps run in the
+        cell's direction, :meth:`_step` on the rows active at each.
+
+        Args:
+            chunks: ``(t0, t1, rows, zin)`` in the order of :func:`chunk_plan`, ``zin`` the
+                input products of steps ``t0:t1``, rows ``:rows``, ``((t1 - t0) · rows, 4C)``.
+            counts: active rows per step.
+            h: ``(B, P)`` output state, updated in place; c: ``(B, C)`` cell state, likewise.
+            out: ``(T, B, P)``, each step's output written at its active rows.
+            ops: the products for this run (:class:`_StepOps`).
+        """
+        for t0, t1, rows, zin in chunks:
+            zin_steps = zin.view(t1 - t0, rows, 4 * self.cell_dim)  # (chunk, rows, 4C)
+            for k, t in enumerate(range(t1 - 1, t0 - 1, -1) if self.reverse else range(t0, t1)):
+                n = counts[t]
+                if n == 0:
+                    continue
+                if k % CHECK_EVERY == 0:
+                    check_load()  # one thread while another process takes our cores (bilm.load)
+                self._step(zin_steps[t - t0, :n], h[:n], c[:n], out[t, :n], ops)
 
     def _run_inference(
         self,
@@ -728,19 +739,24 @@ class LSTMWithProjection(nn.Module):
         table: Tensor | None = None,
         word_index: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
+        """The eager inference path: :meth:`_loop` on fresh state and output tensors."""
         steps, batch, _ = inputs.shape
         C = self.cell_dim
         h, c = h0.clone(), c0.clone()
         out = inputs.new_zeros(steps, batch, self.hidden_dim)
-        ops = _StepOps(self, inputs, batch)
+        plan = chunk_plan(steps, batch, counts, self.reverse)
         # Input products of a chunk of steps at once, for the rows active in that chunk only:
-        # one large GEMM (or gather) per chunk; memory bounded by ZIN_ROWS, not by the batch.
-        chunk = max(1, min(TIME_CHUNK, ZIN_ROWS // max(batch, 1)))
-        zin_buf = inputs.new_empty(min(steps, chunk) * batch * 4 * C)
-        for t0, t1, rows in chunk_plan(steps, batch, counts, self.reverse):
-            zin = zin_buf[: (t1 - t0) * rows * 4 * C].view((t1 - t0) * rows, 4 * C)
-            zin = self._fill_zin(zin, inputs, t0, t1, rows, table, word_index)
-            self._recur(zin.view(t1 - t0, rows, 4 * C), t0, t1, counts, h, c, out, ops)
+        # one large GEMM (or gather) per chunk, made when the loop reaches the chunk, into one
+        # buffer the chunks share; memory bounded by ZIN_ROWS, not by the batch.
+        sizes = [(t1 - t0) * rows for t0, t1, rows in plan]
+        zin_buf = inputs.new_empty(max(sizes, default=0) * 4 * C)
+
+        def chunks() -> Iterator[tuple[int, int, int, Tensor]]:
+            for (t0, t1, rows), size in zip(plan, sizes, strict=True):
+                zin = zin_buf[: size * 4 * C].view(size, 4 * C)  # (chunk·rows, 4C)
+                yield t0, t1, rows, self._fill_zin(zin, inputs, t0, t1, rows, table, word_index)
+
+        self._loop(chunks(), counts, h, c, out, _StepOps(self, inputs, batch))
         return out, h, c
 
     def _run_graphed(
@@ -780,7 +796,7 @@ class LSTMWithProjection(nn.Module):
                 self._graphs.popitem(last=False)
         else:
             self._graphs.move_to_end(key)
-        for (t0, t1, rows), zin in zip(entry.plan, entry.zin, strict=True):
+        for t0, t1, rows, zin in entry.chunks:
             self._fill_zin(zin, inputs, t0, t1, rows, table, word_index, into=True)
         entry.h.copy_(h0)
         entry.c.copy_(c0)

@@ -14,12 +14,16 @@ Example::
         restored = load_checkpoint(path, parts, config=c, identity=i)
     except StaleCheckpoint as why:
         ...  # start afresh; str(why) says what changed
+
+A training run (:class:`experiments.setup.Run`) keeps its checkpoint as :data:`CHECKPOINT` in its
+work folder, written under its configuration and identity: :func:`save_run` and :func:`resume`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,16 +38,21 @@ from bilm.files import atomic_write
 __all__ = [
     "CHECKPOINT",
     "Restored",
+    "RunParts",
     "StaleCheckpoint",
     "TrainingParts",
     "Weights",
     "frozen_references",
     "load_checkpoint",
+    "resume",
     "rng_state",
     "save_checkpoint",
+    "save_run",
     "set_rng_state",
     "tensor_reference",
 ]
+
+logger = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint.pt"  # its name in a run's work folder
 
@@ -51,7 +60,7 @@ Weights = dict[str, torch.Tensor]  # state-dict name → tensor
 
 
 class Averages(Protocol):
-    """An exponential moving average of weights (:class:`experiments.runner.EMA`)."""
+    """An exponential moving average of weights (:class:`experiments.optim.EMA`)."""
 
     shadow: Weights
 
@@ -75,6 +84,24 @@ class TrainingParts(Protocol):
 
     @property
     def device(self) -> torch.device: ...
+
+
+class RunParts(TrainingParts, Protocol):
+    """A training run's parts and where and under what its checkpoint is written."""
+
+    @property
+    def work(self) -> Path:
+        """The run's work folder (its checkpoint is :data:`CHECKPOINT` there)."""
+        ...
+
+    @property
+    def identity(self) -> str:
+        """The run identity's reuse fields (JSON; ``""``: not checked)."""
+        ...
+
+    def config_json(self) -> str:
+        """The task and training configuration (JSON) the run is under."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -228,3 +255,38 @@ def load_checkpoint(path: Path, parts: TrainingParts, *, config: str, identity: 
     set_rng_state(payload["rng"], parts.device)
     best = payload["best_weights"]
     return Restored(payload["state"], None if best is None else {**best, **kept})
+
+
+# ------------------------------------------------------------------------------ a run's
+def save_run(run: RunParts, state: str, best_weights: Weights | None) -> None:
+    """The run's checkpoint in its work folder (:func:`save_checkpoint` under the run's
+    configuration and identity).
+
+    Args:
+        run: the run's parts.
+        state: the loop state (JSON).
+        best_weights: the selected weights so far (``None``: none yet).
+    """
+    save_checkpoint(
+        Path(run.work) / CHECKPOINT,
+        run,
+        state=state,
+        best_weights=best_weights,
+        config=run.config_json(),
+        identity=run.identity,
+    )
+
+
+def resume(run: RunParts) -> Restored | None:
+    """Restore ``run``'s parts from the checkpoint in its work folder (:func:`load_checkpoint`);
+    ``None`` when there is none, or it was written under other inputs (logged: the run starts
+    afresh)."""
+    path = Path(run.work) / CHECKPOINT
+    if not path.exists():
+        return None
+    try:
+        restored = load_checkpoint(path, run, config=run.config_json(), identity=run.identity)
+    except StaleCheckpoint as stale:
+        logger.warning("%s; starting afresh", stale)
+        return None
+    return restored

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from experiments.store import RunRecord
+    from tasks.core import TaskSpec
 
 from experiments.spec import RunSpec
 
@@ -169,6 +170,13 @@ def reuse_differences(
             else:
                 reasons.append(f"{name} {stored.get(name)!r} → {now[name]!r}")
     return reasons
+
+
+def reuse_key(identity: Mapping[str, Any]) -> str:
+    """An identity's :data:`REUSE_FIELDS` as JSON (:meth:`RunIdentity.to_dict` or a stored
+    ``provenance.identity``): what a checkpoint is written under, so that a run resumes only
+    from a checkpoint of the same inputs."""
+    return json.dumps({k: identity.get(k) for k in REUSE_FIELDS}, sort_keys=True)
 
 
 def _short(value: object) -> str:
@@ -301,12 +309,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def resolved_config(spec: RunSpec) -> Any:
+def resolved_config(spec: RunSpec, task: TaskSpec | None = None) -> Any:
     """The task's configuration for the spec's preset and overrides
-    (:meth:`tasks.core.TaskSpec.configure`), as plain JSON data (no data is read)."""
+    (:meth:`tasks.core.TaskSpec.configure`), as plain JSON data (no data is read).
+
+    Args:
+        spec: the run.
+        task: the spec's task, when the caller has looked it up (default: the registry's).
+    """
+    return _plain(_task(spec, task).configure(spec.preset, list(spec.overrides)))
+
+
+def _task(spec: RunSpec, task: TaskSpec | None) -> TaskSpec:
+    """``task``, or the spec's task from the registry when ``None``."""
+    if task is not None:
+        return task
     from tasks.registry import get_task
 
-    return _plain(get_task(spec.task).configure(spec.preset, list(spec.overrides)))
+    return get_task(spec.task)
 
 
 def _named_files(value: Any, prefix: str = "") -> dict[str, Path]:
@@ -328,24 +348,27 @@ def _named_files(value: Any, prefix: str = "") -> dict[str, Path]:
     return found
 
 
-def data_folder(spec: RunSpec) -> Path | None:
+def data_folder(spec: RunSpec, task: TaskSpec | None = None) -> Path | None:
     """The folder a spec's data is read from (the bundled DEMO folder for ``"demo"``);
-    ``None`` when the label names no local folder (e.g. a dataset on the Hugging Face Hub)."""
+    ``None`` when the label names no local folder (e.g. a dataset on the Hugging Face Hub).
+    ``task``: the spec's task, when the caller has looked it up."""
     from experiments.real_sets import data_path
-    from tasks.registry import get_task
 
     path = data_path(spec.data)
     if path is None:
-        return Path(get_task(spec.task).demo())
+        return Path(_task(spec, task).demo())
     folder = Path(path).expanduser()
     return folder if folder.exists() else None
 
 
-def data_identity(spec: RunSpec, config: Any | None = None) -> tuple[str, dict[str, str]]:
+def data_identity(
+    spec: RunSpec, config: Any | None = None, task: TaskSpec | None = None
+) -> tuple[str, dict[str, str]]:
     """``(fingerprint, file → digest)`` of the data a run of ``spec`` reads: the data folder's
-    files and every file its resolved configuration names (``config:<key>``)."""
-    config = resolved_config(spec) if config is None else config
-    folder = data_folder(spec)
+    files and every file its resolved configuration (:func:`resolved_config`) names
+    (``config:<key>``). ``task``: the spec's task, when the caller has looked it up."""
+    config = resolved_config(spec, task) if config is None else config
+    folder = data_folder(spec, task)
     files: dict[str, str] = {}
     if folder is not None:
         files.update(
@@ -426,7 +449,13 @@ def device_kind(device: str) -> tuple[str, bool]:
 
 
 def run_identity(
-    spec: RunSpec, device: str = "auto", precision: str = "fp32", threads: int | None = None
+    spec: RunSpec,
+    device: str = "auto",
+    precision: str = "fp32",
+    threads: int | None = None,
+    *,
+    task: TaskSpec | None = None,
+    config: Any | None = None,
 ) -> RunIdentity:
     """The identity a run of ``spec`` would have here, now (cheap: hashes files, reads no data
     set into memory, builds no model).
@@ -436,24 +465,26 @@ def run_identity(
         device: the ``--device`` value.
         precision: the ``--precision`` value (``fp32`` on a CPU unless asked).
         threads: CPU threads per run; ``None`` = torch's default on this machine.
+        task: the spec's task, when the caller has looked it up (default: the registry's).
+        config: the task's configuration for the spec (``TaskSpec.configure``), when the
+            caller has it (default: configured here).
     """
-    from tasks.registry import get_task
-
     kind, cpu = device_kind(device)
     if cpu and threads is None:
         import torch
 
         threads = torch.get_num_threads()
-    config = resolved_config(spec)
-    data, files = data_identity(spec, config)
+    task = _task(spec, task)
+    plain = resolved_config(spec, task) if config is None else _plain(config)
+    data, files = data_identity(spec, plain, task)
     return RunIdentity(
         data=data,
         representation=representation_identity(spec),
-        config=_json_digest(config),
+        config=_json_digest(plain),
         device_kind=kind,
         precision=precision,
         threads=threads if cpu else None,
-        task_result_version=get_task(spec.task).version,
+        task_result_version=task.version,
         harness_result_version=HARNESS_RESULT_VERSION,
         data_files=files,
     )
@@ -521,5 +552,6 @@ __all__ = [
     "representation_identity",
     "resolved_config",
     "reuse_differences",
+    "reuse_key",
     "run_identity",
 ]

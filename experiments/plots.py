@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from experiments.real_sets import SHARED_PREFIX
 from experiments.spec import NO_REPRESENTATION, RunSpec, derive
 from experiments.store import RunRecord
 
@@ -72,6 +73,42 @@ class Curve:
     label: str
     x: tuple[float, ...]
     y: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Band:
+    """One series of a learning-curve panel: the mean over its runs at each x, and the runs'
+    range there (the seeds' band).
+
+    Attributes:
+        label: legend text, in words (``"ELMo"``, ``"Baseline"``, a table's column).
+        x: epochs (or steps) that any run of the series logged.
+        mean: mean over the runs that logged each x, scaled.
+        low: smallest run value at each x. high: largest.
+        n: runs of the series.
+    """
+
+    label: str
+    x: tuple[float, ...]
+    mean: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    n: int
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One axis of a learning-curve figure: one task on one data set.
+
+    Attributes:
+        title: names the task, the data, the split and the metric.
+        bands: its series.
+        ylabel: the y axis (split and metric).
+    """
+
+    title: str
+    bands: tuple[Band, ...]
+    ylabel: str
 
 
 class EfficiencyPoint(NamedTuple):
@@ -169,17 +206,98 @@ def learning_curves(
         x: log key of the x values.
         scale: y multiplier (100 for percentages).
     """
-    curves = []
+    return [c for c in _curves(records, metric, x, scale) if c is not None]
+
+
+def _curves(records: Iterable[RunRecord], metric: str, x: str, scale: float) -> list[Curve | None]:
+    """Per record, its curve (``None`` when it logged no point of both keys)."""
+    curves: list[Curve | None] = []
     for record in records:
         points = [
             (float(line[x]), float(line[metric]) * scale)
             for line in record.log
             if _is_number(line.get(x)) and _is_number(line.get(metric))
         ]
-        if points:
-            xs, ys = zip(*points, strict=True)
-            curves.append(Curve(label=describe(record), x=tuple(xs), y=tuple(ys)))
+        xs, ys = zip(*points, strict=True) if points else ((), ())
+        curves.append(Curve(describe(record), tuple(xs), tuple(ys)) if points else None)
     return curves
+
+
+def learning_bands(
+    records: Iterable[RunRecord],
+    metric: str,
+    labels: Mapping[str, str] | None = None,
+    x: str = "epoch",
+    scale: float = 1.0,
+) -> list[Band]:
+    """One band per series: the runs that share a label (``labels[run_id]``, else
+    :func:`series_label` of the spec), averaged at each ``x`` over the runs that logged it,
+    with their range; series in the order of ``labels``' values, then of their first run.
+
+    Args:
+        records: the runs.
+        metric: log key of the y values (natural units).
+        labels: run id → legend text (e.g. a table's column labels).
+        x: log key of the x values.
+        scale: y multiplier (100 for percentages).
+    """
+    records = list(records)
+    series: dict[str, list[Curve]] = {}
+    for record, curve in zip(records, _curves(records, metric, x, scale), strict=True):
+        if curve is not None:
+            label = (labels or {}).get(record.run_id) or series_label(record.spec)
+            series.setdefault(label, []).append(curve)
+    order = list(dict.fromkeys((labels or {}).values()))  # the caller's order (a table's)
+    ranked = sorted(series, key=lambda k: order.index(k) if k in order else len(order))
+    bands = []
+    for label in ranked:
+        curves = series[label]
+        at: dict[float, list[float]] = {}
+        for curve in curves:
+            for px, py in zip(curve.x, curve.y, strict=True):
+                at.setdefault(px, []).append(py)
+        xs = sorted(at)
+        bands.append(
+            Band(
+                label=label,
+                x=tuple(xs),
+                mean=tuple(statistics.fmean(at[v]) for v in xs),
+                low=tuple(min(at[v]) for v in xs),
+                high=tuple(max(at[v]) for v in xs),
+                n=len(curves),
+            )
+        )
+    return bands
+
+
+#: Representations in words, for legends (others keep their registry name).
+REPRESENTATION_WORDS = {
+    "elmo": "ELMo",
+    "bilm-random": "biLM, random weights",
+    "hf": "MiniLM (hf)",
+    "glove": "GloVe",
+    "cove": "CoVe",
+}
+
+
+def series_label(spec: RunSpec) -> str:
+    """A run's configuration in words, without its seed: ``"Baseline"``, ``"ELMo, λ=0.001,
+    input"``, ``"ELMo, last layer only, input+output, state carry"``; the state and fine-tuning
+    are named where they are not the default (reset, frozen)."""
+    if spec.representation == NO_REPRESENTATION:
+        return BASELINE_LABEL
+    parts = [REPRESENTATION_WORDS.get(spec.representation, spec.representation)]
+    if spec.mix.mode == "last":
+        parts.append("last layer only")
+    else:
+        dynamic = "per-token weights, " if spec.mix.mode == "dynamic" else ""
+        parts.append(f"{dynamic}λ={spec.mix.lam:g}")
+    parts.append("+".join(spec.sites))
+    if spec.state != "reset":
+        parts.append(f"state {spec.state}")
+    if spec.representation_config.get("finetune"):
+        parts.append("fine-tuned")
+    return ", ".join(parts)
 
 
 def sample_efficiency_curves(
@@ -234,36 +352,61 @@ def describe(record: RunRecord) -> str:
 
 
 def plot_layer_weights(
-    records: Iterable[RunRecord], path: str | os.PathLike[str], title: str | None = None
+    records: Iterable[RunRecord],
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Path:
-    """Bars of ``softmax(w)`` per biLM layer, one panel per site, mean ± std over the runs; for
-    dynamic mixes (every run logged ``layer_weights_std``) mean ± the per-token std instead.
+    """Bars of ``softmax(w)`` per biLM layer, mean ± std over the seeds: one row of panels per
+    task, data set and configuration (``labels[run_id]``, else :func:`series_label`), one panel
+    per site; for dynamic mixes (every run logged ``layer_weights_std``) mean ± the per-token
+    std instead.
 
     Returns:
         The PNG path.
 
     Raises:
-        ValueError: no run logged layer weights.
+        ValueError: no run logged layer weights, or runs of one group disagree on a site's
+            number of layers.
         ImportError: matplotlib is not installed.
     """
-    weights = layer_weights(records)
-    if not weights:
+    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for record in records:
+        if final_layer_weights(record):
+            label = (labels or {}).get(record.run_id) or series_label(record.spec)
+            key = (record.spec.task, record.spec.data, label)
+            groups.setdefault(key, []).append(record)
+    if not groups:
         raise ValueError(f"no run has {LOG_KEY!r} in its log")
-    figure_class = _figure_class()
-    figure = figure_class(figsize=(3.2 * len(weights), 3.0), layout="constrained")
-    axes = figure.subplots(1, len(weights), squeeze=False)[0]
-    for ax, (site, stats) in zip(axes, weights.items(), strict=True):
-        layers = list(range(len(stats.mean)))
-        per_token = stats.token_std is not None
-        error = stats.token_std if stats.token_std is not None else stats.std
-        ax.bar(layers, stats.mean, yerr=error, capsize=4, color="tab:blue")
-        ax.set_xticks(layers, [f"layer {j}" for j in layers])
-        ax.set_ylim(0.0, 1.0)
-        ax.set_ylabel("mean s_t (± per-token std)" if per_token else "softmax(w)")
-        ax.set_title(f"{site} (n={stats.n}{', per token' if per_token else ''})")
+    panels = {key: layer_weights(runs) for key, runs in groups.items()}
+    cols = max(len(sites) for sites in panels.values())
+    figure = _figure_class()(figsize=(3.4 * cols, 2.6 * len(panels) + 0.5), layout="constrained")
+    axes = figure.subplots(len(panels), cols, squeeze=False)
+    for row, ((task, data, label), weights) in zip(axes, panels.items(), strict=True):
+        for ax, (site, stats) in zip(row, weights.items(), strict=False):
+            layers = list(range(len(stats.mean)))
+            per_token = stats.token_std is not None
+            error = stats.token_std if stats.token_std is not None else stats.std
+            ax.bar(layers, stats.mean, yerr=error, capsize=4, color="tab:blue")
+            ax.set_xticks(layers, [f"layer {j}" for j in layers])
+            ax.set_ylim(0.0, 1.0)
+            ax.set_ylabel("mean s_t (± per-token std)" if per_token else "softmax(w) ± sd")
+            seeds = f"n={stats.n}{', per token' if per_token else ''}"
+            where = f"{_task_words(task)} on {_data_words(data)}, {label}"
+            ax.set_title(f"{where}\n{site} site ({seeds})", fontsize="small")
+        for ax in row[len(weights) :]:
+            ax.axis("off")
     if title:
         figure.suptitle(title)
     return _save(figure, path)
+
+
+def _task_words(task: str) -> str:
+    """A task's name as its tables write it (``"SST-5"``), or its registry name."""
+    from tasks.registry import TASKS
+
+    spec = TASKS.get(task)
+    return spec.table_rows[0].label if spec is not None and spec.table_rows else task
 
 
 def plot_learning_curves(
@@ -273,8 +416,19 @@ def plot_learning_curves(
     x: str = "epoch",
     scale: float = 1.0,
     title: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Path:
-    """``metric`` against ``x`` (see :func:`learning_curves`), one line per run.
+    """``metric`` against ``x``, one panel: per configuration (:func:`learning_bands`) the mean
+    over its seeds as a line and their range as a band, each in its own colour.
+
+    Args:
+        records: the runs.
+        path: the PNG to write.
+        metric: log key of the y values (natural units), e.g. ``"dev_f1"``.
+        x: log key of the x values.
+        scale: y multiplier (100 for percentages).
+        title: the panel's title.
+        labels: run id → legend text (default: :func:`series_label`).
 
     Returns:
         The PNG path.
@@ -283,20 +437,74 @@ def plot_learning_curves(
         ValueError: no run logged both keys.
         ImportError: matplotlib is not installed.
     """
-    curves = learning_curves(records, metric, x, scale)
-    if not curves:
+    bands = learning_bands(records, metric, labels, x, scale)
+    if not bands:
         raise ValueError(f"no run logged both {x!r} and {metric!r}")
-    figure = _figure_class()(figsize=(6.4, 4.0), layout="constrained")
-    ax = figure.subplots()
-    for curve in curves:
-        ax.plot(curve.x, curve.y, marker="o", markersize=3, label=curve.label)
-    ax.set_xlabel(x)
-    ax.set_ylabel(metric if scale == 1 else f"{metric} × {scale:g}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small")
+    ylabel = metric if scale == 1 else f"{metric} × {scale:g}"
+    return plot_learning_panels([Panel(title or "", tuple(bands), ylabel)], path, xlabel=x)
+
+
+def plot_learning_panels(
+    panels: Sequence[Panel],
+    path: str | os.PathLike[str],
+    title: str | None = None,
+    xlabel: str = "epoch",
+) -> Path:
+    """Learning curves, one panel per task and data set (:class:`Panel`): each series the mean
+    over its seeds as a line with markers and the seeds' range as a band, one colour per series
+    label in the whole figure (never reused while the palette lasts: 20 colours), a legend in
+    words per panel.
+
+    Returns:
+        The PNG path.
+
+    Raises:
+        ValueError: no panel has a band.
+        ImportError: matplotlib is not installed.
+    """
+    panels = [p for p in panels if p.bands]
+    if not panels:
+        raise ValueError("no learning curve to plot")
+    labels = list(dict.fromkeys(b.label for p in panels for b in p.bands))
+    colours = dict(zip(labels, _palette(len(labels)), strict=True))
+    cols = min(2, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    figure = _figure_class()(figsize=(6.4 * cols, 4.0 * rows + 0.4), layout="constrained")
+    axes = figure.subplots(rows, cols, squeeze=False)
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        for band in panel.bands:
+            colour = colours[band.label]
+            seeds = f"{band.n} seed{'s' if band.n > 1 else ''}"
+            ax.plot(
+                band.x,
+                band.mean,
+                marker="o",
+                markersize=3,
+                color=colour,
+                label=f"{band.label} ({seeds})",
+            )
+            if band.n > 1:
+                ax.fill_between(band.x, band.low, band.high, color=colour, alpha=0.18, linewidth=0)
+        ax.set_title(panel.title, fontsize="medium")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(panel.ylabel)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
     if title:
-        ax.set_title(title)
+        figure.suptitle(title)
     return _save(figure, path)
+
+
+def _palette(n: int) -> list[Any]:
+    """``n`` distinct colours: tab10's, then the lighter half of tab20 (cycled beyond 20)."""
+    colormaps = importlib.import_module("matplotlib").colormaps
+    strong = list(colormaps["tab10"].colors)
+    light = list(colormaps["tab20"].colors)[1::2]
+    colours = strong + light
+    return [colours[i % len(colours)] for i in range(n)]
 
 
 def plot_sample_efficiency(
@@ -432,6 +640,7 @@ def table_plots(
         return written
     out.mkdir(parents=True, exist_ok=True)
     marks = run_marks(r.spec for r in runs)
+    labels, data_names = _table_labels(tables)
     for name in sorted({r.spec.representation for r in runs} - {NO_REPRESENTATION}):
         mine = [r for r in runs if r.spec.representation == name]  # one layer count each
         tag = "" if name == "elmo" else "-" + "".join(c if c.isalnum() else "_" for c in name)
@@ -440,17 +649,52 @@ def table_plots(
         for group, suffix in ((static, ""), (dynamic, "-dynamic")):
             if group:
                 path = out / f"{stem}{tag}{suffix}-layer-weights.png"
-                title = f"Learned layer weights ({name}){marks}" if marks else None
-                written.append(plot_layer_weights(group, path, title))
+                words = REPRESENTATION_WORDS.get(name, name)
+                kind = "per-token weights" if suffix else "softmax weights"
+                title = f"Learned layer weights of {words} ({kind}){marks}"
+                written.append(plot_layer_weights(group, path, title, labels))
     written += _figure2(tables, runs, out, stem)
+    smoke = run_marks((r.spec for r in runs), demo=False)  # the panels name the data
     for task in sorted({r.spec.task for r in runs}):
-        metric = get_task(task).metric
-        mine = [r for r in runs if r.spec.task == task]
+        metric, name = get_task(task).metric, _task_words(task)
+        what = f"dev {metric.label or metric.key}"
+        panels = []
+        for data in dict.fromkeys(r.spec.data for r in runs if r.spec.task == task):
+            mine = [r for r in runs if r.spec.task == task and r.spec.data == data]
+            bands = learning_bands(mine, f"dev_{metric.key}", labels, scale=metric.scale)
+            where = data_names.get((task, data), _data_words(data))
+            panels.append(Panel(f"{name} on {where}: {what}", tuple(bands), what))
         path = out / f"{stem}-{task}-learning-curves.png"
-        title = f"{task}: dev {metric.label or metric.key}{marks}" if marks else None
-        key = f"dev_{metric.key}"
-        written.append(plot_learning_curves(mine, path, key, scale=metric.scale, title=title))
+        title = f"{name}: {what} per epoch, mean over seeds (band: the seeds' range){smoke}"
+        written.append(plot_learning_panels(panels, path, title))
     return written
+
+
+def _table_labels(
+    tables: Sequence[TableSpec],
+) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    """Run id → its column's label (the first table and column that expects it), and (task,
+    data) → the data set in words from the rows' labels (a real set's name and folder)."""
+    from experiments.render import RunsColumn
+
+    labels: dict[str, str] = {}
+    names: dict[tuple[str, str], str] = {}
+    for table in tables:
+        for row in table.rows:
+            key = (row.base.task, row.base.data)
+            if key not in names and row.base.data != "demo":
+                names[key] = f"{row.label.split(' (')[0]} ({_data_words(row.base.data)})"
+            for column in table.columns:
+                if not isinstance(column, RunsColumn):
+                    continue
+                for spec in table.expected(row, column):
+                    labels.setdefault(spec.run_id, column.label)
+    return labels, names
+
+
+def _data_words(data: str) -> str:
+    """``"DEMO data"``, or the data label without the shared-folder prefix."""
+    return "DEMO data" if data == "demo" else data.removeprefix(SHARED_PREFIX)
 
 
 def run_marks(specs: Iterable[RunSpec], demo: bool = True) -> str:

@@ -42,6 +42,7 @@ from experiments import named
 from experiments.identity import current_records
 from experiments.render import (
     MISSING,
+    PROVENANCE_HEADING,
     Row,
     RunsColumn,
     TableSpec,
@@ -105,10 +106,11 @@ class TableSection:
 
     Attributes:
         title: the table's title.
-        captions: lines under the title.
+        captions: the line of essentials under the title.
         header: column headers.
         body: rows of cell texts.
         notes: footnotes.
+        provenance: the setup and what the runs rest on (shown after the notes).
         empty_rows: labels of rows without any run yet (left out of ``body``).
         ours: per column, whether it holds our numbers (DEMO badges go there).
         error: why the table could not be computed, when it could not.
@@ -119,6 +121,7 @@ class TableSection:
     header: tuple[str, ...] = ()
     body: tuple[tuple[str, ...], ...] = ()
     notes: tuple[str, ...] = ()
+    provenance: tuple[str, ...] = ()
     empty_rows: tuple[str, ...] = ()
     ours: tuple[bool, ...] = ()
     error: str | None = None
@@ -348,7 +351,7 @@ def table_section(
         return TableSection(title=table.title, empty_rows=tuple(r.label for r in empty))
     shown = dataclasses.replace(table, rows=tuple(kept))
     text = render(shown, records, paper, "markdown", attachments)
-    title, captions, header, body, notes = parse_markdown_table(text)
+    title, captions, header, body, notes, provenance = parse_markdown_table(text)
     ours = tuple(i > 0 and not h.endswith("(paper)") for i, h in enumerate(header))
     return TableSection(
         title=title,
@@ -356,6 +359,7 @@ def table_section(
         header=header,
         body=body,
         notes=notes,
+        provenance=provenance,
         empty_rows=tuple(r.label for r in empty),
         ours=ours,
     )
@@ -363,25 +367,63 @@ def table_section(
 
 def parse_markdown_table(
     text: str,
-) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...], tuple[str, ...]]:
-    """Split :func:`experiments.render.render`'s Markdown into title, caption lines, header,
-    body rows and footnotes."""
+) -> tuple[
+    str,
+    tuple[str, ...],
+    tuple[str, ...],
+    tuple[tuple[str, ...], ...],
+    tuple[str, ...],
+    tuple[str, ...],
+]:
+    """Split :func:`experiments.render.render`'s Markdown into title, the essentials line(s),
+    header, body rows, footnotes (a note's list joined to its text) and the setup and
+    provenance lines, with the wrapping undone."""
     lines = text.splitlines()
     title = lines[0].strip().removeprefix("**").removesuffix("**") if lines else ""
     captions: list[str] = []
     rows: list[tuple[str, ...]] = []
-    rest: list[str] = []
+    notes: list[list[str]] = []
+    provenance: list[str] = []
+    part = "captions"
     for line in lines[1:]:
-        if line.startswith("|"):
-            if not re.fullmatch(r"\|(:?-+:?\|)+", line.strip()):
+        stripped = line.strip()
+        if part == "captions" and line.startswith("|"):
+            part = "table"
+        if part == "table":
+            if not line.startswith("|"):
+                part = "notes"
+            elif not re.fullmatch(r"\|(:?-+:?\|)+", stripped):
                 rows.append(_markdown_cells(line))
-        elif rows:
-            rest.append(line)
-        elif line.strip():
-            captions.append(line.strip().removeprefix("_").removesuffix("_"))
-    notes = tuple(n.strip() for n in "\n".join(rest).split("\n\n") if n.strip())
+            continue
+        if not stripped:
+            continue
+        if part == "captions":
+            captions.append(stripped)
+        elif stripped == PROVENANCE_HEADING:
+            part = "provenance"
+        elif part == "provenance":
+            if stripped.startswith("- ") or not provenance:
+                provenance.append(stripped.removeprefix("- "))
+            else:
+                provenance[-1] += " " + stripped
+        elif re.match(r"\d+\. ", line):
+            notes.append([line.split(". ", 1)[1].strip()])
+        elif stripped.startswith("- ") and notes:
+            notes[-1].append(stripped.removeprefix("- "))
+        elif notes:
+            notes[-1][-1] += " " + stripped
+        else:
+            notes.append([stripped])
+    essentials = " ".join(captions).removeprefix("_").removesuffix("_")
     header = rows[0] if rows else ()
-    return title, tuple(captions), header, tuple(rows[1:]), notes
+    return (
+        title,
+        (essentials,) if essentials else (),
+        header,
+        tuple(rows[1:]),
+        tuple(" ".join([n[0], "; ".join(n[1:])]).strip() for n in notes),
+        tuple(provenance),
+    )
 
 
 def _markdown_cells(line: str) -> tuple[str, ...]:
@@ -579,6 +621,7 @@ def _table_html(section: TableSection, demo: bool) -> str:
             + ".</p>"
         )
     out += [f"<p class='note'>{_e(note)}</p>" for note in section.notes]
+    out += [f"<p class='caption'>{_e(line)}</p>" for line in section.provenance]
     return "\n".join(out)
 
 

@@ -93,7 +93,7 @@ def make_represent(
         cache_dir: the feature cache (``None``: no cache, always live).
         progress: a bar while the cache is built.
         device: where live features go.
-        cache_budget: :attr:`experiments.runner.RunOptions.cache_budget`.
+        cache_budget: :attr:`experiments.setup.RunOptions.cache_budget`.
     """
     if representation is None or representation.num_layers == 0:
         return _no_layers
@@ -142,8 +142,8 @@ def finetuned_bilm(
             the number of epochs.
         train_text: the task's training sequences.
         valid_text: its dev sequences (held-out perplexity).
-        device: as :attr:`experiments.runner.RunOptions.device`.
-        precision: as :attr:`experiments.runner.RunOptions.precision`.
+        device: as :attr:`experiments.setup.RunOptions.device`.
+        precision: as :attr:`experiments.setup.RunOptions.precision`.
         progress: bars.
 
     Returns:

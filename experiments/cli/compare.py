@@ -21,7 +21,7 @@ from experiments.cli.options import (
     task_data,
     task_overrides,
 )
-from experiments.cli.tables import expected_ids, write_tables
+from experiments.cli.tables import at_stored_versions, expected_ids, write_tables
 from experiments.cli.training import raise_failed, run_for_tables
 from experiments.render import TableSpec
 from experiments.wandb_sink import log_outputs
@@ -93,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         reuse_stale=args.reuse_stale,
     )
     store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
+    if args.reuse_stale:  # records made before a task's version bump: at their own version
+        table = at_stored_versions(table, store.records())
     lines = named.weights_lines(table, store.records())
     table = dataclasses.replace(table, caption=(*table.caption, *lines))
     written = write_tables(

@@ -269,7 +269,7 @@ def _load_weights(model: nn.Module, checkpoint: Path, stored: _Stored) -> None:
     import torch
 
     from experiments.checkpoint import tensor_reference
-    from experiments.identity import REUSE_FIELDS
+    from experiments.identity import reuse_key
 
     device = next(iter(model.state_dict().values())).device
     try:
@@ -277,7 +277,7 @@ def _load_weights(model: nn.Module, checkpoint: Path, stored: _Stored) -> None:
         state = json.loads(payload["state"])
     except Exception as error:  # a truncated or foreign file: torch raises many kinds
         raise UsageError(f"{checkpoint}: not a readable checkpoint ({one_line(error)})") from None
-    identity = json.dumps({k: stored.identity.get(k) for k in REUSE_FIELDS}, sort_keys=True)
+    identity = reuse_key(stored.identity)
     recorded = {k: stored.metrics.get(k) for k in ("best_step", "epochs_run")}
     found = {"best_step": state.get("best_step"), "epochs_run": state.get("epoch")}
     other = (payload.get("identity") or identity) != identity or any(
@@ -312,7 +312,7 @@ def _load_weights(model: nn.Module, checkpoint: Path, stored: _Stored) -> None:
 # ------------------------------------------------------------------------------- the rebuilt run
 @dataclass
 class _Rebuilt:
-    """The objects of a rebuilt run (as :func:`experiments.runner.train` sets them up)."""
+    """The objects of a rebuilt run (as :func:`experiments.setup.set_up` sets them up)."""
 
     recipe: TaskRecipe
     representation: Any
@@ -323,7 +323,7 @@ class _Rebuilt:
 
 def _run_splits(spec: RunSpec, recipe: TaskRecipe) -> dict[str, list[Any]]:
     """The training and dev examples the run used (``limit``, ``train_fraction``)."""
-    from experiments.runner import training_subset
+    from experiments.setup import training_subset
 
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in ("train", "dev")}
     if spec.train_fraction is not None:
@@ -340,7 +340,7 @@ def _rebuild(spec: RunSpec, device: torch.device, precision: str) -> _Rebuilt:
     """
     from experiments.real_sets import data_path
     from experiments.represent import build_spec_representation, finetuned_bilm
-    from experiments.runner import seed_everything
+    from experiments.setup import seed_everything
     from tasks.common.inject import Injector
     from tasks.registry import get_task
 
@@ -377,7 +377,7 @@ def _predict(rebuilt: _Rebuilt, examples: Sequence[Any], cache: Path | None) -> 
 
     from bilm.devices import autocast
     from experiments.represent import make_represent
-    from experiments.runner import to_device
+    from experiments.setup import to_device
 
     recipe, device = rebuilt.recipe, rebuilt.device
     represent = make_represent(

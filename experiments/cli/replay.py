@@ -203,7 +203,7 @@ def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
             recorded identity or code that differs from now without ``--allow-changed``;
             nothing has trained.
     """
-    from experiments.cli.training import run_all, validate_specs
+    from experiments.cli.training import resolver_of, run_all, validate_specs
 
     given = _given_spec_options(args, default)
     if given:
@@ -211,13 +211,13 @@ def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
             f"--spec replays a stored spec as it is: {', '.join(given)} cannot be given with it"
         )
     spec, file = read_spec(args.spec)
-    validate_specs([spec])  # the task is registered, its preset and options still valid
+    resolver = resolver_of(args)  # the run resolved and identified once, for all that follows
+    validate_specs([spec], resolver)  # the task is registered, its preset and options still valid
     env, absent = _recorded(file.parent)
     if env is None:
         reasons = [absent]
     else:
-        now = identity.run_identity(spec, args.device, args.precision, args.threads or None)
-        reasons = differences(spec, env, now, identity.code_version())
+        reasons = differences(spec, env, resolver.identify(spec), identity.code_version())
     if reasons and not args.allow_changed:
         raise UsageError(
             f"--spec {file}: run {spec.run_id} would not be the recorded run: "
@@ -229,7 +229,7 @@ def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
             f"replaying run {spec.run_id} although it changed: {'; '.join(reasons)}",
             file=sys.stderr,
         )
-    store = run_all([spec], args, f"replay-{spec.task}-{spec.run_id}")
+    store = run_all([spec], args, f"replay-{spec.task}-{spec.run_id}", resolver)
     metrics = store.get(spec.run_id).metrics
     print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
     print(f"replay of {spec.run_id}: {_compare_metrics(metrics, file.parent)}", file=sys.stderr)

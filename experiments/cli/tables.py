@@ -25,12 +25,13 @@ from experiments.cli.training import raise_failed, run_for_tables
 from experiments.identity import current_records
 from experiments.plots import table_plots
 from experiments.real_sets import REAL
-from experiments.render import Format, TableSpec, load_paper, render
+from experiments.render import Format, Row, TableSpec, load_paper, render_formats
 from experiments.store import ResultsStore, RunRecord
 from experiments.wandb_sink import log_outputs
 
 __all__ = [
     "SUFFIXES",
+    "at_stored_versions",
     "configure",
     "configure_render",
     "expected_ids",
@@ -106,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         _, failure = run_for_tables(specs, args, group=stem)
     fmt: Format = args.format if args.command == "render" else "markdown"
     store = ResultsStore(args.store)
+    if args.reuse_stale:
+        tables = [at_stored_versions(t, store.records()) for t in tables]
     if args.name == "real":  # wall times and the machines, from the records
         lines = named.wall_time_lines(tables[0], store.records())
         tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
@@ -122,6 +125,34 @@ def run(args: argparse.Namespace) -> int:
     log_outputs(args.wandb, written, group=stem)
     raise_failed(failure)
     return 0
+
+
+def at_stored_versions(table: TableSpec, records: Sequence[RunRecord]) -> TableSpec:
+    """``table`` with each row at the task version whose runs the store holds most of
+    (``--reuse-stale``): a task's result version is part of its run ids, so the records made
+    before a version bump are found only at their own version; they render marked ``‡`` as any
+    stale record. A row stays at the code's version while the store holds as many of its runs
+    there as at any other (between older versions: the newest)."""
+    stored = {r.run_id for r in records}
+    versions: dict[str, set[int]] = {}
+    for record in records:
+        versions.setdefault(record.spec.task, set()).add(record.spec.task_version)
+
+    def held(row: Row) -> int:
+        one = dataclasses.replace(table, rows=(row,))
+        return sum(s.run_id in stored for s in named.expected_specs(one))
+
+    rows = []
+    for row in table.rows:
+        current = row.base.task_version
+        candidates = sorted(versions.get(row.base.task, set()) | {current})
+        at = {
+            v: dataclasses.replace(row, base=dataclasses.replace(row.base, task_version=v))
+            for v in candidates
+        }
+        best = max(candidates, key=lambda v: (held(at[v]), v == current, v))
+        rows.append(at[best])
+    return dataclasses.replace(table, rows=tuple(rows))
 
 
 def _current_records(
@@ -155,8 +186,8 @@ def write_tables(
     failed: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Render ``tables`` from the store's current records: print each, write it to
-    ``out/tables/<stem>-<table>.<suffix>`` and its plots to ``out/plots``, and say each path
-    written on stderr.
+    ``out/tables/<stem>-<table>.<suffix>`` with the CSV of every figure beside it
+    (``<stem>-<table>.csv``), its plots to ``out/plots``, and say each path written on stderr.
 
     Args:
         tables: what to render.
@@ -183,19 +214,22 @@ def write_tables(
         path = folder / name if folder is not None else None
         return path.read_text(encoding="utf-8") if path is not None and path.is_file() else None
 
+    fmts: tuple[Format, ...] = (fmt,) if fmt == "csv" else (fmt, "csv")  # every figure
     for table in tables:
-        text = render(
+        texts = render_formats(
             table,
             records,
             paper,
-            fmt=fmt,
+            fmts,
             attachments=attachment,
             stale=stale,
             exclude_dead=exclude_dead,
             failed=failed,
         )
-        written.append(write_text(out / "tables" / f"{stem}-{table.name}.{SUFFIXES[fmt]}", text))
-        print(text)
+        for kind, text in texts.items():
+            path = out / "tables" / f"{stem}-{table.name}.{SUFFIXES[kind]}"
+            written.append(write_text(path, text))
+        print(texts[fmt])
     runs = table_runs(tables, records)
     return print_written(written) + print_written(table_plots(tables, runs, out / "plots", stem))
 

@@ -5,13 +5,13 @@ progress line each (shared by ``run``, ``sweep``, ``reproduce``, ``compare`` and
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib.util
 import json
 import math
 import shutil
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bilm.pretrained import cache_root
@@ -26,19 +26,20 @@ from experiments.executors import (
     SweepError,
     run_sweep,
 )
-from experiments.identity import run_identity
+from experiments.resolve import Resolver
 from experiments.spec import RunSpec
-from experiments.store import ResultsStore, StoreUnusableError
+from experiments.store import ResultsStore, RunRecord, StoreUnusableError
 from experiments.wandb_sink import WandbOptions
 from tasks.common.progress import on_terminal
 
-if TYPE_CHECKING:  # the runner imports torch: loaded when a command trains
-    from experiments.runner import RunOptions
+if TYPE_CHECKING:  # the set-up imports torch: loaded when a command trains
+    from experiments.setup import RunOptions
 
 __all__ = [
     "base_spec",
     "describe",
     "raise_failed",
+    "resolver_of",
     "reuse_policy",
     "run_all",
     "run_for_tables",
@@ -47,39 +48,25 @@ __all__ = [
 ]
 
 
-def validate_specs(specs: Sequence[RunSpec]) -> None:
-    """Check every spec before any run starts: task registered, preset valid, the
+def validate_specs(specs: Sequence[RunSpec], resolver: Resolver | None = None) -> None:
+    """Check every spec before any run starts by resolving it
+    (:meth:`~experiments.resolve.Resolver.resolve`): task registered, preset valid, the
     representation and its options known (no weights loaded), the ``--set`` overrides applied to
     the task's configuration (key exists, value parses and validates; no data read).
+
+    Args:
+        specs: the command's runs.
+        resolver: keeps the resolved runs for the command's next steps (default: a new one,
+            forgotten afterwards).
 
     Raises:
         UsageError: the first problem, in one line.
     """
-    from experiments.represent import builder_options
-    from tasks.registry import get_task
-    from tasks.representations import check_representation
-
     _check_data(specs)
-    seen: set[str] = set()
+    resolver = Resolver() if resolver is None else resolver
     for spec in specs:
-        fields = [
-            spec.task,
-            spec.preset,
-            spec.overrides,
-            spec.representation,
-            spec.representation_config,
-        ]
-        key = json.dumps(fields, sort_keys=True, default=str)
-        if key in seen:
-            continue
-        seen.add(key)
         try:
-            task = get_task(spec.task)
-            task.configure(spec.preset, list(spec.overrides))  # checks the preset too
-            if spec.representation != "none":
-                check_representation(
-                    spec.representation, builder_options(spec.representation_config)
-                )
+            resolver.resolve(spec)
         except (KeyError, ValueError, TypeError) as error:
             raise UsageError(f"{spec.task}: {one_line(error)}") from None
 
@@ -137,9 +124,32 @@ def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
         raise UsageError(one_line(error)) from None
 
 
+def resolver_of(args: argparse.Namespace) -> Resolver:
+    """The :class:`~experiments.resolve.Resolver` of the command's device, precision and
+    threads: each run resolved and identified once, for the check, the reuse decision and the
+    run (:func:`run_all`)."""
+    return Resolver(args.device, args.precision, args.threads or None)
+
+
+@dataclass(frozen=True)
+class _RunOne:
+    """``run_one`` of :func:`~experiments.executors.run_sweep`: the resolver's run of a spec,
+    trained into a record (picklable: spawned workers, Ray and Slurm get it without the
+    resolver's runs, and resolve theirs where they run)."""
+
+    resolver: Resolver
+    options: RunOptions
+
+    def __call__(self, spec: RunSpec) -> RunRecord:
+        from experiments.runner import run_spec
+
+        record: RunRecord = run_spec(self.resolver(spec), self.options)
+        return record
+
+
 def _options(args: argparse.Namespace, group: str) -> RunOptions:
-    """The :class:`~experiments.runner.RunOptions` of the command's training options."""
-    from experiments.runner import RunOptions
+    """The :class:`~experiments.setup.RunOptions` of the command's training options."""
+    from experiments.setup import RunOptions
 
     in_workers = args.executor != "local" or args.max_parallel > 1
     return RunOptions(
@@ -210,17 +220,28 @@ def _check_slurm(args: argparse.Namespace) -> SlurmOptions | None:
     return options
 
 
-def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> ResultsStore:
+def run_all(
+    specs: Sequence[RunSpec],
+    args: argparse.Namespace,
+    group: str,
+    resolver: Resolver | None = None,
+) -> ResultsStore:
     """Check every spec, then run each one not yet stored, one progress line per run.
+
+    Args:
+        specs: the command's runs.
+        args: its parsed command line.
+        group: its name (W&B group).
+        resolver: the command's :func:`resolver_of` when it has resolved runs already (a
+            replay); default: a new one. Each run is resolved and identified once by it.
 
     Raises:
         UsageError: a spec (or the device) is wrong, or the store cannot be written; no run
             has started.
         SweepError: runs failed (the others are stored).
     """
-    from experiments.runner import run_spec
-
-    validate_specs(specs)  # before anything is created: a mistake costs no run
+    resolver = resolver_of(args) if resolver is None else resolver
+    validate_specs(specs, resolver)  # before anything is created: a mistake costs no run
     slurm = _check_slurm(args)
     options = _options(args, group)
     store = ResultsStore(args.store)
@@ -240,20 +261,17 @@ def run_all(specs: Sequence[RunSpec], args: argparse.Namespace, group: str) -> R
         print(line + (f"  {detail}" if detail else ""), file=sys.stderr, flush=True)
 
     ray_options = {"num_cpus": args.cpus_per_run, "num_gpus": args.gpus_per_run}
-    identify = functools.partial(
-        run_identity, device=args.device, precision=args.precision, threads=options.threads
-    )
     try:
         result = run_sweep(  # a DeviceError (a ValueError) is a usage mistake: exit status 2
             unique,
-            functools.partial(run_spec, options=options),
+            _RunOne(resolver, options),
             store,
             args.executor,
             args.address,
             max_parallel=args.max_parallel,
             ray_options=ray_options if args.executor == "ray" else None,
             on_event=on_event,
-            identify=identify,
+            identify=resolver.identify,
             reuse=reuse_policy(args),
             slurm=slurm,
         )

@@ -1,14 +1,20 @@
-"""The peer table (``results/peer/<task>.md``) and learning-curve plot, from stored records only.
+"""The peer table (``results/peer/<task>.md``), its CSV and learning-curve plot, from stored
+records only.
 
 One section per data set the task's peer records cover. Per row (baseline; ELMo with the
 project's ``carry`` state, like allennlp's; ELMo with the default ``reset``) and epoch: each
 side's mean ± sd over seeds, the difference (project − allennlp) with the seed-aware test
 (:func:`experiments.significance.seed_aware_test` over dev's units at that epoch), whether the
 issue's parity target holds, and the median CPU seconds of the training pass with their ratio.
+The layout follows the result tables' (:mod:`experiments.render`): the title, the table (its
+first row on line 4), the numbered notes wrapped to 160 characters; the CSV beside it
+(``<task>.csv``) carries every figure, the tests' intervals and seed counts too.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import statistics
 from collections.abc import Sequence
@@ -26,6 +32,7 @@ from experiments.peer.run import (
     collect,
     peer_records,
 )
+from experiments.render.formats import WIDTH, wrap
 from experiments.significance import Comparison, seed_aware_test
 
 __all__ = ["EpochRow", "compare_epochs", "render_task", "requests_of"]
@@ -116,12 +123,11 @@ def _at_all(series: Series) -> list[EpochPoint]:
 
 def requests_of(task: str, out: Path) -> list[PeerRequest]:
     """One request per data set (with its overrides, epochs and batch size) that the task's
-    stored peer records cover, seeds as found; in the order first stored."""
+    stored peer records cover, seeds as found; ordered by data label, overrides, epochs and
+    batch size (the same in every clone: file times are not kept by git)."""
     seen: dict[tuple[Any, ...], set[int]] = {}
     folder = out / "runs" / task
-    paths = (
-        sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
-    )
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     for path in paths:
         r = json.loads(path.read_text(encoding="utf-8"))
         key = (
@@ -132,7 +138,7 @@ def requests_of(task: str, out: Path) -> list[PeerRequest]:
         )
         seen.setdefault(key, set()).add(int(r["seed"]))
     out_requests = []
-    for (data, overrides, epochs, batch), seeds in seen.items():
+    for (data, overrides, epochs, batch), seeds in sorted(seen.items()):
         out_requests.append(PeerRequest(task, data, overrides, tuple(sorted(seeds)), epochs, batch))
     return out_requests
 
@@ -162,7 +168,8 @@ HEADER = (
 def _rows_of(
     request: PeerRequest, series: list[Series], metric: Any, mft: Any
 ) -> tuple[list[str], dict[str, list[EpochRow]]]:
-    """The table's lines of one data set, and each project row's comparison."""
+    """The table's lines of one data set, and each project row's comparison (in the order of
+    the lines)."""
     by = {(s.side, s.row): s for s in series}
     lines = []
     compared: dict[str, list[EpochRow]] = {}
@@ -209,6 +216,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         raise FileNotFoundError(f"no peer records of {task_name} under {out / 'runs' / task_name}")
     metric = task.metric
     body: list[str] = []
+    figures: list[tuple[str, str, EpochRow]] = []  # the CSV's rows: data, row, epoch
     data_notes: list[str] = []
     panels: list[tuple[str, str, Series, Series]] = []
     cpus: set[str] = set()
@@ -223,6 +231,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
                     native_gap = max(native_gap, abs(e["native"] - e["metric"]))
         lines, compared = _rows_of(request, series, metric, task.metric_from_totals)
         body += lines
+        figures += [(request.data_label, row, r) for row, rows in compared.items() for r in rows]
         data_notes.append(_data_note(request, series))
         by = {(s.side, s.row): s for s in series}
         for row, rows in compared.items():
@@ -234,21 +243,18 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         f"dev {metric.label} per epoch, Δ = project − allennlp",
         HEADER.format(label=metric.label),
     ]
-    notes = [
-        "",
-        "Notes:",
-        "",
-        f"1. Same data, inputs (GloVe 6B 50-d; ELMo rows: the shipped small biLM, frozen), "
+    notes: list[str | tuple[str, Sequence[str]]] = [  # a note, or a note with its list
+        f"Same data, inputs (GloVe 6B 50-d; ELMo rows: the shipped small biLM, frozen), "
         f"seeds count, epochs and batch size; one thread each; CPU {', '.join(sorted(cpus))}. "
         "p: the seed-aware test of Δ over dev's units at that epoch (* p < 0.05).",
-        "2. Data: " + "; ".join(data_notes) + ".",
-        f"3. Target (issue #34): from epoch 2, |Δ| ≤ max({GAP_POINTS:g} point, allennlp's seed "
+        "Data: " + "; ".join(data_notes) + ".",
+        f"Target (issue #34): from epoch 2, |Δ| ≤ max({GAP_POINTS:g} point, allennlp's seed "
         f"sd); at the final epoch p > 0.05; the project's CPU seconds per training epoch ≤ "
         f"{TIME_RATIO:g} × allennlp's.",
-        "4. Both sides are scored by the project's own scorer (the task's official-parity "
+        "Both sides are scored by the project's own scorer (the task's official-parity "
         f"metric) on the same dev units; allennlp's own number for the same predictions differs by "
         f"at most {native_gap * metric.scale:.{metric.decimals}f} points.",
-        "5. Rows: `baseline` (no ELMo); `elmo carry` (the project's biLM carries its LSTM state "
+        "Rows: `baseline` (no ELMo); `elmo carry` (the project's biLM carries its LSTM state "
         "across batches, as allennlp's ELMo does: the like-for-like row); `elmo reset` (the "
         "project's default, each sentence from a zero state) against the same allennlp row. "
         "CPU seconds: the training pass alone (no evaluation), median over seeds; the project's "
@@ -259,19 +265,92 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
             if any(" + " in p[1] for p in panels)
             else ""
         ),
-        "6. Summary: " + " | ".join(summary) + ".",
-        f"7. allennlp's configuration follows {adapter.source}, changed:",
-        *[f"   - {change}" for change in adapter.changes],
-        f"8. Made by `nox -s peer -- --task {task_name} --data DATA --seeds … --epochs …` "
+        "Summary: " + " | ".join(summary) + ".",
+        (f"allennlp's configuration follows {adapter.source}, changed:", adapter.changes),
+        f"Made by `nox -s peer -- --task {task_name} --data DATA --seeds … --epochs …` "
         f"(docs/peer.md); re-rendered from the committed records by `nox -s peer -- --task "
-        f"{task_name} --render-only`.",
-        "",
+        f"{task_name} --render-only`. Every figure, with each test's 95 % interval and seed "
+        f"counts, is in `{task_name}.csv` beside this file.",
     ]
+    text = ["", "Notes:", ""]
+    for number, note in enumerate(notes, 1):
+        indent = " " * len(f"{number}. ")
+        words, items = (note, ()) if isinstance(note, str) else note
+        text += wrap(words, f"{number}. ", indent, WIDTH)
+        for item in items:
+            text += wrap(item, f"{indent}- ", f"{indent}  ", WIDTH)
+    text.append("")
     path = out / f"{task_name}.md"
-    path.write_text("\n".join(head + body + notes), encoding="utf-8")
+    path.write_text("\n".join(head + body + text), encoding="utf-8")
+    (out / f"{task_name}.csv").write_text(_csv(figures, metric), encoding="utf-8")
     if plot and panels:
         _plot(task_name, metric, panels, out / f"{task_name}.png")
     return path
+
+
+#: The CSV's columns: one line per data set, row and epoch, in the metric's display units.
+CSV_FIELDS = (
+    "data",
+    "row",
+    "epoch",
+    "allennlp_mean",
+    "allennlp_sd",
+    "allennlp_seeds",
+    "project_mean",
+    "project_sd",
+    "project_seeds",
+    "difference",
+    "p",
+    "ci_low",
+    "ci_high",
+    "test_seeds_project",
+    "test_seeds_allennlp",
+    "units",
+    "target",
+    "allennlp_cpu_s",
+    "project_cpu_s",
+    "cpu_ratio",
+)
+
+
+def _csv(figures: Sequence[tuple[str, str, EpochRow]], metric: Any) -> str:
+    """Every figure of the table, one line per data set, row and epoch (:data:`CSV_FIELDS`;
+    display units with two more decimals than the table; empty where there is none)."""
+    places = metric.decimals + 2
+
+    def num(value: float | None) -> str:
+        return "" if value is None else f"{value * metric.scale:.{places}f}"
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for data, row, r in figures:
+        t = r.comparison
+        writer.writerow(
+            [
+                data,
+                row,
+                r.epoch,
+                num(statistics.fmean(r.peer)),
+                num(_sd(r.peer)),
+                len(r.peer),
+                num(statistics.fmean(r.project)),
+                num(_sd(r.project)),
+                len(r.project),
+                num(r.difference),
+                "" if t is None else f"{t.p_value:.6g}",
+                "" if t is None else num(t.low),
+                "" if t is None else num(t.high),
+                "" if t is None else t.seeds_a,
+                "" if t is None else t.seeds_b,
+                "" if t is None else t.units,
+                "" if r.within is None else str(r.within).lower(),
+                f"{r.peer_cpu:.1f}",
+                f"{r.project_cpu:.1f}",
+                f"{r.project_cpu / r.peer_cpu:.3f}" if r.peer_cpu else "",
+            ]
+        )
+    return out.getvalue()
 
 
 def summary_line(rows: Sequence[EpochRow], metric: Any) -> str:

@@ -251,10 +251,13 @@ class ConditionalRandomField(nn.Module):
         moves = self.transitions.to(emissions.dtype)  # (L, L)
         if emissions.shape[1] == 0:
             return emissions.new_zeros(emissions.shape[0])
-        alpha = first[None, :] + emissions[:, 0]  # (b, L)
-        for i in range(1, emissions.shape[1]):
+        # unbind: its backward stacks the steps' gradients once (indexing a step would fill
+        # and add a zero (b, t, L) gradient per step)
+        steps, real = emissions.unbind(1), mask.unbind(1)  # t × (b, L), t × (b,)
+        alpha = first[None, :] + steps[0]  # (b, L)
+        for i in range(1, len(steps)):
             step = torch.logsumexp(alpha[:, :, None] + moves[None], dim=1)  # (b, L)
-            alpha = torch.where(mask[:, i, None], step + emissions[:, i], alpha)  # (b, L)
+            alpha = torch.where(real[i][:, None], step + steps[i], alpha)  # (b, L)
         total = torch.logsumexp(alpha + last[None, :], dim=1)  # (b,)
         return torch.where(lengths > 0, total, torch.zeros_like(total))
 

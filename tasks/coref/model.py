@@ -319,8 +319,10 @@ class CoupledBiLSTM(nn.Module):
         recurrent = self.recurrent_weight.transpose(1, 2)  # (2, H, 3H)
         bias = self.recurrent_bias[:, None, :]  # (2, 1, 3H)
         outputs = []
-        for step in range(t):
-            gates = projected[:, :, step] + torch.baddbmm(bias, hidden * keep, recurrent)
+        # unbind: its backward stacks the steps' gradients once (indexing a step would fill
+        # and add a zero (2, b, t, 3H) gradient per step)
+        for projected_step in projected.unbind(2):  # t × (2, b, 3H)
+            gates = projected_step + torch.baddbmm(bias, hidden * keep, recurrent)
             i, j, o = gates.chunk(3, dim=-1)  # (2, b, H) each
             i = torch.sigmoid(i)
             cell = (1 - i) * cell + i * torch.tanh(j)  # (2, b, H)

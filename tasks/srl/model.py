@@ -157,15 +157,18 @@ class HighwayLSTMLayer(nn.Module):
         gate_inputs = projected[..., : 5 * h] + self.state_projection.bias  # (b, t, 5h)
         carry = projected[..., 5 * h :]  # (b, t, h): W_k x_t
         recurrent = self.state_projection.weight.t()  # (h, 5h)
+        # one view per step through unbind: its backward stacks the steps' gradients once,
+        # where indexing each step would fill and add a zero (b, t, ·) gradient per step
+        gate_steps, carry_steps = gate_inputs.unbind(1), carry.unbind(1)  # t × (b, 5h), (b, h)
         state = x.new_zeros(b, h)  # h_{t-1}
         memory = x.new_zeros(b, h)  # c_{t-1}
         outputs = []
         for step in range(t):
-            pre = torch.addmm(gate_inputs[:, step], state, recurrent)  # (b, 5h)
+            pre = torch.addmm(gate_steps[step], state, recurrent)  # (b, 5h)
             i, f, o, r = torch.sigmoid(pre[:, : 4 * h]).chunk(4, dim=1)  # each (b, h)
             g = torch.tanh(pre[:, 4 * h :])  # (b, h)
             memory = f * memory + i * g  # (b, h)
-            state = r * o * torch.tanh(memory) + (1.0 - r) * carry[:, step]  # (b, h)
+            state = r * o * torch.tanh(memory) + (1.0 - r) * carry_steps[step]  # (b, h)
             if keep is not None:
                 state = state * keep  # the same mask at every step, fed back as well
             outputs.append(state)

@@ -5,6 +5,7 @@ the eager float32 loop computes (on the CPU, where nothing is captured)."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 
@@ -209,6 +210,39 @@ def test_cell_graph_path_equals_eager_path_per_direction(precision: str) -> None
         for a, b, c in zip(got, again, want, strict=True):
             assert torch.equal(a, c) and torch.equal(b, c)
         assert got[0].data_ptr() != again[0].data_ptr()  # fresh tensors, not the buffers
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "int8"])
+def test_graph_and_eager_paths_agree_over_many_time_chunks(precision: str) -> None:
+    """Both paths run the cell's one loop (``_loop``) over the same chunks: several time chunks,
+    chunks narrowed by a wide batch, the per-word table, a row that never runs, carried state."""
+    cases = [(70, [70, 40, 1]), (40, [40] * 6 + [25] * 6 + [3] * 7 + [0])]  # (T, lengths)
+    for reverse, (steps, lengths) in itertools.product((False, True), cases):
+        batch = len(lengths)
+        cell = LSTMWithProjection(8, 16, 4, 3.0, 3.0, reverse)
+        generator = torch.Generator().manual_seed(steps + int(reverse))
+        with torch.no_grad():
+            for p in cell.parameters():
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.5)
+        if precision == "bf16":
+            cell.set_bf16()
+        elif precision == "int8":
+            cell.quantize_int8()
+        words = torch.randn(5, 8, generator=generator)  # (U, P)
+        word_index = torch.randint(0, 5, (steps, batch), generator=generator)  # (T, B)
+        x = words[word_index]  # (T, B, P)
+        h0 = torch.randn(batch, 4, generator=generator)  # carried state
+        c0 = torch.randn(batch, 16, generator=generator)
+        counts = active_counts(lengths, steps)
+        assert len(lstm_module.chunk_plan(steps, batch, counts, reverse)) > 2
+        for by_word in ((None, None), (words, word_index)):
+            with torch.no_grad():
+                cell.use_graphs(False)
+                want = cell(x, lengths, h0, c0, *by_word)
+                cell.use_graphs()
+                got = cell(x, lengths, h0, c0, *by_word)
+            for a, b in zip(got, want, strict=True):
+                assert torch.equal(a, b)
 
 
 def test_graph_buffers_are_dropped_when_weights_change() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from experiments import runner
 from experiments.cli import main as cli_main
+from experiments.setup import Run
 
 
 def main(argv: Sequence[str]) -> int:
@@ -18,7 +19,7 @@ def main(argv: Sequence[str]) -> int:
     delay = float(argv[0])
     real = runner._train_batch
 
-    def slow(run: runner._Run, state: runner.LoopState, batch: object) -> None:
+    def slow(run: Run, state: runner.LoopState, batch: object) -> None:
         time.sleep(delay)
         real(run, state, batch)
 

@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 from experiments import runner
+from experiments.setup import Run
 from experiments.spec import RunSpec
 from experiments.store import RunRecord
 from tests.experiments.toy_task import make_task
@@ -27,7 +28,7 @@ def run_toy(
         real = runner._train_batch
         count = {"n": 0}
 
-        def killing(run: runner._Run, state: runner.LoopState, batch: object) -> None:
+        def killing(run: Run, state: runner.LoopState, batch: object) -> None:
             count["n"] += 1
             if count["n"] == 17:
                 marker.write_text(str(os.getpid()), encoding="utf-8")

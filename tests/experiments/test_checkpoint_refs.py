@@ -12,11 +12,13 @@ from torch import nn
 
 from bilm.devices import make_scaler
 from experiments import runner
-from experiments.runner import CHECKPOINT, LoopState
+from experiments.checkpoint import CHECKPOINT, save_run
+from experiments.runner import LoopState
 
 
 def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
-    """The parts of a run that ``_save`` / ``_load`` use: a model with frozen word vectors."""
+    """The parts of a run that :func:`~experiments.checkpoint.save_run` and the loop's
+    ``_load`` use: a model with frozen word vectors."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding.from_pretrained(vectors, freeze=True), nn.Linear(8, 2))
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -27,10 +29,14 @@ def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
         scaler=make_scaler(torch.device("cpu"), "fp32"),
         device=torch.device("cpu"),
         work=work,
-        recipe=SimpleNamespace(config={"word_vectors": "random:8"}),
-        train_config={"epochs": 1},
-        identity="",  # experiments.runner._Run.identity: no run identity checked
+        config_json=lambda: '{"task": {"word_vectors": "random:8"}, "train": {"epochs": 1}}',
+        identity="",  # experiments.setup.Run.identity: no run identity checked
     )
+
+
+def save(run: SimpleNamespace, state: LoopState) -> None:
+    """The loop's checkpoint of ``state``, as its evaluation writes it."""
+    save_run(run, state.to_json(), state.best_weights)
 
 
 def step(run: SimpleNamespace) -> None:
@@ -48,7 +54,7 @@ def test_frozen_vectors_are_stored_once_by_reference_and_verified(
     step(run)
     best = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
     step(run)
-    runner._save(run, LoopState(step=2, best_weights=best))  # type: ignore[arg-type]
+    save(run, LoopState(step=2, best_weights=best))
     payload = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     assert "0.weight" not in payload["model"] and "0.weight" not in payload["best_weights"]
     assert payload["frozen"]["0.weight"]["shape"] == [5000, 8]
@@ -78,7 +84,7 @@ def test_checkpoints_without_references_still_resume(tmp_path: Path) -> None:
     run = fake_run(tmp_path, torch.ones(4, 8))
     step(run)
     full = {k: v.clone() for k, v in run.model.state_dict().items()}
-    runner._save(run, LoopState(step=1))  # type: ignore[arg-type]
+    save(run, LoopState(step=1))
     payload = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     payload["model"] = full  # a checkpoint written before references existed
     del payload["frozen"]

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from experiments import runner
-from experiments.runner import RunOptions
+from experiments.resolve import resolve
+from experiments.setup import Run, RunOptions
+from experiments.setup import set_up as set_up_run
 from experiments.spec import RunSpec
 from tasks.common.inject import mix_penalty
 from tasks.core import loss_of
@@ -26,7 +28,7 @@ def toy(tmp_path: Path) -> Iterator[object]:
         yield task
 
 
-def set_up(work: Path, *overrides: str) -> runner._Run:
+def set_up(work: Path, *overrides: str) -> Run:
     spec = RunSpec(
         task="toy",
         task_version=1,
@@ -36,10 +38,10 @@ def set_up(work: Path, *overrides: str) -> runner._Run:
         seed=1,
         overrides=("train.optimizer.name=sgd", f"train.optimizer.lr={LR}", *overrides),
     )
-    return runner._set_up(spec, RunOptions(work_root=work, progress=False))
+    return set_up_run(resolve(spec), RunOptions(work_root=work, progress=False))
 
 
-def step(run: runner._Run) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+def step(run: Run) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
     """The raw gradients of one batch (computed here), and the weights before and after the
     loop's step on it."""
     batch = run.recipe.collate(run.splits["train"][:16], run.represent)

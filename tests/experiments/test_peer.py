@@ -4,6 +4,8 @@ comparison (gap target, seed-aware test, time ratio) and the table rendered from
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -177,8 +179,13 @@ def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
     table = [line for line in lines if line.startswith("| some/folder | baseline |")]
     assert len(table) == 2 and table[0].endswith("| 0.50 |")  # CPU ratio 50 / 100
     assert any("Test CPU" in line for line in lines)
-    assert all(len(line) <= 160 for line in lines if line.startswith("|"))
+    assert all(len(line) <= 160 for line in lines)  # the notes are wrapped too
     assert render.requests_of("ner", out)[0].seeds == (0, 1)
+    # every figure in the CSV beside it: one line per data set, row and epoch
+    first, second = csv.DictReader(io.StringIO((out / "ner.csv").read_text()))
+    assert (first["data"], first["row"], first["epoch"]) == ("some/folder", "baseline", "1")
+    assert first["target"] == "" and second["target"] in ("true", "false")
+    assert float(first["cpu_ratio"]) == pytest.approx(0.5)
 
 
 def test_a_variant_row_sits_after_its_row_against_the_same_peer_row(tmp_path: Path) -> None:

@@ -8,15 +8,19 @@ from pathlib import Path
 import pytest
 
 from experiments.plots import (
+    Panel,
     layer_weights,
+    learning_bands,
     learning_curves,
     plot_layer_weights,
     plot_layer_weights_figure,
     plot_learning_curves,
+    plot_learning_panels,
     plot_sample_efficiency,
     sample_efficiency_curves,
+    series_label,
 )
-from experiments.spec import baseline_of
+from experiments.spec import MixSpec, baseline_of
 from tests.experiments.helpers import make_record, make_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -115,3 +119,38 @@ def test_figure_pngs(tmp_path: Path) -> None:
         plot_layer_weights_figure({"SQuAD": {}}, tmp_path / "none.png")
     with pytest.raises(ValueError, match="no sample-efficiency points"):
         plot_sample_efficiency({"ELMo": []}, tmp_path / "none.png")
+
+
+def test_learning_bands_average_each_configuration_over_its_seeds() -> None:
+    """One band per configuration (not per run): the mean over the seeds that logged an epoch
+    and their range, labelled in words (or by the caller's labels, e.g. a table's columns)."""
+    records = records_with_weights()  # two seeds of one ELMo configuration: 50/60, 60/70
+    baseline = make_record(baseline_of(make_spec(seed=0)), 0.4)
+    (elmo, base) = learning_bands([*records, baseline], "dev_accuracy", scale=100)
+    assert (elmo.label, elmo.n, base.label, base.n) == (
+        "ELMo, λ=0.001, input+output",
+        2,
+        "Baseline",
+        1,
+    )
+    assert elmo.x == (1.0, 2.0) and elmo.mean == pytest.approx((55.0, 65.0))
+    assert elmo.low == pytest.approx((50.0, 60.0)) and elmo.high == pytest.approx((60.0, 70.0))
+    named = {records[0].run_id: "ELMo (seed 0 only)"}
+    assert [b.label for b in learning_bands(records, "dev_accuracy", named)] == [
+        "ELMo (seed 0 only)",
+        "ELMo, λ=0.001, input+output",
+    ]
+    carry = make_spec(mix=MixSpec(mode="last"), state="carry")
+    assert series_label(carry) == "ELMo, last layer only, input, state carry"
+
+
+def test_learning_panels_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    records = [*records_with_weights(), make_record(baseline_of(make_spec()), 0.4)]
+    bands = tuple(learning_bands(records, "dev_accuracy", scale=100))
+    panels = [Panel("SNLI on DEMO data: dev accuracy", bands, "dev accuracy")] * 3
+    path = plot_learning_panels(panels, tmp_path / "panels.png", "SNLI: dev accuracy per epoch")
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 5000
+    with pytest.raises(ValueError, match="no learning curve"):
+        plot_learning_panels([Panel("empty", (), "y")], tmp_path / "none.png")

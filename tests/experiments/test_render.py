@@ -19,6 +19,7 @@ import pytest
 
 from experiments.render import (
     CSV_FIELDS,
+    PROVENANCE_HEADING,
     IncreaseColumn,
     Row,
     RunsColumn,
@@ -37,7 +38,7 @@ from tasks.core import MetricSpec
 from tests.conftest import REPO
 from tests.experiments.helpers import PROVENANCE, make_record, make_spec
 
-render_module = importlib.import_module("experiments.render")  # not the function of the package
+cells_module = importlib.import_module("experiments.render.cells")  # where the tests are run
 GOLDENS = REPO / "tests" / "experiments" / "goldens"
 ACC = MetricSpec("accuracy", scale=100, decimals=1)
 DEV_ACC = MetricSpec("dev_accuracy", scale=100, decimals=1)
@@ -101,6 +102,17 @@ def body_cells(text: str, label: str) -> list[str]:
     """The cells of the Markdown row starting with ``label``."""
     line = next(t for t in text.splitlines() if t.startswith(f"| {label}"))
     return [c.strip() for c in line.strip("|").split("|")]
+
+
+def prose(text: str) -> str:
+    """``text`` with its line breaks and indents undone (notes and provenance are wrapped)."""
+    return " ".join(text.split())
+
+
+def notes_of(text: str) -> str:
+    """The numbered notes of a rendered Markdown table (between the table and the provenance)."""
+    after = text.split("\n\n", 1)[1]
+    return prose(after.split(PROVENANCE_HEADING)[0])
 
 
 def golden_script() -> ModuleType:
@@ -195,15 +207,16 @@ def test_mean_and_sample_std_over_seeds() -> None:
 def test_single_seed_shows_just_the_mean() -> None:
     table = one_column_table((0,))
     text = render(table, [make_record(make_spec(), 0.8861)], {})
-    assert "| 88.6 (n=1) |  |" in text and "±" not in text.split("\n\n")[1]
+    assert "| 88.6 (n=1) |  |" in text and "±" not in body_cells(text, "SNLI")[1]
 
 
 def test_missing_cell_shows_a_dash_and_the_expected_run_ids() -> None:
     table = one_column_table((0, 1))
     ids = [derive(make_spec(), {"seed": s}).run_id for s in (0, 1)]
-    assert f"| — ({ids[0]}, {ids[1]}) |" in render(table, [], {})
+    empty = render(table, [], {})
+    assert body_cells(empty, "SNLI")[1] == "—" and f"- SNLI (acc): ELMo {ids[0]}, {ids[1]}" in empty
     partial = render(table, [make_record(make_spec(), 0.5)], {})
-    assert f"50.0 (n=1 of 2; missing {ids[1]})" in partial
+    assert "| 50.0 (n=1 of 2) |" in partial and f"- SNLI (acc): ELMo {ids[1]}" in partial
     (line,) = csv.DictReader(io.StringIO(render(table, [], {}, "csv")))
     assert line["missing_run_ids"] == f"{ids[0]} {ids[1]}"
 
@@ -273,7 +286,8 @@ def test_honest_tables_split_caption_and_not_converged() -> None:
     paper = load_paper()
     text = render(table, records, paper)
     assert (
-        "_biLM: tiny._  \n_Epochs: 3 run per training run; selected (best dev) epoch 2–3._" in text
+        f"{PROVENANCE_HEADING}\n- biLM: tiny.\n- Epochs: 3 run per training run; selected (best "
+        "dev) epoch 2–3." in text
     )
     assert "80.0 ± 0.0 † (n=3)" in text and "† not converged" in text
     assert f"{paper['table2']['snli']['lambda_1']}" in text  # same split: the paper's number
@@ -282,7 +296,7 @@ def test_honest_tables_split_caption_and_not_converged() -> None:
     assert f"{paper['table2']['snli']['lambda_1']}" not in text
     assert (
         "Paper column left empty: the paper's numbers are dev numbers and ours are test "
-        "numbers." in text
+        "numbers." in prose(text)
     )
     converged = [dataclasses.replace(r, metrics={**r.metrics, "best_epoch": 2}) for r in records]
     assert "†" not in render(table, converged, paper)
@@ -320,15 +334,21 @@ def test_ablation_columns_carry_a_paired_test_against_their_reference() -> None:
         return units.get(run_id) if name == "units-dev.json" else None
 
     text = render(table, records, {}, attachments=attachments)
-    line = next(t for t in text.splitlines() if t.startswith("| SNLI"))
-    cells = [c.strip() for c in line.strip("|").split("|")]
-    baseline, last, lam1 = cells[1], cells[3], cells[5]
-    assert "Δ" not in baseline and "p=" not in baseline
-    assert last.startswith("90.0 (n=1) Δ 40.0 (p<0.001, Holm<0.001✱; 95 % CI [")
+    cells = body_cells(text, "SNLI")
+    deltas = body_cells(text, "↳ Δ vs Baseline")  # the tests: the row under the means
+    assert (cells[1], cells[3], cells[5]) == ("50.0 (n=1)", "90.0 (n=1)", "51.0 (n=1)")
+    assert deltas[1] == "" and deltas[3] == "40.0 (Holm<0.001✱)"
+    assert deltas[5].startswith("1.0 (Holm=") and "✱" not in deltas[5]
+    # the whole test of each cell: in the notes
+    (last,) = [t for t in text.splitlines() if t.startswith("   - SNLI (acc), Last Only vs")]
+    (lam1,) = [t for t in text.splitlines() if t.startswith("   - SNLI (acc), λ=1 vs")]
+    assert last.startswith(
+        "   - SNLI (acc), Last Only vs Baseline: Δ 40.0 (p<0.001, Holm<0.001✱; 95 % CI ["
+    )
     assert last.endswith("; 1 vs 1 seeds, 100 units)")
-    assert lam1.startswith("51.0 (n=1) Δ 1.0 (p=") and "✱" not in lam1
-    assert "Last Only vs Baseline" in text and "paired bootstrap" in text
-    assert "conditional on that seed" in text  # one seed a side
+    assert lam1.startswith("   - SNLI (acc), λ=1 vs Baseline: Δ 1.0 (p=") and "✱" not in lam1
+    assert "Last Only vs Baseline" in text and "paired bootstrap" in prose(text)
+    assert "conditional on that seed" in prose(text)  # one seed a side
     cells_grid = compute_cells(table, records, {}, attachments)
     assert cells_grid[0][1].test is not None and cells_grid[0][0].test is None
 
@@ -350,9 +370,10 @@ def test_rows_keep_their_own_split() -> None:
     text = render(table, [], paper)
     assert (
         "Paper cells left empty for A (acc; dev): the paper's numbers are test numbers and ours "
-        "are dev numbers." in text
+        "are dev numbers." in prose(text)
     )
-    assert "B (acc; test)" not in text.split("\n\n", 3)[-1]  # no footnote on the B row
+    notes = notes_of(text)
+    assert notes.count("left empty") == 1 and "left empty for B" not in notes  # none on B
 
 
 # --------------------------------------------------------------------------- tests of cells
@@ -418,7 +439,7 @@ def test_a_run_without_unit_statistics_means_no_test_and_a_footnote_naming_it() 
     assert "Δ" not in body_cells(text, "SNLI")[3]  # no Δ without its test
     assert (
         f"No test for SNLI (acc) Last Only (Last Only vs Baseline): run {lacking} stored no unit "
-        "statistics (units-dev.json)." in text
+        "statistics (units-dev.json)." in prose(text)
     )
 
 
@@ -465,7 +486,7 @@ def test_holm_adjusts_over_every_test_of_the_table_and_the_mark_follows_it(
             d, d - 0.1, d + 0.1, p, 100, len(a), len(b), 123, False, 4.0, "seed-aware"
         )
 
-    monkeypatch.setattr(render_module, "compare_runs", fake_compare)
+    monkeypatch.setattr(cells_module, "compare_runs", fake_compare)
     base = make_spec()
     table = versus_table(base, ("A", "B"), seeds=(0, 1))
     table = dataclasses.replace(
@@ -487,9 +508,10 @@ def test_holm_adjusts_over_every_test_of_the_table_and_the_mark_follows_it(
     assert [t.adjusted_p for t in tests] == pytest.approx([0.08, 0.09, 0.09, 0.5])
     assert not any(t.significant for t in tests) and all(t.p_value < 0.05 for t in tests[:3])
     text = render(table, store.records, {}, attachments=store.attachment)
-    assert "(p=0.020, Holm=0.080; 95 % CI [" in text and "✱" not in text.split("\n\n")[1]
-    assert "family of all 4 tests shown in this table" in text
-    assert "two-sided, 123 bootstrap samples" in text and "1,000" not in text
+    body = [t for t in text.splitlines() if t.startswith("|")]
+    assert "(p=0.020, Holm=0.080; 95 % CI [" in text and not any("✱" in t for t in body)
+    assert "family of all 4 tests shown in this table" in prose(text)
+    assert "two-sided, 123 bootstrap samples" in prose(text) and "1,000" not in text
     assert "docs/significance.md" in text
     # one test alone is its own family: the adjusted p is the raw one and earns the mark
     alone = dataclasses.replace(table, rows=table.rows[:1], columns=table.columns[:2])
@@ -509,7 +531,7 @@ def test_one_seed_on_a_side_is_footnoted_as_conditional() -> None:
     assert "; 2 vs 1 seeds, 100 units)" in text
     assert (
         "Conditional tests (SNLI (acc) Last Only): one side has a single seed, so the test is "
-        "conditional on that seed (training-seed variance not included)." in text
+        "conditional on that seed (training-seed variance not included)." in prose(text)
     )
     fill(store, table, "Baseline", {1: pattern(52, shift=2)})
     assert "Conditional" not in render(table, store.records, {}, attachments=store.attachment)
@@ -605,8 +627,9 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
     store.add(elmos[1], pattern(60), provenance=dirty)
     text = render(table, store.records, {})
     assert (
-        "_Rests on 4 runs: commits 0000000 (3 runs), abcdef1+dirty (1 run); device cpu, 1 thread; "
-        "biLM elmo published:original [1a2b3c4d]; result versions: snli v2 / harness v1._" in text
+        "- Rests on 4 runs: commits 0000000 (3 runs), abcdef1+dirty (1 run); device cpu, 1 "
+        "thread; biLM elmo published:original [1a2b3c4d]; result versions: snli v2 / harness "
+        "v1." in prose(text)
     )
     assert "⚠" not in text
     # runs of one configuration on other weights, another task version, a GPU: said explicitly
@@ -616,7 +639,7 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
         identity={**ident, "threads": None, "task_result_version": 3},
     )
     store.records[-1] = dataclasses.replace(store.records[-1], provenance=other)
-    text = render(table, store.records, {})
+    text = prose(render(table, store.records, {}))
     assert "devices cpu, 1 thread (3 runs), cuda:0 (NVIDIA H200), bf16 (1 run)" in text
     assert (
         "⚠ runs rest on 2 different biLM fingerprints for elmo published:original: "
@@ -630,9 +653,9 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
     store.records[-1] = dataclasses.replace(
         store.records[-1], spec=dataclasses.replace(store.records[-1].spec, state="warm")
     )
-    from experiments.render import _provenance_lines
+    from experiments.render.captions import provenance_lines
 
-    text = " ".join(_provenance_lines(store.records[1:]))
+    text = " ".join(provenance_lines(store.records[1:]))
     assert "⚠ runs rest on 2 different biLM" not in text
     assert "elmo published:original, state warm [99887766]" in text
 
@@ -646,7 +669,7 @@ def test_caption_says_when_runs_differ_in_data_or_preset() -> None:
     store.add(baseline, pattern(50), provenance=provenance(identity={"data": "aa" * 32}))
     elmo_identity = {"data": "bb" * 32, "config": "cc" * 32}
     store.add(elmo, pattern(60), provenance=provenance(identity=elmo_identity))
-    text = render(table, store.records, {})
+    text = prose(render(table, store.records, {}))
     assert "⚠ snli runs rest on 2 different data fingerprints: aaaaaaaa (1 run), bbbbbbbb" in text
     assert (
         "⚠ snli runs rest on 2 different resolved task configurations: cccccccc (1 run), "
@@ -658,7 +681,7 @@ def test_caption_says_when_runs_differ_in_data_or_preset() -> None:
         table, rows=(*table.rows, Row("SNLI paper (acc)", paper_spec(), DEV_ACC))
     )
     store.add(mixed.expected(mixed.rows[1], mixed.columns[1])[0], pattern(70))
-    text = render(mixed, store.records, {})
+    text = prose(render(mixed, store.records, {}))
     assert "⚠ runs differ in data: demo (2 runs), data (1 run)." in text
     assert "⚠ runs differ in preset: mini (2 runs), paper (1 run)." in text
 
@@ -668,7 +691,7 @@ def test_caption_works_for_records_without_identity() -> None:
     table = dataclasses.replace(one_column_table((0,)), caption=("Setup.",))
     old = dataclasses.replace(make_record(make_spec(), 0.5), provenance=PROVENANCE)
     text = render(table, [old], {})
-    assert "_Rests on 1 run: commit 0000000; device cpu; biLM elmo checkpoint=default " in text
+    assert "- Rests on 1 run: commit 0000000; device cpu; biLM elmo checkpoint=default " in text
     assert "result versions" not in text
 
 
@@ -747,10 +770,40 @@ def test_a_column_that_misses_its_expected_direction_is_named_in_a_footnote() ->
         store, table, "Unclear", {0: pattern(50, shift=4), 1: pattern(52), 2: pattern(49, shift=7)}
     )
     text = render(table, store.records, {}, attachments=store.attachment)
-    assert "Unclear does not beat Baseline significantly on: SNLI (acc) (Δ +" in text
+    assert "Unclear does not beat Baseline significantly on: SNLI (acc) (Δ +" in prose(text)
     assert "Clear does not beat" not in text
     below = dataclasses.replace(
         table, columns=(*columns[:2], dataclasses.replace(columns[2], expect="below"))
     )
     text = render(below, store.records, {}, attachments=store.attachment)
-    assert "Unclear comes close to Baseline (not significantly below it) on: SNLI (acc)" in text
+    assert "Unclear comes close to Baseline (not significantly below it) on: SNLI (acc)" in prose(
+        text
+    )
+
+
+def test_a_table_leads_with_its_numbers_and_stays_narrow() -> None:
+    """Issue #35: the first row within the first five lines (title, essentials, header,
+    separator), no line wider than 160 characters (notes and provenance wrapped, the full test
+    of a cell in the notes), and nothing lost to the wrapping."""
+    label = "Sentence polarity (BCN, 2 classes) (accuracy; test)"
+    base = make_spec()
+    columns = ("biLM, random weights", "MiniLM (hf)", "Last Only")
+    table = versus_table(base, columns)
+    long_caption = tuple(f"Setup line {i}: " + "words " * 60 for i in range(2))
+    table = dataclasses.replace(
+        table, rows=(dataclasses.replace(table.rows[0], label=label),), caption=long_caption
+    )
+    store = Store()
+    fill(store, table, "Baseline", {0: pattern(50), 1: pattern(51, shift=2), 2: pattern(49)})
+    for i, column in enumerate(columns):
+        fill(store, table, column, {s: pattern(60 + i + s, shift=s) for s in (0, 1, 2)})
+    text = render(table, store.records, {}, attachments=store.attachment)
+    lines = text.splitlines()
+    first_row = next(i for i, t in enumerate(lines) if t.startswith(f"| {label}"))
+    assert first_row < 5 and lines[first_row - 2].startswith("| Task |")
+    assert max(len(t) for t in lines) <= 160
+    means = ["50.0 ± 1.0 (n=3)", "61.0 ± 1.0 (n=3)", "62.0 ± 1.0 (n=3)", "63.0 ± 1.0 (n=3)"]
+    assert body_cells(text, label)[1::2] == means  # the paper columns between them are empty
+    assert all(c.endswith("✱)") for c in body_cells(text, "↳ Δ vs Baseline")[3::2])
+    assert "; 3 vs 3 seeds, 100 units)" in text  # each test in full, below the table
+    assert prose(long_caption[0]) in prose(text.split(PROVENANCE_HEADING)[1])

@@ -229,13 +229,16 @@ def test_markdown_parsing_round_trips(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setitem(registry.TASKS, task.name, task)
     (table,) = named.tables("toy_elmo", "mini", "demo", (0,), {})
     records = [fake_record(s, 0.7) for s in named.expected_specs(table)]
-    title, captions, header, body, notes = report.parse_markdown_table(
+    title, captions, header, body, notes, provenance = report.parse_markdown_table(
         render(table, records, load_paper())
     )
     assert title == table.title and captions[0].startswith("biLM:")
     assert header[:3] == ("Task", "Baseline", "Baseline (paper)")
     assert len(body) == 1 and body[0][0].startswith("Toy") and body[0][1] == "70.0 (n=1)"
-    assert notes and notes[0].startswith("Ours:")
+    assert notes and notes[0].startswith("Ours:") and "\n" not in notes[0]
+    assert provenance[0] == table.caption[0] and any(
+        p.startswith("Rests on 2 runs") for p in provenance
+    )
 
 
 def test_setups_follow_the_stored_specs() -> None:

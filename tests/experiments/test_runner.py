@@ -17,9 +17,11 @@ import pytest
 import torch
 
 from bilm.scalar_mix import MixSpec
-from experiments import runner
+from experiments import runner, scoring
 from experiments.__main__ import main
+from experiments.resolve import resolve
 from experiments.runner import RunOptions, train
+from experiments.setup import set_up
 from experiments.spec import RunSpec
 from experiments.store import ResultsStore
 from tasks.common.inject import Injector
@@ -137,7 +139,7 @@ def test_elmo_path_uses_the_injector_and_the_cache(
 
 
 def _first_step_grads(spec: RunSpec, work: Path, w: torch.Tensor) -> tuple[torch.Tensor, Injector]:
-    run = runner._set_up(spec, opts(work))
+    run = set_up(resolve(spec), opts(work))
     injector = next(m for m in run.model.modules() if isinstance(m, Injector))
     with torch.no_grad():
         for mix in injector.mixes.values():
@@ -165,7 +167,7 @@ def test_last_only_freezes_the_mix_weights(toy: object, tmp_path: Path) -> None:
     spec = toy_spec(representation="elmo", sites=("input",), mix=MixSpec("last"), dropout=0.5)
     outcome = train(dataclasses.replace(spec, overrides=("train.epochs=1",)), opts(tmp_path))
     assert outcome.layer_weights["input"] == [0.0, 0.0, 1.0]
-    run = runner._set_up(spec, opts(tmp_path / "again"))
+    run = set_up(resolve(spec), opts(tmp_path / "again"))
     mix = next(m for m in run.model.modules() if isinstance(m, Injector)).mixes["input"]
     assert not mix.weights.requires_grad and mix.gamma.requires_grad
 
@@ -385,7 +387,7 @@ def test_improving_evaluations_never_count_against_patience(
     """Patience 1 with a dev score that rises at every evaluation runs every epoch; one that
     falls stops after one bad evaluation. (A misplaced ``else`` once counted improvements as
     bad evaluations whenever per-evaluation lines were off.)"""
-    real_score = runner._score
+    real_score = scoring.score
     for values, epochs_run in (([0.1, 0.2, 0.3, 0.4], 4), ([0.4, 0.3, 0.2, 0.1], 2)):
         scores = iter(values)
 
@@ -398,7 +400,7 @@ def test_improving_evaluations_never_count_against_patience(
                     pass
             return metrics, predictions
 
-        monkeypatch.setattr(runner, "_score", rising)
+        monkeypatch.setattr(scoring, "score", rising)
         spec = toy_spec(overrides=("train.epochs=4", "train.patience=1"), seed=len(values))
         work = tmp_path / f"{values[0]}-{eval_lines}"
         outcome = train(spec, opts(work, eval_lines=eval_lines))
@@ -406,7 +408,7 @@ def test_improving_evaluations_never_count_against_patience(
 
 
 def test_training_subsets_are_nested_ordered_and_seed_independent() -> None:
-    from experiments.runner import training_subset
+    from experiments.setup import training_subset
 
     examples = list(range(1000))
     small, large = training_subset(examples, 0.01), training_subset(examples, 0.1)

@@ -47,7 +47,7 @@ def test_two_sweeps_with_as_many_runs_get_different_names(tmp_path: Path) -> Non
 
 
 def _tables(out: Path) -> list[str]:
-    return sorted(p.name for p in (out / "tables").iterdir())
+    return sorted(p.name for p in (out / "tables").glob("*.md"))  # each with its .csv beside it
 
 
 def test_render_options_do_not_overwrite_the_default_table(

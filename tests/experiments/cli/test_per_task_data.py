@@ -111,7 +111,8 @@ def test_a_failing_row_is_shown_as_failed_and_the_others_rendered(
     (toy2,) = [line for line in lines if line.startswith("| Toy 2 (")]
     assert "failed" not in toy and "(n=1)" in toy
     assert toy2.split("|")[2:5:2] == [" failed ", " failed "]  # Baseline, ELMo (paper between)
-    (note,) = [line for line in lines if line.startswith("Toy 2 (Acc.): failed, 2 run(s)")]
+    prose = " ".join(captured.out.split())  # the notes are numbered and wrapped
+    note = prose.split("Toy 2 (Acc.): failed, 2 run(s)", 1)[1][:300]
     assert "FileNotFoundError" in note and "train.jsonl" in note
     assert "2 run(s) failed: the tables above show their cells as 'failed'" in captured.err
     assert "error: 2 of 4 runs failed" in captured.err

@@ -1,0 +1,108 @@
+"""What a training run shows while it runs: a bar over each epoch's batches on a terminal
+(:func:`tasks.common.progress.bars_enabled`), otherwise one stderr line per evaluation
+(``RunOptions.eval_lines``); the readers' skip counts at set-up, and the warning when a run looks
+dead (:mod:`experiments.health`). Nothing here changes a number."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from experiments.health import Health
+from experiments.spec import RunSpec
+from tasks.common.progress import bars_enabled
+from tasks.core import MetricSpec, TaskRecipe
+
+__all__ = ["Bar", "epoch_bar", "print_evaluation", "report_reads", "warn_dead"]
+
+
+class Bar(Protocol):
+    """The part of tqdm's interface the loop uses."""
+
+    def update(self, n: int = 1) -> Any: ...
+
+    def set_postfix(self, **values: Any) -> Any: ...
+
+    def close(self) -> Any: ...
+
+
+class _NullBar:
+    """A progress bar that shows nothing (``RunOptions.progress`` off, or no terminal)."""
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to advance."""
+
+    def set_postfix(self, **values: Any) -> None:
+        """Nothing to show."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def epoch_bar(progress: bool, task: str, epoch: int, epochs: int, done: int, total: int) -> Bar:
+    """A tqdm bar over the batches of epoch ``epoch`` (0-based), starting at the ``done``
+    batches; none unless ``progress`` and stderr is a terminal (a log file gets no carriage
+    returns)."""
+    if not bars_enabled(progress):
+        return _NullBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        desc=f"{task} epoch {epoch + 1}/{epochs}",
+        total=total,
+        initial=done,
+        leave=False,
+        dynamic_ncols=True,
+    )
+
+
+def report_reads(spec: RunSpec, recipe: TaskRecipe, splits: Sequence[str]) -> None:
+    """What reading the data kept and skipped, one stderr line per split, as soon as the task
+    has read it (before the checks that may refuse a split), e.g. ``  RUN read train: 7,007
+    kept, 44 skipped (longer than max_tokens 44); from F``. For a bundled demo set only when
+    its reader skipped something (its counts are otherwise the committed ones)."""
+    stats = {s: recipe.read_stats[s] for s in splits if s in recipe.read_stats}
+    if spec.data == "demo" and not any(st.skipped for st in stats.values()):
+        return
+    for split, split_stats in stats.items():
+        print(f"  {spec.run_id} read {split_stats.summary(split)}", file=sys.stderr, flush=True)
+
+
+def print_evaluation(
+    spec: RunSpec,
+    metric: MetricSpec,
+    epochs: int,
+    value: float,
+    best: tuple[float, int],
+    record: Mapping[str, Any],
+) -> None:
+    """One stderr line: run, epoch, dev metric, best so far, seconds (``eval_lines``).
+
+    Args:
+        spec: the run.
+        metric: the task's selection metric.
+        epochs: the run's epoch budget.
+        value: the dev metric of this evaluation.
+        best: the best value so far (natural units) and its epoch.
+        record: the evaluation's log line (``epoch``, ``seconds``).
+    """
+    print(
+        f"  {spec.run_id} {spec.task} {spec.representation} seed={spec.seed}"
+        f" epoch {record['epoch']}/{epochs}: dev {metric.key} "
+        f"{metric.display(value)} (best {metric.display(best[0])} at epoch {best[1]}) "
+        f"{record['seconds']:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def warn_dead(spec: RunSpec, verdict: Health, epoch: object) -> None:
+    """One stderr line: the run looks dead at ``epoch``, and why (it may still recover: the
+    record is flagged by the verdict at the end)."""
+    print(
+        f"  warning: run {spec.run_id} ({spec.task} {spec.representation} seed={spec.seed}) "
+        f"looks dead at epoch {epoch}: {'; '.join(verdict.reasons)}",
+        file=sys.stderr,
+        flush=True,
+    )
