@@ -140,7 +140,10 @@ class PeerRequest:
 
     @property
     def data_label(self) -> str:
-        """The data set's name: a real set's label, else the data label itself."""
+        """The data set's name: a real set's label, the bundled DEMO set as such (its numbers
+        are labelled DEMO wherever they appear), else the data label itself."""
+        if self.data == "demo":
+            return f"DEMO {self.task.upper()} (generated, not its dataset)"
         for item in real_sets([self.task]):
             if item.data == self.data:
                 return item.label

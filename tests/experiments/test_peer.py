@@ -243,3 +243,8 @@ def test_both_sides_train_and_render_on_a_tiny_set(tmp_path: Path) -> None:
     again, _ = run_request(request, out, tmp_path / "work", max_parallel=2, echo=print)
     assert {s.sources[0] for s in again} == {s.sources[0] for s in found}  # reused, not retrained
     assert render_task("ner", out).is_file() and (out / "ner.png").is_file()
+
+
+def test_the_bundled_demo_set_is_labelled_demo_in_peer_tables() -> None:
+    assert PeerRequest("snli", "demo").data_label.startswith("DEMO SNLI")
+    assert PeerRequest("ner", "some/folder").data_label == "some/folder"
