@@ -6,6 +6,9 @@
 * :mod:`experiments.render`: :class:`TableSpec` → Markdown / LaTeX / CSV, paper numbers beside ours.
 * :mod:`experiments.plots`: layer-weight bars and learning curves (matplotlib, lazily).
 * :mod:`experiments.executors`: :func:`run_sweep`, locally or on Ray (lazily).
+* :mod:`experiments.resolve`: a run resolved once (task, configuration, representation, data,
+  identity); :mod:`experiments.setup` builds its objects, :mod:`experiments.optim` its
+  optimizer and EMA.
 * :mod:`experiments.runner`: the one training loop (imported on demand: it loads the models).
 * :mod:`experiments.wandb_sink`: W&B logging (wandb imported only when asked for).
 

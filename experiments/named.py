@@ -739,7 +739,7 @@ def sample_efficiency_table(
     tasks: Sequence[str] | None = None,
 ) -> TableSpec:
     """Paper Figure 1 (§5.4) as a table: baseline vs ELMo trained on growing shares of the
-    training set (the same nested subsets for both, :func:`experiments.runner.training_subset`),
+    training set (the same nested subsets for both, :func:`experiments.setup.training_subset`),
     dev metric, ELMo tested against the baseline in every row.
 
     Args:

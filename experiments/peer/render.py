@@ -32,7 +32,8 @@ from experiments.peer.run import (
     collect,
     peer_records,
 )
-from experiments.render.formats import WIDTH, wrap
+from experiments.render.captions import Note
+from experiments.render.formats import numbered_notes
 from experiments.significance import Comparison, seed_aware_test
 
 __all__ = ["EpochRow", "compare_epochs", "render_task", "requests_of"]
@@ -272,14 +273,8 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         f"{task_name} --render-only`. Every figure, with each test's 95 % interval and seed "
         f"counts, is in `{task_name}.csv` beside this file.",
     ]
-    text = ["", "Notes:", ""]
-    for number, note in enumerate(notes, 1):
-        indent = " " * len(f"{number}. ")
-        words, items = (note, ()) if isinstance(note, str) else note
-        text += wrap(words, f"{number}. ", indent, WIDTH)
-        for item in items:
-            text += wrap(item, f"{indent}- ", f"{indent}  ", WIDTH)
-    text.append("")
+    numbered = [Note(n) if isinstance(n, str) else Note(n[0], tuple(n[1])) for n in notes]
+    text = ["", "Notes:", "", *numbered_notes(numbered), ""]
     path = out / f"{task_name}.md"
     path.write_text("\n".join(head + body + text), encoding="utf-8")
     (out / f"{task_name}.csv").write_text(_csv(figures, metric), encoding="utf-8")

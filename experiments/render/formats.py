@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -135,16 +135,27 @@ def markdown_table(layout: Layout) -> str:
     lines.append("|" + "|".join([":---"] + ["---:"] * (len(layout.header) - 1)) + "|")
     lines += [line(cells) for cells in layout.body]
     lines.append("")
-    for number, note in enumerate(layout.notes, 1):
-        indent = " " * len(f"{number}. ")
-        lines += wrap(note.text, f"{number}. ", indent)
-        for item in note.items:
-            lines += wrap(item, f"{indent}- ", f"{indent}  ")
+    lines += numbered_notes(layout.notes)
     if layout.provenance:
         lines += ["", PROVENANCE_HEADING]
         for text in layout.provenance:
             lines += wrap(text, "- ", "  ")
     return "\n".join(lines) + "\n"
+
+
+def numbered_notes(
+    notes: Sequence[Note], line: Callable[[str, str, str], list[str]] = wrap
+) -> list[str]:
+    """The notes numbered from 1, each laid out by ``line(text, first, rest)`` (default
+    :func:`wrap`) with its items as an indented list under it: the Markdown and LaTeX tables'
+    notes and the peer tables' (:mod:`experiments.peer.render`)."""
+    lines: list[str] = []
+    for number, note in enumerate(notes, 1):
+        indent = " " * len(f"{number}. ")
+        lines += line(note.text, f"{number}. ", indent)
+        for item in note.items:
+            lines += line(item, f"{indent}- ", f"{indent}  ")
+    return lines
 
 
 _LATEX = {
@@ -198,11 +209,7 @@ def latex_table(layout: Layout) -> str:
         r"\bottomrule",
         r"\end{tabular}",
     ]
-    for number, note in enumerate(layout.notes, 1):
-        indent = " " * len(f"{number}. ")
-        lines += comment(note.text, f"{number}. ", indent)
-        for item in note.items:
-            lines += comment(item, f"{indent}- ", f"{indent}  ")
+    lines += numbered_notes(layout.notes, comment)
     if layout.provenance:
         lines.append(f"% {PROVENANCE_HEADING}")
         for text in layout.provenance:
