@@ -281,15 +281,6 @@ for _name, _what in TABLE_TARGETS.items():
     _table_target(_name, _what)
 
 
-#: The committed tables and their seeds: Table 1 each task's own (None), the others three.
-COMMITTED_TABLES: dict[str, str | None] = {
-    "table1": None,
-    "table2": "0,1,2",
-    "table3": "0,1,2",
-    "dynamic": "0,1,2",
-}
-
-
 @nox.session(venv_backend="none", default=False)
 def real_data(session: nox.Session) -> None:
     """The real public sets beside the repository (`../shared/data`, or $ELMO_BENCH_SHARED/data;
@@ -320,17 +311,23 @@ def peer(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def committed_results(session: nox.Session) -> None:
-    """The committed results (the one target that writes tracked files): Table 1 (every task,
-    each task's seeds), Tables 2 and 3 and the dynamic-mix table (3 seeds), DEMO data, the
-    shipped small biLM, `mini`, trained into `results/runs` (finished runs whose identity still
-    matches are reused: an unchanged checkout trains nothing) and rendered into `results/tables`
-    and `results/plots`.
-    Extra arguments go to every `reproduce` call (e.g. `-- --max-parallel 4`)."""
-    for name, seeds in COMMITTED_TABLES.items():
-        seed_args = ("--seeds", seeds) if seeds else ()
-        _reproduce(
-            session, name, *seed_args, "--store", "results/runs", "--out", "results", "--quiet"
-        )
+    """Every committed table and plot (`results/committed.toml`, the one target that writes
+    tracked files): trains what their records lack (`reproduce` / `compare` into the committed
+    stores, two runs at a time; finished runs whose identity still matches are reused, so an
+    unchanged checkout trains nothing; peer tables are trained by `nox -s peer`), then
+    re-renders each in place. `-- --render-only` trains nothing; `-- --check` writes nothing and
+    lists every committed file that differs from what HEAD renders (the default test run checks
+    the same: tests/test_committed_results.py); `-- --only table1,real`; options after a second
+    `--` go to every training command (e.g. `-- -- --max-parallel 4`)."""
+    _in_place(session)
+    session.run(
+        "python",
+        "-m",
+        "experiments",
+        "committed",
+        *session.posargs,
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+    )
 
 
 @nox.session(venv_backend="none", default=False)

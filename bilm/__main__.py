@@ -255,6 +255,8 @@ def _run_embed(args: argparse.Namespace) -> int:
         sentence_index=not args.forget_sentences,
         max_tokens=args.max_tokens,
     )
+    for path in stats.removed:
+        print(f"bilm embed: removed {path}, left by a run that was killed", file=sys.stderr)
     if not args.quiet:
         print(stats.summary(), file=sys.stderr)
     return 0

@@ -26,7 +26,11 @@ state of batch row ``i`` flows into row ``i`` of the next batch, so batches are 
 protocol; the output then depends on ``batch_size``.
 
 The output is written to a hidden temporary file beside it and renamed when complete
-(:func:`bilm.files.atomic_path`), so a failed run never leaves a file that looks finished.
+(:func:`bilm.files.atomic_path`), so a failed run never leaves a file that looks finished. A run
+killed outright (``kill -9``, out of memory) cannot remove its temporary; the next run to the same
+output does, before it writes (:func:`bilm.files.remove_stale_temporaries`: only
+``.NAME.tmp-PID-RANDOM`` files of that output whose process is gone and on which nobody holds a
+lock, as HDF5 does on a file it writes), and lists them in :attr:`EmbedStats.removed`.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from tqdm import tqdm
 from bilm.bilm import BiLM
 from bilm.chars import batch_to_ids
 from bilm.devices import exact_fp32
-from bilm.files import atomic_path
+from bilm.files import atomic_path, remove_stale_temporaries
 
 LayerSelection = Literal["all", "average", "top"]
 LAYER_SELECTIONS: tuple[str, ...] = ("all", "average", "top")
@@ -81,12 +85,14 @@ class EmbedStats:
         tokens: tokens embedded (sentence markers not counted).
         seconds: wall-clock time of the whole run (reading, model, writing).
         output: the finished HDF5 file.
+        removed: temporaries of ``output`` left by killed runs, removed before writing.
     """
 
     sentences: int
     tokens: int
     seconds: float
     output: Path
+    removed: tuple[Path, ...] = ()
 
     @property
     def tokens_per_second(self) -> float:
@@ -380,6 +386,7 @@ def embed_file(
     tokenizer = spacy_tokenizer() if tokenize else whitespace_tokenize
     total_lines = scan_input(input_path)  # fails fast on a missing file or invalid UTF-8
     h5py = _h5py()
+    removed = tuple(remove_stale_temporaries(output_path))  # a killed run's, before writing
 
     start = time.perf_counter()
     sort = bilm.state != "carry"
@@ -405,7 +412,8 @@ def embed_file(
         if sentence_index:
             dataset = sink.create_dataset(SENTENCE_INDEX_KEY, (1,), dtype=h5py.string_dtype())
             dataset[0] = json.dumps(index)
-    return EmbedStats(n_sentences, n_tokens, time.perf_counter() - start, output_path)
+    seconds = time.perf_counter() - start
+    return EmbedStats(n_sentences, n_tokens, seconds, output_path, removed)
 
 
 def _chunk_size(batch_size: int, lines_per_chunk: int | None) -> int:

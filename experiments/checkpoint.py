@@ -1,11 +1,13 @@
 """A training run's checkpoint: everything its loop needs to resume with identical numbers.
 
-One file (``checkpoint.pt``, written atomically with :func:`bilm.files.atomic_write`) holds the
+One file (``checkpoint.pt``, written atomically with :func:`bilm.files.save_torch`) holds the
 model, optimizer, EMA averages, best weights, grad scaler, the loop state (JSON), every RNG state,
-the configuration and run identity it was written under. Frozen parameters (``requires_grad``
-false: a task's fixed word vectors, a frozen representation's weights) are stored by reference
-only (dtype, shape, SHA-256): the run rebuilds them from their fingerprinted source, and
-:func:`load_checkpoint` checks that it rebuilt the very same tensors.
+the configuration and run identity it was written under (a full disk raises
+:class:`bilm.files.NoSpaceError`, one line naming the file; the previous checkpoint is kept and no
+partial file is left). Frozen parameters (``requires_grad`` false: a task's fixed word vectors, a
+frozen representation's weights) are stored by reference only (dtype, shape, SHA-256): the run
+rebuilds them from their fingerprinted source, and :func:`load_checkpoint` checks that it rebuilt
+the very same tensors.
 
 Example::
 
@@ -33,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bilm.files import atomic_write
+from bilm.files import save_torch
 
 __all__ = [
     "CHECKPOINT",
@@ -190,6 +192,10 @@ def save_checkpoint(
         best_weights: the selected weights so far (``None``: none yet).
         config: the task and training configuration (JSON) the run is under.
         identity: the run identity's reuse fields (JSON; ``""``: not checked).
+
+    Raises:
+        NoSpaceError: the disk was full (:class:`bilm.files.NoSpaceError`, naming ``path``);
+            the previous checkpoint is as it was and no partial file is left.
     """
     frozen = frozen_references(parts.model)
     model = {k: v for k, v in parts.model.state_dict().items() if k not in frozen}
@@ -207,8 +213,7 @@ def save_checkpoint(
         "config": config,
         "identity": identity,
     }
-    with atomic_write(path) as handle:
-        torch.save(payload, handle)
+    save_torch(payload, path)
 
 
 def load_checkpoint(path: Path, parts: TrainingParts, *, config: str, identity: str) -> Restored:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from experiments.real_sets import (
@@ -41,6 +42,7 @@ from experiments.render import (
 )
 from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
+from tasks.representations import representation_label
 
 #: A table's ``data``: one data label for every row (``demo``, a folder, ``shared:NAME``, ``real``)
 #: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
@@ -269,14 +271,15 @@ def rows(
         show_split: name the split in the label (tables whose rows mix splits).
     """
     task = get_task(task_name)
-    demo = " — DEMO data" if base.data == "demo" else ""
+    named = data_name(base.data)
+    # the DEMO set after the metric; other data after the task: "SST-5 task model on subj"
+    demo, on = (" — DEMO data", "") if named is None else ("", f" task model on {named}")
     out = []
     for row in task.table_rows:
         metric = dataclasses.replace(row.metric, key=f"{split}_{row.metric.key}")
         what = row.metric.label or row.metric.key
-        label = (
-            f"{row.label} ({what}; {split}){demo}" if show_split else f"{row.label} ({what}){demo}"
-        )
+        what = f"{what}; {split}" if show_split else what
+        label = f"{row.label}{on} ({what}){demo}"
         out.append(
             Row(
                 label,
@@ -289,6 +292,19 @@ def rows(
             )
         )
     return out
+
+
+def data_name(data: str) -> str | None:
+    """The data set a row's runs read, for its label (issue #36): ``None`` for the bundled DEMO
+    set, else by name, since a folder may hold any data in the task's format: a real set by its
+    label (``"Sentence polarity (BCN, 2 classes)"``), a Hub dataset by its name, a folder by its
+    last part (``"subj"``)."""
+    if data == "demo":
+        return None
+    labels = {s.data: s.label for s in real_sets()}
+    if data in labels:
+        return labels[data]
+    return data.removeprefix("hf:") if data.startswith("hf:") else Path(data).name or data
 
 
 def tables(
@@ -634,7 +650,7 @@ def compare_table(
     )
 
     def column(name: str, config: Mapping[str, Any], paper_key: str | None) -> RunsColumn:
-        label = "ELMo" if name == "elmo" else "Baseline" if name == "none" else name
+        label = representation_label(name, config)
         if name == "none":
             return RunsColumn(label, baseline_fields(), paper_key)
         if name == "elmo" and dict(config) == dict(rep_config):

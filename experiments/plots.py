@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from experiments.real_sets import SHARED_PREFIX
 from experiments.spec import NO_REPRESENTATION, RunSpec, derive
 from experiments.store import RunRecord
+from tasks.representations import representation_label
 
 if TYPE_CHECKING:
     from experiments.render import TableSpec
@@ -270,23 +271,13 @@ def learning_bands(
     return bands
 
 
-#: Representations in words, for legends (others keep their registry name).
-REPRESENTATION_WORDS = {
-    "elmo": "ELMo",
-    "bilm-random": "biLM, random weights",
-    "hf": "MiniLM (hf)",
-    "glove": "GloVe",
-    "cove": "CoVe",
-}
-
-
 def series_label(spec: RunSpec) -> str:
     """A run's configuration in words, without its seed: ``"Baseline"``, ``"ELMo, λ=0.001,
     input"``, ``"ELMo, last layer only, input+output, state carry"``; the state and fine-tuning
     are named where they are not the default (reset, frozen)."""
     if spec.representation == NO_REPRESENTATION:
         return BASELINE_LABEL
-    parts = [REPRESENTATION_WORDS.get(spec.representation, spec.representation)]
+    parts = [representation_label(spec.representation, spec.representation_config)]
     if spec.mix.mode == "last":
         parts.append("last layer only")
     else:
@@ -649,7 +640,7 @@ def table_plots(
         for group, suffix in ((static, ""), (dynamic, "-dynamic")):
             if group:
                 path = out / f"{stem}{tag}{suffix}-layer-weights.png"
-                words = REPRESENTATION_WORDS.get(name, name)
+                words = representation_label(name, mine[0].spec.representation_config)
                 kind = "per-token weights" if suffix else "softmax weights"
                 title = f"Learned layer weights of {words} ({kind}){marks}"
                 written.append(plot_layer_weights(group, path, title, labels))

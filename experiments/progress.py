@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from experiments.health import Health
 from experiments.spec import RunSpec
+from tasks.common.io import ReadStats
 from tasks.common.progress import bars_enabled
 from tasks.core import MetricSpec, TaskRecipe
 
@@ -57,16 +58,54 @@ def epoch_bar(progress: bool, task: str, epoch: int, epochs: int, done: int, tot
     )
 
 
-def report_reads(spec: RunSpec, recipe: TaskRecipe, splits: Sequence[str]) -> None:
-    """What reading the data kept and skipped, one stderr line per split, as soon as the task
-    has read it (before the checks that may refuse a split), e.g. ``  RUN read train: 7,007
+def report_reads(
+    spec: RunSpec, recipe: TaskRecipe, splits: Sequence[str], quiet: bool = False
+) -> None:
+    """What reading the data kept and skipped, as soon as the task has read it (before the
+    checks that may refuse a split): one stderr line per split, e.g. ``  RUN read train: 7,007
     kept, 44 skipped (longer than max_tokens 44); from F``. For a bundled demo set only when
-    its reader skipped something (its counts are otherwise the committed ones)."""
+    its reader skipped or cut something (its counts are otherwise the committed ones).
+
+    With ``quiet`` (``--quiet``) one line for all splits, the counts only, and only when
+    something was skipped or cut, e.g. ``  RUN read train: 10 kept, 1 skipped (no gold 1);
+    dev: 5 kept, 0 skipped``: a skip is never shown only in ``read-stats.json``.
+
+    Examples cut to a length limit are counted where the recipe reports them (a ``truncated``
+    mapping of split → examples, as SNLI's recipe has).
+    """
     stats = {s: recipe.read_stats[s] for s in splits if s in recipe.read_stats}
-    if spec.data == "demo" and not any(st.skipped for st in stats.values()):
+    cut = _truncated(recipe)
+    changed = any(st.skipped for st in stats.values()) or any(cut.get(s) for s in stats)
+    if quiet:
+        if changed:
+            counts = "; ".join(_counts(s, st) + _cut(cut.get(s, 0)) for s, st in stats.items())
+            print(f"  {spec.run_id} read {counts}", file=sys.stderr, flush=True)
+        return
+    if spec.data == "demo" and not changed:
         return
     for split, split_stats in stats.items():
-        print(f"  {spec.run_id} read {split_stats.summary(split)}", file=sys.stderr, flush=True)
+        line = f"{split_stats.summary(split)}{_cut(cut.get(split, 0))}"
+        print(f"  {spec.run_id} read {line}", file=sys.stderr, flush=True)
+
+
+def _truncated(recipe: TaskRecipe) -> Mapping[str, int]:
+    """Split → examples cut to a length limit, where the recipe reports them (``{}``)."""
+    found = getattr(recipe, "truncated", None)
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(k): v for k, v in found.items() if isinstance(v, int)}
+
+
+def _counts(split: str, stats: ReadStats) -> str:
+    """``"train: 10 kept, 1 skipped (no gold 1)"`` (:meth:`ReadStats.summary` without where
+    the split was read from)."""
+    skipped = sum(stats.skipped.values())
+    reasons = f" ({stats.describe()})" if skipped else ""
+    return f"{split}: {stats.examples:,} kept, {skipped:,} skipped{reasons}"
+
+
+def _cut(n: int) -> str:
+    return f", {n:,} cut to the length limit" if n else ""
 
 
 def print_evaluation(

@@ -52,7 +52,7 @@ from experiments.render import (
     smoke_reasons,
 )
 from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_of
-from experiments.store import ResultsStore, RunRecord
+from experiments.store import CorruptRecordError, ResultsStore, RunRecord
 
 DEMO = "demo"
 #: A run's W&B link: a stored attachment ``{"url": ...}`` or a log line's ``wandb_url``.
@@ -188,9 +188,10 @@ def build_report(
     from tasks.registry import TASKS
 
     store = ResultsStore(store_root)
+    damaged: list[CorruptRecordError] = []  # skipped, each with a warning on stderr
     chosen = [
         r
-        for r in store.records()
+        for r in store.records(needed=(), damaged=damaged)
         if (preset is None or r.spec.preset == preset) and (data is None or r.spec.data == data)
     ]
     # runs of tasks not registered here are listed, not checked (their identity needs the task)
@@ -213,6 +214,14 @@ def build_report(
             "representation, resolved configuration, result versions) no longer matches: "
             + _e(", ".join(sorted(current.left_out)))
             + ". Rerun their commands to train them again.</p>"
+        )
+    if damaged:
+        body.append(
+            f"<p class='warn'>Left out: {len(damaged)} damaged stored record"
+            f"{'s' if len(damaged) != 1 else ''} ("
+            + _e("; ".join(f"{e.run_id}: {e.path.name} {e.what}" for e in damaged))
+            + "). Train them again by rerunning their commands with --rerun (or remove "
+            "their folders and rerun the commands).</p>"
         )
     if any(r.spec.data == DEMO for r in records):
         body.append(

@@ -256,7 +256,9 @@ def set_up(resolved: ResolvedRun, options: RunOptions, data: RunData | None = No
 
     Raises:
         ValueError: the spec is of another version of its task, an unusable device or
-            precision, ``max_skipped`` outside [0, 1], or a split that is missing or unusable.
+            precision, ``max_skipped`` outside [0, 1], a split that is missing or unusable, or
+            batches the device cannot hold (the recipe's optional ``check_fits(splits,
+            device)``, e.g. SQuAD's longest contexts).
     """
     spec, task = resolved.spec, resolved.task
     if spec.task_version != task.version:
@@ -271,6 +273,9 @@ def set_up(resolved: ResolvedRun, options: RunOptions, data: RunData | None = No
         seed_everything(spec.seed)
         quiet = not (options.eval_lines or options.progress)
         data = setup_data(resolved, options.max_skipped, quiet=quiet)
+    check_fits = getattr(data.recipe, "check_fits", None)  # optional: (splits, device) -> None
+    if check_fits is not None:  # a recipe refusing batches its device cannot hold (SQuAD)
+        check_fits(data.splits, device)
     work = Path(options.work_root) / spec.task / spec.run_id
     work.mkdir(parents=True, exist_ok=True)
     representation, represent, finetune_ppl = _setup_representation(resolved, data, options, device)
@@ -307,7 +312,8 @@ def setup_data(resolved: ResolvedRun, max_skipped: float, quiet: bool = True) ->
     Args:
         resolved: the run.
         max_skipped: :attr:`RunOptions.max_skipped`.
-        quiet: no stderr line on what the readers kept and skipped.
+        quiet: what the readers kept and skipped in one stderr line, and only when they
+            skipped or cut something (:func:`experiments.progress.report_reads`).
     """
     from tasks.common.io import require_usable
 
@@ -323,8 +329,7 @@ def setup_data(resolved: ResolvedRun, max_skipped: float, quiet: bool = True) ->
             f"{spec.task}: the data has no {'/'.join(missing)} split "
             f"({task.data_help or 'see the task README'})"
         )
-    if not quiet:
-        report_reads(spec, recipe, wanted)
+    report_reads(spec, recipe, wanted, quiet=quiet)  # quiet: one line, only on skips
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in wanted}
     if spec.train_fraction is not None:
         splits["train"] = training_subset(splits["train"], spec.train_fraction)

@@ -17,6 +17,14 @@ identity no longer matches (``put(record, replace=True)``: the old folder moves 
 ``superseded/``, under the task's lock). Leftover ``.tmp-*`` folders from a killed process are
 invisible to readers; :meth:`ResultsStore.remove_partial` deletes them.
 
+**A damaged record** (a file missing, not UTF-8, not JSON, or JSON that is not a record) raises
+:class:`CorruptRecordError` naming the file and how to train the run again (``--rerun``, or
+removing its folder). A reader that needs only some runs (a table) passes them as
+``records(needed=...)``: a damaged record of another run is then skipped with one stderr warning
+instead of blocking every table of its task. A damaged ``env.json`` reads as a record without an
+identity (:meth:`ResultsStore.identity_of`), so ``--rerun`` (and the default reuse policy, as for
+any record without one) trains the run again and moves the damaged record to ``superseded/``.
+
 **Several processes, one store** (two nox targets at once, a sweep and a table): every put and
 replace holds an exclusive lock on ``<root>/<task>/.lock`` (``fcntl.flock``), so no record is
 duplicated or torn; and a sweep claims each run it trains (:meth:`ResultsStore.claim`, a lock on
@@ -48,13 +56,13 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bilm.files import write_text
+from bilm.files import NO_SPACE, out_of_space, write_text
 from bilm.machine import cpu_model
 from experiments.spec import RUN_ID_LENGTH, RunSpec, spec_matches
 
@@ -93,8 +101,37 @@ class RunExistsError(FileExistsError):
 
 
 class CorruptRecordError(ValueError):
-    """A stored run's file cannot be read (truncated, not JSON, missing): the message names it
-    and says how to retrain the run."""
+    """A stored run's file cannot be read (truncated, not JSON, missing, or JSON that is not a
+    record): the message names it and says how to train the run again.
+
+    Attributes:
+        path: the damaged file.
+        folder: the run's folder (its name is the run id).
+    """
+
+    def __init__(self, path: Path, folder: Path, what: str, command: str = "") -> None:
+        self.path, self.folder, self.what, self.command = path, folder, what, command
+        here = f", here `{command} --rerun`" if command else ""
+        super().__init__(
+            f"{path}: {what}; the stored run {folder.name} is damaged: train it again by "
+            f"rerunning the command that made it with --rerun{here} (all of that command's "
+            f"runs train again; the damaged record is kept under {folder.parent / SUPERSEDED}/"
+            f"), or remove its folder {folder} and rerun that command as it was (only this "
+            "run trains)"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its parts (it may cross process boundaries: worker pools, Ray)."""
+        return type(self), (self.path, self.folder, self.what, self.command)
+
+    def made_by(self, command: str) -> CorruptRecordError:
+        """The same error, the message naming ``command`` as the one that makes the run."""
+        return CorruptRecordError(self.path, self.folder, self.what, command)
+
+    @property
+    def run_id(self) -> str:
+        """The damaged run's id (its folder's name)."""
+        return self.folder.name
 
 
 class StoreUnusableError(ValueError):
@@ -221,6 +258,7 @@ class ResultsStore:
 
     def __init__(self, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
         self.root = Path(root)
+        self._warned: set[Path] = set()  # damaged files already warned about
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r})"
@@ -328,14 +366,30 @@ class ResultsStore:
         return sorted(found, key=lambda p: int(p.suffix[1:]))
 
     def identity_of(self, run_id: str) -> dict[str, Any] | None:
-        """The stored run's ``provenance.identity`` (``{}`` for an older record), or ``None``
-        when the run is not stored."""
+        """The stored run's ``provenance.identity`` (``{}`` for an older record, and for one
+        whose ``env.json`` is damaged: warned about on stderr; it then matches nothing, so
+        ``--rerun`` or a changed-identity rerun replaces it), or ``None`` when the run is not
+        stored."""
         folder = self.path_of(run_id)
         if folder is None:
             return None
-        env = _read_json(folder / "env.json", folder)
-        identity: dict[str, Any] = env.get("provenance", {}).get("identity") or {}
+        try:
+            env = _read_json(folder / "env.json", folder)
+            provenance = env.get("provenance", {}) if isinstance(env, dict) else None
+            if not isinstance(provenance, dict):
+                raise _damaged(folder / "env.json", folder, "not a run's environment")
+        except CorruptRecordError as error:
+            self._warn(error, " (its identity cannot be read: the run counts as changed)")
+            return {}
+        identity: dict[str, Any] = provenance.get("identity") or {}
         return identity
+
+    def _warn(self, error: CorruptRecordError, note: str = "") -> None:
+        """One stderr line per damaged file and store (``warning: …``)."""
+        if error.path in self._warned:
+            return
+        self._warned.add(error.path)
+        print(f"warning: {error}{note}", file=sys.stderr, flush=True)
 
     @contextlib.contextmanager
     def _locked(self, task: str) -> Iterator[None]:
@@ -385,15 +439,42 @@ class ResultsStore:
         """Stored run_ids (sorted by task, then id) without loading them."""
         return [path.name for path in self._run_dirs(task)]
 
-    def records(self, task: str | None = None, **filters: Any) -> list[RunRecord]:
+    def records(
+        self,
+        task: str | None = None,
+        *,
+        needed: Collection[str] | None = None,
+        damaged: list[CorruptRecordError] | None = None,
+        **filters: Any,
+    ) -> list[RunRecord]:
         """Stored runs of ``task`` (all tasks when ``None``) whose spec matches ``filters``.
 
         Filters are spec fields or mix fields (``lam``, ``mode``, ``layer_norm``), compared for
         equality, e.g. ``store.records("snli", representation="elmo", lam=0.001)``.
+
+        Args:
+            task: the task's runs only (``None``: every task's).
+            needed: the run ids the caller cannot do without (e.g. a table's expected runs).
+                When given, a damaged record of any other run is skipped with one stderr line
+                (``warning: …``, naming the file and the fix); ``None``: every run is needed.
+            damaged: where given, the errors of the damaged records skipped are appended.
+            **filters: spec or mix fields and their values.
+
+        Raises:
+            CorruptRecordError: a needed record is damaged (its message names the file and
+                says how to train the run again).
         """
         found = []
         for path in self._run_dirs(task):
-            record = load_record(path)
+            try:
+                record = load_record(path)
+            except CorruptRecordError as error:
+                if needed is None or path.name in needed:
+                    raise
+                self._warn(error, " (skipped: not needed here)")
+                if damaged is not None:
+                    damaged.append(error)
+                continue
             if spec_matches(record.spec, filters):
                 found.append(record)
         return found
@@ -429,10 +510,7 @@ class ResultsStore:
 
 
 def _damaged(path: Path, folder: Path, what: str) -> CorruptRecordError:
-    return CorruptRecordError(
-        f"{path}: {what}; the stored run is damaged: remove its folder {folder} and rerun "
-        "the command to train it again"
-    )
+    return CorruptRecordError(path, folder, what)
 
 
 def _read_text(path: Path, folder: Path) -> str:
@@ -458,30 +536,49 @@ def _read_json(path: Path, folder: Path) -> Any:
     return _parse_json(_read_text(path, folder), path, folder)
 
 
+def _built(path: Path, folder: Path, what: str, build: Callable[[], Any]) -> Any:
+    """``build()``, where a file's JSON that is not what it should be (a missing key, a wrong
+    type) raises :class:`CorruptRecordError` naming ``path`` (``what``: e.g. ``"a run spec"``)."""
+    try:
+        return build()
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        reason = " ".join(str(error.args[0] if error.args else error).split())
+        raise _damaged(path, folder, f"not {what} ({type(error).__name__}: {reason})") from None
+
+
 def load_record(path: str | os.PathLike[str]) -> RunRecord:
     """Read one run folder written by :meth:`ResultsStore.put`.
 
     Raises:
         CorruptRecordError: one of its files is missing, not UTF-8 or not valid JSON (e.g.
-            truncated); the message names the file and says to remove the folder to retrain.
+            truncated), or holds JSON that is not a record's (a spec that does not build, a
+            metric that is not a number); the message names the file and how to retrain.
     """
     folder = Path(path)
-    spec = RunSpec.from_dict(_read_json(folder / "spec.json", folder))
-    metrics = _read_json(folder / "metrics.json", folder)
-    env = _read_json(folder / "env.json", folder)
-    log_path = folder / "log.jsonl"
-    lines = _read_text(log_path, folder).splitlines()
-    record = RunRecord(
-        spec=spec,
-        metrics=metrics,
-        provenance=Provenance.from_dict(env["provenance"]),
-        log=tuple(
-            _parse_json(line, log_path, folder, number)
-            for number, line in enumerate(lines, start=1)
-            if line.strip()
-        ),
-        timings=env.get("timings", {}),
+    spec_path, metrics_path, env_path, log_path = (folder / name for name in FILES)
+    spec_data, metrics, env = (_read_json(p, folder) for p in (spec_path, metrics_path, env_path))
+    spec = _built(spec_path, folder, "a run spec", lambda: RunSpec.from_dict(spec_data))
+    metrics = _built(
+        metrics_path, folder, "a run's metrics", lambda: _finite_numbers("metrics", metrics)
     )
+    provenance, timings = _built(
+        env_path,
+        folder,
+        "a run's environment",
+        lambda: (
+            Provenance.from_dict(env["provenance"]),
+            _finite_numbers("timings", env.get("timings", {})),
+        ),
+    )
+    lines = _read_text(log_path, folder).splitlines()
+    log = tuple(
+        _parse_json(line, log_path, folder, number)
+        for number, line in enumerate(lines, start=1)
+        if line.strip()
+    )
+    if not all(isinstance(line, dict) for line in log):
+        raise _damaged(log_path, folder, "not a run's log (a line is not a JSON object)")
+    record = RunRecord(spec=spec, metrics=metrics, provenance=provenance, log=log, timings=timings)
     if record.run_id != folder.name:
         logger.warning(
             "run folder %s holds a spec whose run_id is now %s (RunSpec or hash changed?)",
@@ -592,11 +689,7 @@ def _lock_file(path: Path, blocking: bool) -> Any:
 
 
 def _write_error(error: OSError, rid: str, final: Path) -> StoreWriteError:
-    reason = (
-        "no space left on the device"
-        if error.errno in (errno.ENOSPC, errno.EDQUOT)
-        else f"{type(error).__name__}: {error}"
-    )
+    reason = NO_SPACE if out_of_space(error) is not None else f"{type(error).__name__}: {error}"
     return StoreWriteError(
         error.errno,
         f"could not write run {rid} to {final}: {reason}; the store is unchanged "

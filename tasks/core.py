@@ -291,6 +291,10 @@ class TaskRecipe(Protocol):
     The recipe never moves anything to a device: its batches are CPU tensors, the runner moves
     them, and predictions go through the ``forward`` callable the runner hands in. Attributes are
     read-only here, so a dataclass with narrower types (``splits: dict[str, list[X]]``) conforms.
+
+    Optional: ``check_fits(splits, device) -> None``, called by the harness once the run's splits
+    and device are known and before anything is trained, raises a ``ValueError`` for batches the
+    device cannot hold (SQuAD: :meth:`tasks.squad.task.SquadRecipe.check_fits`).
     """
 
     @property

@@ -42,7 +42,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bilm.version import package_version
-from experiments.cli import analyses, compare, efficiency, peer, predict, runs, tables
+from experiments.cli import (
+    analyses,
+    committed,
+    compare,
+    efficiency,
+    peer,
+    predict,
+    runs,
+    tables,
+)
 from experiments.cli.errors import Parser, UsageError, exit_status
 
 __all__ = ["COMMANDS", "Command", "UsageError", "build_parser", "main"]
@@ -104,6 +113,11 @@ COMMANDS: dict[str, Command] = {
         "a task's baseline and + ELMo beside allennlp-models, epoch by epoch",
         peer.configure,
         peer.run,
+    ),
+    "committed": Command(
+        "every committed table and plot from the committed records (results/committed.toml)",
+        committed.configure,
+        committed.run,
     ),
 }
 

@@ -24,6 +24,7 @@ from experiments.cli.options import (
 from experiments.cli.tables import at_stored_versions, expected_ids, write_tables
 from experiments.cli.training import raise_failed, run_for_tables
 from experiments.render import TableSpec
+from experiments.store import ResultsStore
 from experiments.wandb_sink import log_outputs
 
 __all__ = ["configure", "run"]
@@ -43,6 +44,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add_tasks_option(parser)
     add_run_family_options(parser, seeds=None)
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="train nothing: the table from the runs stored (the committed results' render)",
+    )
 
 
 def _table(args: argparse.Namespace) -> TableSpec:
@@ -92,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
-    store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
+    if args.render_only:
+        store, failure = ResultsStore(args.store), None
+    else:
+        store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
     if args.reuse_stale:  # records made before a task's version bump: at their own version
         table = at_stored_versions(table, store.records())
     lines = named.weights_lines(table, store.records())

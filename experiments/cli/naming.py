@@ -35,9 +35,8 @@ __all__ = [
 HASH_CHARS = 8
 #: The seeds of the committed three-seed tables (``--seeds 0,1,2``).
 THREE_SEEDS = "0,1,2"
-#: Named tables whose committed file was rendered with :data:`THREE_SEEDS` (noxfile.py's
-#: ``COMMITTED_TABLES`` and ``real_data``, and the biLM table); every other table's plain name
-#: is its default seeds'.
+#: Named tables whose committed file was rendered with :data:`THREE_SEEDS`
+#: (``results/committed.toml``); every other table's plain name is its default seeds'.
 _THREE_SEED_TABLES = frozenset({"table2", "table3", "dynamic", "bilm"})
 #: The ``compare`` kind in :func:`standard_seeds`.
 COMPARE = "compare"

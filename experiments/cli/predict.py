@@ -37,6 +37,14 @@ Input formats (``--format``):
   label), so a writer that prints gold beside the prediction prints the placeholder. Tasks whose
   examples hold more than a sentence (question and paragraph, sentence pairs, a predicate, a
   document) are refused in one line naming ``--format task``.
+
+Every format: an input without any example is refused in one line naming the file (``no
+example (every line is blank)``), nothing is written. A sentence longer than the run's length
+limit (:data:`LENGTH_FIELDS`), which training never trains on, is treated as training treats it
+(:func:`check_lengths`): cut where the model reads every split cut, else refused in one line
+naming the file and line (``tokenized``, ``raw``); in the task's own format the task's reader
+applies its dev-split rule (it refuses such a sentence, or keeps it), and one stderr line names
+the input lines predicted whole or cut.
 """
 
 from __future__ import annotations
@@ -67,7 +75,10 @@ if TYPE_CHECKING:  # torch and the task registry load when the command runs
 
 __all__ = [
     "FORMATS",
+    "LENGTH_FIELDS",
+    "check_lengths",
     "configure",
+    "length_limit",
     "read_sentences",
     "run",
     "sentence_examples",
@@ -77,6 +88,10 @@ __all__ = [
 FORMATS = ("task", "tokenized", "raw")
 #: Example fields filled from the input rather than from the template (their value's type).
 _LOCATION_FIELDS = {"line": int, "path": str}
+#: The configuration fields that bound how long a sentence a task reads (the first one a
+#: configuration has is the run's limit): training never trains on a longer one (its reader
+#: skips or refuses it), so an input sentence over it is refused or said (:func:`check_lengths`).
+LENGTH_FIELDS = ("max_sentence_tokens", "max_tokens", "max_length")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -409,12 +424,101 @@ def _examples(
         UsageError: an unreadable input, or one the format cannot build examples from.
     """
     if fmt == "task":
-        return _task_examples(spec, recipe, path, scratch)
-    dev = list(recipe.splits["dev"])
-    examples = sentence_examples(spec.task, dev, read_sentences(path, fmt), str(path))
-    if not examples:
-        raise UsageError(f"--input {path}: no sentence (every line is blank)")
-    return recipe, examples
+        writer, examples = _task_examples(spec, recipe, path, scratch)
+        if not examples:
+            raise UsageError(f"--input {path}: no example ({_why_none(path, spec.task)})")
+    else:
+        dev = list(recipe.splits["dev"])
+        writer = recipe
+        examples = sentence_examples(spec.task, dev, read_sentences(path, fmt), str(path))
+        if not examples:
+            raise UsageError(f"--input {path}: no sentence (every line is blank)")
+    check_lengths(fmt, recipe, examples, path)
+    return writer, examples
+
+
+def _why_none(path: Path, task: str) -> str:
+    """Why the reader found no example in ``path``, in words (every line blank, or not)."""
+    try:
+        blank = not path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        blank = False
+    return (
+        "every line is blank"
+        if blank
+        else f"{task}'s reader, reading it as the dev split, kept none"
+    )
+
+
+def length_limit(config: Any) -> tuple[str, int] | None:
+    """The run's sentence length limit: the first of :data:`LENGTH_FIELDS` the configuration
+    has set to a number, and its value (``None``: no limit)."""
+    for name in LENGTH_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return name, value
+    return None
+
+
+def check_lengths(fmt: str, recipe: TaskRecipe, examples: Sequence[Any], path: Path) -> None:
+    """Treat the input's sentences over the run's length limit (:func:`length_limit`) as
+    training does, and say so.
+
+    A sentence the model reads cut (the recipe's :meth:`~tasks.core.TaskRecipe.sequences` are
+    shorter) is predicted cut; one line on stderr says so. Otherwise a ``tokenized`` or ``raw``
+    line is refused, as training refuses or skips such a sentence; in the task's own format
+    (``task``) the task's reader has already applied its rule for the dev split (refused it, or
+    kept it), and one line says that it was predicted whole.
+
+    Args:
+        fmt: the ``--format``.
+        recipe: the run's recipe (its configuration holds the limit).
+        examples: the input's examples (``tokens`` and, where they have one, ``line``).
+        path: the input (messages).
+
+    Raises:
+        UsageError: a ``tokenized`` or ``raw`` line over the limit, naming the file and line.
+    """
+    limit = length_limit(recipe.config)
+    if limit is None:
+        return
+    field, most = limit
+    long = []
+    for i, example in enumerate(examples):
+        tokens = getattr(example, "tokens", None)
+        if isinstance(tokens, tuple) and len(tokens) > most:
+            read = max((len(s) for s in recipe.sequences([example])), default=0)
+            long.append((getattr(example, "line", None) or i + 1, len(tokens), read < len(tokens)))
+    if not long:
+        return
+    whole = [item for item in long if not item[2]]
+    if whole and fmt != "task":
+        line, n, _ = whole[0]
+        raise UsageError(
+            f"--input {path}:{line}: a sentence of {n:,} tokens is longer than the run's "
+            f"{field}={most}, which training never trains on (its reader skips or refuses such "
+            "a sentence); split the line, or give the input in the task's own format with "
+            "--format task (its reader then treats it as it treats the dev split)"
+        )
+    cut = [item for item in long if item[2]]
+    for items, how in (
+        (cut, f"predicted cut to {most} tokens, as the model reads every split"),
+        (whole, "predicted whole, as the task's reader keeps such a sentence in a dev split"),
+    ):
+        if items:
+            print(
+                f"--input {path}: {_which(items)} the run's {field}={most}: {how}", file=sys.stderr
+            )
+
+
+def _which(items: Sequence[tuple[int, int, bool]]) -> str:
+    """``"line 3 has 5,000 tokens, more than"`` or ``"3 sentences (lines 3, 7, 9) have more
+    tokens than"`` (at most five line numbers)."""
+    if len(items) == 1:
+        line, n, _ = items[0]
+        return f"line {line} has {n:,} tokens, more than"
+    lines = ", ".join(str(line) for line, _, _ in items[:5]) + (", …" if len(items) > 5 else "")
+    return f"{len(items):,} sentences (lines {lines}) have more tokens than"
 
 
 def read_sentences(path: Path, fmt: str) -> list[tuple[int, tuple[str, ...]]]:

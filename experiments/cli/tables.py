@@ -26,7 +26,7 @@ from experiments.identity import current_records
 from experiments.plots import table_plots
 from experiments.real_sets import REAL
 from experiments.render import Format, Row, TableSpec, load_paper, render_formats
-from experiments.store import ResultsStore, RunRecord
+from experiments.store import CorruptRecordError, ResultsStore, RunRecord
 from experiments.wandb_sink import log_outputs
 
 __all__ = [
@@ -107,21 +107,27 @@ def run(args: argparse.Namespace) -> int:
         _, failure = run_for_tables(specs, args, group=stem)
     fmt: Format = args.format if args.command == "render" else "markdown"
     store = ResultsStore(args.store)
-    if args.reuse_stale:
-        tables = [at_stored_versions(t, store.records()) for t in tables]
-    if args.name == "real":  # wall times and the machines, from the records
-        lines = named.wall_time_lines(tables[0], store.records())
-        tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
-    written = write_tables(
-        tables,
-        store,
-        args.out,
-        stem,
-        fmt,
-        reuse_stale=args.reuse_stale,
-        exclude_dead=args.exclude_dead,
-        failed=failure.result.failed if failure else None,
-    )
+    try:
+        if args.reuse_stale:
+            needed = expected_ids(tables)
+            tables = [at_stored_versions(t, store.records(needed=needed)) for t in tables]
+        if args.name == "real":  # wall times and the machines, from the records
+            lines = named.wall_time_lines(tables[0], store.records(needed=expected_ids(tables)))
+            tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
+        written = write_tables(
+            tables,
+            store,
+            args.out,
+            stem,
+            fmt,
+            reuse_stale=args.reuse_stale,
+            exclude_dead=args.exclude_dead,
+            failed=failure.result.failed if failure else None,
+        )
+    except CorruptRecordError as damaged:  # a run these tables need: say what makes it
+        options = "the same options" if args.command == "reproduce" else "this render's options"
+        command = f"python -m experiments reproduce {args.name} [{options}]"
+        raise damaged.made_by(command) from None
     log_outputs(args.wandb, written, group=stem)
     raise_failed(failure)
     return 0
@@ -203,11 +209,17 @@ def write_tables(
 
     Returns:
         Every file written.
+
+    Raises:
+        CorruptRecordError: a record of a run the tables use is damaged (damaged records of
+            other runs are skipped with a warning on stderr).
     """
     written = []
     (out / "tables").mkdir(parents=True, exist_ok=True)
     paper = load_paper()
-    records, stale = _current_records(tables, store.records(task), reuse_stale)
+    # a damaged record of a run the tables do not use is skipped with a warning (store.records)
+    stored = store.records(task, needed=expected_ids(tables))
+    records, stale = _current_records(tables, stored, reuse_stale)
 
     def attachment(run_id: str, name: str) -> str | None:
         folder = store.path_of(run_id)

@@ -278,8 +278,9 @@ def table_layout(
         provenance += skip_lines(table, records, attachments)
     has_paper = any(column.paper_key for column in table.columns)  # else no paper columns
     header = ["Task"]
-    for column in table.columns:
-        header += [column.label, *([f"{column.label} (paper)"] if has_paper else [])]
+    for column in table.columns:  # a paper column only beside a column the paper has
+        paper_column = has_paper and column.paper_key
+        header += [column.label, *([f"{column.label} (paper)"] if paper_column else [])]
     notes = table_notes(table, grid, withheld_rows(table, paper) if has_paper else [])
     notes += dead_notes(grid, records, attachments, exclude_dead)
     notes += failed_notes(table, failed)

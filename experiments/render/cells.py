@@ -446,9 +446,9 @@ def body_rows(
     failed: Mapping[str, str],
 ) -> list[list[str]]:
     """The text of the table's rows: the label, then each column's cell (followed by the
-    paper's number when the table has paper columns); a cell with a run that failed in this
-    command reads ``failed``. Under a row whose run columns carry tests comes its Δ row
-    (:func:`delta_label`, :func:`delta_text`)."""
+    paper's number when the table has paper columns and the column has a paper key); a cell
+    with a run that failed in this command reads ``failed``. Under a row whose run columns
+    carry tests comes its Δ row (:func:`delta_label`, :func:`delta_text`)."""
     body = []
     for row, cells in zip(table.rows, grid, strict=True):
         line, deltas = [row.label], [delta_label(table)]
@@ -459,7 +459,7 @@ def body_rows(
             line.append(FAILED if broken.get(column.label) else ours(cell, row.metric))
             tested = not increase and not broken.get(column.label)
             deltas.append(delta_text(cell, row.metric) if tested else "")
-            if has_paper:
+            if has_paper and column.paper_key:
                 line.append(paper_text(cell, row.metric, increase))
                 deltas.append("")
         body.append(line)

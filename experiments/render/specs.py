@@ -15,6 +15,7 @@ from typing import Any, Literal
 from experiments.real_sets import SHARED_PREFIX, is_shared
 from experiments.spec import NO_REPRESENTATION, RunSpec, baseline_fields, derive
 from tasks.core import MetricSpec
+from tasks.representations import HF_DEFAULT_MODEL, representation_label
 
 DEFAULT_PAPER = Path(__file__).parent.parent / "paper.toml"
 
@@ -246,6 +247,8 @@ def config_label(spec: RunSpec) -> str:
         return NO_REPRESENTATION
     config = dict(spec.representation_config)
     tuned = " fine-tuned" if config.pop("finetune", None) else ""
+    if spec.representation == "hf" and "model" not in config:  # the model, never "default"
+        config["model"] = f"{HF_DEFAULT_MODEL} (bundled)"
     if "published" in config:
         label = f"published:{config['published']}"
     elif "weights" in config:
@@ -435,7 +438,6 @@ def real_table(
     representation (name → configuration; default the random-weight biLM and the bundled
     MiniLM) tested against ELMo. No paper number stands beside them (other data)."""
     others = {"bilm-random": {}, "hf": {}} if others is None else others
-    labels = {"bilm-random": "biLM, random weights", "hf": "MiniLM (hf)"}
     return TableSpec(
         name="real",
         title="Real sets: baseline, ELMo and other representations",
@@ -445,7 +447,7 @@ def real_table(
             RunsColumn("ELMo", {}, versus="Baseline", expect="above"),
             *(
                 RunsColumn(
-                    labels.get(name, name),
+                    representation_label(name, config),
                     {"representation": name, "representation_config": dict(config)},
                     versus="ELMo",
                     expect="below" if name == "bilm-random" else None,

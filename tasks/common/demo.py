@@ -2,7 +2,9 @@
 
 Each task commits its generated demo files (gzip-compressed) beside its generator; on first use
 they are unpacked into ``<cache>/<task>-demo-<content hash>``, so a changed demo set never reuses
-stale files and a clone without ``../shared`` runs every target.
+stale files and a clone without ``../shared`` runs every target. Every use checks the unpacked
+copy against the committed files (a few MB, milliseconds) and rewrites any file that differs,
+with a warning naming it: an edited or damaged cache never feeds a run.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from bilm.files import write_bytes
+
+logger = logging.getLogger(__name__)
 
 
 def content_hash(data_dir: str | Path, sources: Iterable[str]) -> str:
@@ -45,7 +50,11 @@ def unpack_demo(
     texts: Mapping[str, str] | None = None,
     cache: str | Path | None = None,
 ) -> Path:
-    """The folder holding the unpacked demo set, unpacked on first use.
+    """The folder holding the unpacked demo set, unpacked on first use and verified on every use.
+
+    Each unpacked file is compared with its committed source (decompressed) on every call; a
+    file that differs (edited, truncated, damaged) is rewritten from the committed one, with a
+    one-line warning naming it, so a run never reads a changed copy under the demo set's name.
 
     Args:
         task: the folder's prefix (``<task>-demo-<hash>``).
@@ -62,11 +71,24 @@ def unpack_demo(
         cache = cache_root()
     texts = texts or {}
     out = Path(cache) / f"{task}-demo-{content_hash(data_dir, files.values())}"
-    if all((out / name).exists() for name in (*files, *texts)):
-        return out
-    for dest, source in files.items():
-        data = (Path(data_dir) / source).read_bytes()
-        _unpack(out / dest, gzip.decompress(data) if source.endswith(".gz") else data)
-    for dest, text in texts.items():
-        _unpack(out / dest, text.encode("utf-8"))
+    expected = {
+        dest: (_committed_bytes(Path(data_dir) / source), str(Path(data_dir) / source))
+        for dest, source in files.items()
+    }
+    expected.update(
+        {dest: (text.encode("utf-8"), f"{task} demo text") for dest, text in texts.items()}
+    )
+    for dest, (data, origin) in expected.items():
+        path = out / dest
+        if path.is_file() and path.read_bytes() == data:
+            continue
+        if path.exists():
+            logger.warning("demo cache file %s differs from the bundled %s; rebuilt", path, origin)
+        _unpack(path, data)
     return out
+
+
+def _committed_bytes(path: Path) -> bytes:
+    """A committed demo file's unpacked content (``.gz`` files decompressed)."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else data

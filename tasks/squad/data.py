@@ -33,7 +33,11 @@ Bad-input policy (see :mod:`tasks.common.io` for the project-wide rules):
   (not repairable) and ``"empty_answer"`` (empty or whitespace-only text); per *question*,
   ``"empty_context"``, ``"empty_question"`` (empty or whitespace-only) and ``"no_usable_answer"``
   (it listed answers but every one was dropped). A question that lists no answers at all (a
-  prediction-only file) is kept with ``answers == ()`` and ``span is None``.
+  prediction-only file) is kept with ``answers == ()`` and ``span is None``, unless the reader
+  requires answers (``require_answers``: the dev split, which is scored against them), where it
+  is a :class:`DataError` naming the file, the question's JSON path and id. SQuAD v1.1 has no
+  unanswerable questions; SQuAD 2.0 (``"is_impossible": true``, ``"answers": []``) is not
+  supported.
 
 Training keeps the first usable answer (``keep="first"``); evaluation keeps all (``keep="all"``).
 """
@@ -261,25 +265,32 @@ class SquadReader:
         path: the JSON file.
         keep: ``"all"`` keeps every usable answer (evaluation); ``"first"`` keeps only the first
             usable answer (training) and does not look at the rest.
+        require_answers: a question that lists no answers (``"answers": []``) is an error
+            instead of an example without answers (a split that is scored).
 
     Raises (while iterating):
         DataError: see the module docstring.
     """
 
-    def __init__(self, path: str | Path, *, keep: Keep = "all") -> None:
+    def __init__(
+        self, path: str | Path, *, keep: Keep = "all", require_answers: bool = False
+    ) -> None:
         if keep not in ("all", "first"):
             raise ValueError(f'keep must be "all" or "first", got {keep!r}')
         self.path = Path(path)
         self.source: str | Path = self.path
         self.keep: Keep = keep
+        self.require_answers = require_answers
         self.stats = ReadStats()
         self.repairs: Counter[str] = Counter()
         self._document: object = None
 
     @classmethod
-    def from_document(cls, document: object, source: str, *, keep: Keep = "all") -> SquadReader:
+    def from_document(
+        cls, document: object, source: str, *, keep: Keep = "all", require_answers: bool = False
+    ) -> SquadReader:
         """A reader over an already parsed SQuAD JSON document; ``source`` names it in errors."""
-        reader = cls(source, keep=keep)
+        reader = cls(source, keep=keep, require_answers=require_answers)
         reader.source = source
         reader._document = document
         return reader
@@ -339,6 +350,8 @@ class SquadReader:
             if qid in seen:
                 raise fields.fail(where_qa, f"duplicate question id {qid!r} (first at {seen[qid]})")
             seen[qid] = where_qa
+            if self.require_answers and not raw_answers:
+                raise fields.fail(where_qa, _no_answers(qid, qa))
             if not context.strip():
                 self.stats.skip(SKIP_EMPTY_CONTEXT)
                 continue
@@ -383,6 +396,16 @@ class SquadReader:
             if self.keep == "first":
                 break
         return kept
+
+
+def _no_answers(qid: str, qa: Mapping[str, object]) -> str:
+    """Why a scored question without answers is refused (SQuAD 2.0 named when it looks so)."""
+    impossible = ' (marked "is_impossible": SQuAD 2.0)' if qa.get("is_impossible") else ""
+    return (
+        f'question {qid!r} has no answers ("answers": []){impossible}; a scored split needs '
+        "at least one per question: SQuAD v1.1 has no unanswerable questions and SQuAD 2.0 is "
+        "not supported"
+    )
 
 
 def read_squad(path: str | Path, *, keep: Keep = "all") -> list[SquadExample]:
@@ -537,7 +560,8 @@ def load_squad(
 ) -> list[SquadExample]:
     """The examples of one SQuAD v1.1 split, from a local folder or the Hugging Face Hub.
 
-    ``train`` keeps the first answer of each question, ``dev`` (alias ``validation``) all answers.
+    ``train`` keeps the first answer of each question, ``dev`` (alias ``validation``) all answers
+    and refuses a question without any (``require_answers``: dev is scored against them).
     A folder ``data_dir`` must hold the split's official file (``train-v1.1.json`` /
     ``dev-v1.1.json``); it is never completed from the Hub. ``data_dir="hf:NAME"`` (or None:
     ``hf:rajpurkar/squad``) reads ``datasets.load_dataset(NAME, split=...)`` (downloading, or
@@ -547,10 +571,11 @@ def load_squad(
     Raises:
         SquadNotAvailable: the folder lacks the split's file, or the Hub cannot be reached
             (offline); the message says how to supply the files.
-        DataError: a local file is malformed.
+        DataError: a local file is malformed, or a dev question lists no answers.
     """
     name = _normalise_split(split)
     keep: Keep = "first" if name == "train" else "all"
+    scored = name == "dev"
     hub = HF_DATASET
     if data_dir is not None and str(data_dir).startswith("hf:"):
         hub = str(data_dir)[3:]
@@ -558,7 +583,7 @@ def load_squad(
         path = Path(data_dir) / SPLIT_FILES[name]
         if not path.is_file():
             raise missing_files_error(data_dir, [SPLIT_FILES[name]])
-        return _read_into(SquadReader(path, keep=keep), stats)
+        return _read_into(SquadReader(path, keep=keep, require_answers=scored), stats)
     ds = require_datasets()
     hf_split = "train" if name == "train" else "validation"
     try:
@@ -576,7 +601,8 @@ def load_squad(
         ) from exc
     document = hf_rows_to_document(rows)
     source = f"hf:{hub}[{hf_split}]"
-    return _read_into(SquadReader.from_document(document, source, keep=keep), stats)
+    reader = SquadReader.from_document(document, source, keep=keep, require_answers=scored)
+    return _read_into(reader, stats)
 
 
 def _read_into(reader: SquadReader, stats: ReadStats | None) -> list[SquadExample]:
@@ -590,6 +616,9 @@ def _read_into(reader: SquadReader, stats: ReadStats | None) -> list[SquadExampl
 
 SKIP_NO_ANSWER = "no answer"  # a training question that lists no answer
 SKIP_BEYOND_CUT = "answer beyond max_context_tokens"
+#: A kept question whose context is cut at ``max_context_tokens`` (exempt: part of a kept
+#: example dropped by a configured limit); counted per question, in every split.
+CONTEXT_CUT = "context cut at max_context_tokens"
 
 
 def load_splits(
@@ -600,7 +629,9 @@ def load_splits(
     ``folder``: a folder holding both official files (checked before either is read), or
     ``hf:NAME`` (a Hugging Face dataset). A training question without an answer cannot train
     (skipped); with ``max_context_tokens`` set, one whose answer ends beyond the cut is skipped
-    too (exempt: a configured filter).
+    too (exempt: a configured filter), and every kept question whose context is longer than
+    the cut is counted under :data:`CONTEXT_CUT` (exempt), the longest context named in the
+    split's :attr:`ReadStats.variant`: a dev answer beyond the cut can never be found.
 
     Returns:
         ``(splits, stats)``: split → examples, split → read statistics.
@@ -608,6 +639,7 @@ def load_splits(
     Raises:
         SquadNotAvailable: the folder lacks a file (naming every missing one), or the Hub cannot
             be reached.
+        DataError: a malformed file, or a dev question without answers.
     """
     if not str(folder).startswith("hf:"):
         missing = [f for f in SPLIT_FILES.values() if not (Path(folder) / f).is_file()]
@@ -624,4 +656,31 @@ def load_splits(
     for _ in range(len(train) - len(kept)):
         stats["train"].skip(SKIP_BEYOND_CUT, exempt=True)
     stats["train"].examples = len(kept)
-    return {"train": kept, "dev": dev}, stats
+    splits = {"train": kept, "dev": dev}
+    if cut is not None:
+        for split, examples in splits.items():
+            _count_cuts(examples, cut, stats[split])
+    return splits, stats
+
+
+def _count_cuts(examples: Sequence[SquadExample], cut: int, stats: ReadStats) -> None:
+    """Count (exempt) the questions whose context is longer than ``cut`` tokens, and describe
+    them in ``stats.variant`` (:func:`describe_cuts`)."""
+    long = sum(len(ex.context_tokens) > cut for ex in examples)
+    for _ in range(long):
+        stats.skip(CONTEXT_CUT, exempt=True)
+    if long:
+        words = describe_cuts(examples, cut)
+        stats.variant = f"{stats.variant}; {words}" if stats.variant else words
+
+
+def describe_cuts(examples: Sequence[SquadExample], cut: int) -> str:
+    """The questions whose context ``max_context_tokens=cut`` cuts, in words, e.g. ``"3 of
+    1,000 contexts truncated to 200 tokens (max 20,000, question 'q7')"`` (``"0 of …"`` when
+    none is)."""
+    long = [ex for ex in examples if len(ex.context_tokens) > cut]
+    counts = f"{len(long):,} of {len(examples):,} contexts truncated to {cut:,} tokens"
+    if not long:
+        return counts
+    longest = max(long, key=lambda ex: len(ex.context_tokens))
+    return f"{counts} (max {len(longest.context_tokens):,}, question {longest.qid!r})"

@@ -9,6 +9,8 @@ pipeline learns and how representations compare on it.
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,15 +37,30 @@ from tasks.core import (
     TableRow,
     TaskSpec,
     UnitStatistics,
+    batch_plan,
     configure,
     iter_batches,
 )
 from tasks.squad.config import PRESETS, SquadConfig
-from tasks.squad.data import SKIP_BEYOND_CUT, SquadExample, load_splits
+from tasks.squad.data import (
+    CONTEXT_CUT,
+    SKIP_BEYOND_CUT,
+    SquadExample,
+    describe_cuts,
+    load_splits,
+)
 from tasks.squad.demo import ensure_demo
 from tasks.squad.evaluate import write_predictions
 from tasks.squad.metric import EM, SquadMetric, f1_from_totals, question_scores
-from tasks.squad.model import BiDAFSelfAttention, SquadBatch
+from tasks.squad.model import (
+    ATTENTION_COPIES,
+    BiDAFSelfAttention,
+    SquadBatch,
+    attention_bytes,
+    longest_fitting_context,
+)
+
+logger = logging.getLogger(__name__)
 
 VERSION = 5  # bump when reader, metric, model or a preset changes a number
 # v3: evaluation batches follow the training batching (size-sorted), scoring through SquadMetric
@@ -59,6 +76,11 @@ VERSION = 5  # bump when reader, metric, model or a preset changes a number
 #: The splits whose words the vocabulary indexes: train and dev (SQuAD's test set is hidden; the
 #: word vectors are fixed, so a dev word keeps its GloVe vector).
 WORD_SPLITS: tuple[Split, ...] = ("train", "dev")
+
+
+class ContextTooLong(ValueError):
+    """A context so long that a batch holding it cannot fit in the device's memory
+    (:meth:`SquadRecipe.check_fits`)."""
 
 
 @dataclass
@@ -96,6 +118,51 @@ class SquadRecipe(RecipeBase):
         """Word and character ids of this configuration's vocabularies."""
         return TokenIds(
             self.words, self.chars, self.config.lowercase_words, self.config.max_word_chars
+        )
+
+    def check_fits(
+        self, splits: Mapping[str, Sequence[SquadExample]], device: torch.device
+    ) -> None:
+        """Refuse, before training, a run whose longest contexts cannot fit in ``device``'s
+        memory (the harness calls it once the run's splits and device are known).
+
+        Every size-sorted batch of each split (as evaluation batches them, training's alike)
+        is estimated by :func:`tasks.squad.model.attention_bytes` (with the backward pass for
+        ``train``); the largest estimate is compared with :func:`available_memory` now.
+        Nothing is refused where the available memory is unknown.
+
+        Raises:
+            ContextTooLong: naming the file and question id of the longest context of that
+                batch, its length, the estimate, the available memory, and
+                ``--set max_context_tokens=N`` with the longest N that fits.
+        """
+        available = available_memory(device)
+        if available is None:
+            return
+        worst: tuple[int, str, int, SquadExample, int] | None = None
+        for split, examples in splits.items():
+            sizes = [self.size(ex) for ex in examples]
+            for chunk in batch_plan(sizes, self.train_config, None):
+                longest = max(chunk, key=sizes.__getitem__)
+                need = attention_bytes(len(chunk), sizes[longest], training=split == "train")
+                if worst is None or need > worst[0]:
+                    worst = (need, split, len(chunk), examples[longest], sizes[longest])
+        if worst is None or worst[0] <= available:
+            return
+        need, split, batch, example, tokens = worst
+        training = split == "train"
+        stats = self.read_stats.get(split)
+        source = stats.source if stats is not None and stats.source else f"<{split} split>"
+        copies = ATTENTION_COPIES["train" if training else "eval"]
+        fits = longest_fitting_context(batch, available, training=training)
+        kind = "a training" if training else "an evaluation"
+        raise ContextTooLong(
+            f"{source}: question {example.qid!r} has a context of {tokens:,} tokens: "
+            f"{kind} batch of {batch} padded to it needs at least {_gigabytes(need)} "
+            f"({copies} × {batch} × {tokens:,}² × 4 bytes, "
+            f"tasks.squad.model.attention_bytes), more than the {_gigabytes(available)} "
+            f"available on {device}; cut contexts with --set max_context_tokens=N (at most "
+            f"{fits:,} fits this batch) or lower --set train.batch_size"
         )
 
     # -------------------------------------------------------------- batches
@@ -182,13 +249,49 @@ def question_char_vocabulary(
     )
 
 
+def available_memory(device: torch.device) -> int | None:
+    """Bytes a run on ``device`` can still allocate: the free memory of a CUDA device
+    (``torch.cuda.mem_get_info``), the machine's available RAM on the CPU (``MemAvailable`` of
+    ``/proc/meminfo``, else ``os.sysconf`` available pages); ``None`` where unknown (other
+    devices, other systems)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type != "cpu":
+        return None
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _gigabytes(size: int) -> str:
+    """``"208.0 GB"`` (decimal)."""
+    return f"{size / 1e9:,.1f} GB"
+
+
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SquadRecipe:
     """Read data (demo set when ``data_dir`` is None; ``hf:NAME``: a Hugging Face dataset),
-    build vocabularies and word vectors."""
+    build vocabularies and word vectors; one warning per split whose contexts
+    ``max_context_tokens`` cuts (also counted in its read statistics)."""
     config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     folder: str | Path = data_dir if data_dir else ensure_demo()
     splits, stats = load_splits(folder, config.max_context_tokens)
+    for split, examples in splits.items():
+        if config.max_context_tokens is not None and stats[split].skipped.get(CONTEXT_CUT):
+            cuts = describe_cuts(examples, config.max_context_tokens)
+            logger.warning(
+                "squad %s: %s; an answer beyond the cut cannot be found "
+                "(--set max_context_tokens=N or null)",
+                split,
+                cuts,
+            )
     truncated = stats["train"].skipped.get(SKIP_BEYOND_CUT, 0)
     recipe = SquadRecipe(config, splits, truncated=truncated, read_stats=stats)
     recipe.words = word_index(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -244,6 +246,44 @@ def test_failure_leaves_no_partial_output(checkpoint: Path, tmp_path: Path) -> N
         embed_file(model, tmp_path / "in.txt", out, batch_size=2, progress=False)
     assert out.read_bytes() == b"previous result"
     assert [p.name for p in tmp_path.iterdir() if "out.hdf5" in p.name] == ["out.hdf5"]
+
+
+def dead_pid() -> int:
+    """The id of a process that has ended (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_rerun_removes_the_temporary_a_killed_run_left(
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: ``kill -9`` during ``bilm embed`` left a hidden ~100 MB temporary that a
+    successful rerun did not remove. Only temporaries of this output whose process is gone and
+    that nobody holds a lock on are removed."""
+    src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "out.hdf5"
+    gone = dead_pid()
+    stale = tmp_path / f".out.hdf5.tmp-{gone}-0123abcd"
+    stale.write_bytes(b"\0" * 4096)  # what a killed run left (h5py's half-written file)
+    kept = [
+        tmp_path / f".other.hdf5.tmp-{gone}-0123abcd",  # another output's
+        tmp_path / f".out.hdf5.tmp-{os.getppid()}-0123abcd",  # a live process's
+        tmp_path / f".out.hdf5.tmp-{gone}-locked00",  # someone holds a lock on it
+        tmp_path / ".out.hdf5.notes",  # not a temporary name
+    ]
+    for path in kept:
+        path.write_bytes(b"keep")
+    held = os.open(kept[2], os.O_RDONLY)
+    fcntl = pytest.importorskip("fcntl")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        argv = ["embed", "--checkpoint", str(checkpoint), "--input", str(src)]
+        assert main([*argv, "--output", str(out), "--device", "cpu"]) == 0
+    finally:
+        os.close(held)
+    assert out.is_file() and not stale.exists()
+    assert all(path.read_bytes() == b"keep" for path in kept)
+    assert f"removed {stale}" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------- tokenize

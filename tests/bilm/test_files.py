@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -83,3 +86,64 @@ def test_temporary_names_are_hidden_siblings_and_differ(tmp_path: Path) -> None:
         b.write(b"b")
     assert target.read_bytes() == b"a"  # the last to finish wins; neither sees the other's file
     assert names(tmp_path) == ["out.json"]
+
+
+# ------------------------------------------------------------------------------- a full disk
+class FillingHandle:
+    """A binary handle on which the disk fills after ``room`` bytes (``write`` raises ENOSPC,
+    as a real file does), for :func:`torch.save` to write through."""
+
+    def __init__(self, handle: Any, room: int) -> None:
+        self.handle, self.room = handle, room
+
+    def write(self, data: Any) -> int:
+        size = memoryview(data).nbytes
+        if size > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= size
+        return int(self.handle.write(data))
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+
+def filling_torch_save(monkeypatch: pytest.MonkeyPatch, room: int) -> None:
+    """``torch.save`` to a handle whose disk fills after ``room`` bytes: torch then raises its
+    own ``RuntimeError: [enforce fail at inline_container.cc] . unexpected pos``."""
+    real = torch.save
+
+    def save(obj: Any, handle: Any, *args: Any, **kwargs: Any) -> None:
+        real(obj, FillingHandle(handle, room), *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+
+
+def test_a_full_disk_in_save_torch_names_the_path_and_leaves_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #36: torch's ``RuntimeError: [enforce fail …] unexpected pos`` said neither."""
+    target = tmp_path / "c.pt"
+    target.write_bytes(b"old")
+    filling_torch_save(monkeypatch, room=1000)
+    with pytest.raises(OSError) as info:
+        save_torch({"x": torch.zeros(10_000)}, target)
+    assert info.value.errno == errno.ENOSPC
+    message = str(info.value)
+    assert "\n" not in message and str(target) in message and "no space left" in message
+    assert target.read_bytes() == b"old" and names(tmp_path) == ["c.pt"]
+
+
+def test_a_full_disk_at_fsync_names_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "f.txt"
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as info:
+        write_text(target, "text")
+    assert info.value.errno == errno.ENOSPC
+    assert str(target) in str(info.value) and "no space left" in str(info.value)
+    assert names(tmp_path) == []

@@ -93,3 +93,21 @@ def test_checkpoints_without_references_still_resume(tmp_path: Path) -> None:
     state = runner._load(resumed)  # type: ignore[arg-type]
     assert state is not None and state.step == 1 and state.best_weights is None
     assert torch.equal(resumed.model[1].weight, full["1.weight"])
+
+
+def test_a_full_disk_names_the_checkpoint_and_leaves_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #36: a full disk gave torch's ``RuntimeError: [enforce fail at
+    inline_container.cc:672] . unexpected pos …``, without the path or the cause."""
+    from tests.bilm.test_files import filling_torch_save
+
+    run = fake_run(tmp_path, torch.ones(4, 8))
+    step(run)
+    filling_torch_save(monkeypatch, room=600)
+    with pytest.raises(OSError) as info:
+        save(run, LoopState(step=1))
+    message = str(info.value)
+    assert "\n" not in message and str(tmp_path / CHECKPOINT) in message
+    assert "no space left on the device" in message
+    assert list(tmp_path.iterdir()) == []  # no checkpoint, no temporary sibling

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -64,7 +66,28 @@ def test_skip_counts_are_printed_as_soon_as_the_data_is_read(
         train(spec, options)  # the counts were shown before the split was refused
     assert f"{spec.run_id} read train: 160 kept, 103 skipped" in capsys.readouterr().err
     train(spec, RunOptions(work_root=tmp_path / "quiet", progress=False))
-    assert " read " not in capsys.readouterr().err
+    assert [line for line in capsys.readouterr().err.splitlines() if " read " in line] == [
+        f"  {spec.run_id} read train: 160 kept, 103 skipped (short phrase 100, bad line 3); "
+        "dev: 80 kept, 0 skipped"
+    ]  # --quiet: one line, because something was skipped
+
+
+def test_quiet_prints_one_read_line_only_when_something_was_skipped_or_cut(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue #36: under --quiet the skips showed only in read-stats.json."""
+    from experiments.progress import report_reads
+
+    spec = dataclasses.replace(toy_spec(), data="some/folder")
+    clean = SimpleNamespace(read_stats={"train": ReadStats(5), "dev": ReadStats(2)})
+    report_reads(spec, clean, ("train", "dev"), quiet=True)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+    cut = SimpleNamespace(read_stats=clean.read_stats, truncated=Counter({"dev": 2}))
+    report_reads(spec, cut, ("train", "dev"), quiet=True)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == (
+        f"  {spec.run_id} read train: 5 kept, 0 skipped; dev: 2 kept, 0 skipped, 2 cut to "
+        "the length limit\n"
+    )
 
 
 def test_a_demo_set_that_skips_nothing_prints_no_read_lines(

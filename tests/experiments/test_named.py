@@ -194,3 +194,27 @@ def test_paper_preset_fine_tunes_the_biLM_where_the_paper_did() -> None:
         assert two.representation_config == {"finetune": 2.0}
     line = named.finetune_line([named.base_spec(n, "paper", "demo", {}) for n in registry.TASKS])
     assert "squad, snli" in line and "not fine-tuned: srl, coref" in line
+
+
+def test_tables_name_the_representation_and_the_data_they_compare() -> None:
+    """Issue #36: a column names the model (``all-MiniLM-L6-v2 (hf)``, a factory by its name),
+    a row the data set whenever it is not the bundled DEMO set."""
+    from experiments.named import data_name
+    from tasks.representations import representation_label
+
+    assert representation_label("hf") == "all-MiniLM-L6-v2 (hf)"
+    assert representation_label("hf", {"model": "/m/bert-base-cased", "revision": "v1"}) == (
+        "bert-base-cased@v1 (hf)"
+    )
+    assert representation_label("pkg.reps:MyRep") == "MyRep (pkg.reps)"
+    assert representation_label("hdf5", {"path": "/x/feats.hdf5"}) == "feats.hdf5 (hdf5)"
+    assert representation_label("bilm-random") == "biLM, random weights"
+    assert data_name("demo") is None
+    assert data_name("/data/subj") == "subj"
+    assert data_name("hf:SetFit/subj") == "SetFit/subj"
+    assert data_name("shared:dev/sentence_polarity") == "Sentence polarity (BCN, 2 classes)"
+    base = named.base_spec("sst5", "mini", "demo", {}, ())
+    (demo,) = named.rows("sst5", base, "test")
+    assert demo.label == "SST-5 (accuracy) — DEMO data"
+    (row,) = named.rows("sst5", dataclasses.replace(base, data="/data/subj"), "test")
+    assert row.label == "SST-5 task model on subj (accuracy)"

@@ -187,6 +187,68 @@ def test_a_changed_record_or_another_training_is_refused(
     assert "--allow-changed" in err and err.count("\n") == 1
 
 
+def test_blank_input_in_the_tasks_format_is_refused(
+    trained: Trained, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: ``--format task`` on blank lines only exited 0 with an empty output, where
+    ``--format tokenized`` refuses."""
+    blank = tmp_path / "blank.conll"
+    blank.write_text("\n  \n\n")
+    capsys.readouterr()
+    assert predict(trained, "ner", "--input", str(blank)) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --input {blank}: no example (every line is blank)\n"
+    assert list(tmp_path.iterdir()) == [blank]  # nothing written
+
+
+def test_over_long_lines_are_treated_as_training_treats_them(
+    trained: Trained, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: a 5,000-token line that training refuses was predicted without a word. A
+    tokenized or raw line over the run's limit is refused, naming the line; in the task's own
+    format the task's reader applies its dev-split rule (NER keeps such a sentence, SST-5
+    refuses it) and one line says what was predicted whole."""
+    long = tmp_path / "long.txt"
+    long.write_text("EU rejects German call\n\n" + " ".join(["word"] * 5000) + "\n")
+    capsys.readouterr()
+    assert predict(trained, "ner", "--input", str(long), "--format", "tokenized") == 2
+    assert capsys.readouterr().err == (
+        f"error: --input {long}:3: a sentence of 5,000 tokens is longer than the run's "
+        "max_sentence_tokens=100, which training never trains on (its reader skips or refuses "
+        "such a sentence); split the line, or give the input in the task's own format with "
+        "--format task (its reader then treats it as it treats the dev split)\n"
+    )
+    text = tmp_path / "text.txt"
+    text.write_text("a fine film\n" + " ".join(["good"] * 600) + "\n")
+    assert predict(trained, "sst5", "--input", str(text), "--format", "raw") == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: --input {text}:2: a sentence of 600 tokens is longer than the run's "
+        "max_tokens=512, which training never trains on"
+    )
+    assert sorted(tmp_path.iterdir()) == [long, text]  # nothing written
+    conll = tmp_path / "long.conll"
+    conll.write_text("EU B-ORG\n\n" + "".join("word O\n" for _ in range(150)))
+    assert predict(trained, "ner", "--input", str(conll)) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["examples"] == 2
+    assert err.splitlines()[:-1] == [
+        f"--input {conll}: line 3 has 150 tokens, more than the run's max_sentence_tokens=100: "
+        "predicted whole, as the task's reader keeps such a sentence in a dev split"
+    ]
+
+
+def test_the_length_limit_is_the_configurations_sentence_limit() -> None:
+    from experiments.cli.predict import length_limit
+    from tasks.ner.config import NerConfig
+    from tasks.snli.config import SnliConfig
+    from tasks.sst5.config import Sst5Config
+
+    assert length_limit(NerConfig()) == ("max_sentence_tokens", 250)
+    assert length_limit(Sst5Config()) == ("max_tokens", 512)
+    assert length_limit(SnliConfig()) == ("max_tokens", 200)
+    assert length_limit(object()) is None
+
+
 def test_pairs_are_refused_without_task_format(tmp_path: Path) -> None:
     pair = dataclasses.make_dataclass(
         "Pair", [("premise", tuple[str, ...]), ("hypothesis", tuple[str, ...]), ("label", str)]

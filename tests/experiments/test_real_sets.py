@@ -102,7 +102,7 @@ def test_reproduce_real_shares_its_runs_with_compare_and_dynamic() -> None:
         "Baseline",
         "ELMo",
         "biLM, random weights",
-        "MiniLM (hf)",
+        "all-MiniLM-L6-v2 (hf)",
     ]
     assert [c.versus for c in table.columns] == [None, "Baseline", "ELMo", "ELMo"]
     assert all(c.paper_key is None for c in table.columns)

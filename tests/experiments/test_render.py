@@ -787,7 +787,7 @@ def test_a_table_leads_with_its_numbers_and_stays_narrow() -> None:
     of a cell in the notes), and nothing lost to the wrapping."""
     label = "Sentence polarity (BCN, 2 classes) (accuracy; test)"
     base = make_spec()
-    columns = ("biLM, random weights", "MiniLM (hf)", "Last Only")
+    columns = ("biLM, random weights", "all-MiniLM-L6-v2 (hf)", "Last Only")
     table = versus_table(base, columns)
     long_caption = tuple(f"Setup line {i}: " + "words " * 60 for i in range(2))
     table = dataclasses.replace(
@@ -803,7 +803,9 @@ def test_a_table_leads_with_its_numbers_and_stays_narrow() -> None:
     assert first_row < 5 and lines[first_row - 2].startswith("| Task |")
     assert max(len(t) for t in lines) <= 160
     means = ["50.0 ± 1.0 (n=3)", "61.0 ± 1.0 (n=3)", "62.0 ± 1.0 (n=3)", "63.0 ± 1.0 (n=3)"]
-    assert body_cells(text, label)[1::2] == means  # the paper columns between them are empty
-    assert all(c.endswith("✱)") for c in body_cells(text, "↳ Δ vs Baseline")[3::2])
+    cells = body_cells(text, label)  # a paper column beside the Baseline alone: it has a key
+    assert [cells[1], *cells[3:]] == means and cells[2] == ""
+    assert "| all-MiniLM-L6-v2 (hf) (paper) |" not in text
+    assert all(c.endswith("✱)") for c in body_cells(text, "↳ Δ vs Baseline")[3:])
     assert "; 3 vs 3 seeds, 100 units)" in text  # each test in full, below the table
     assert prose(long_caption[0]) in prose(text.split(PROVENANCE_HEADING)[1])

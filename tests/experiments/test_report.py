@@ -276,3 +276,25 @@ def test_an_online_wandb_run_link_is_stored_with_the_run(tmp_path: Path) -> None
         offline = train(dataclasses.replace(spec, max_epochs=1, seed=1), options)
     link = json.loads(outcome.predictions["wandb"].read_text(encoding="utf-8"))
     assert link == {"url": Linked.run.url} and "wandb" not in offline.predictions
+
+
+def test_a_damaged_record_is_left_out_of_the_report_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: one damaged record blocked the whole report."""
+    with toy_task.registered(tmp_path / "demo"):
+        store = ResultsStore(tmp_path / "store")
+        base = named.base_spec("toy", "mini", "demo", {})
+        store.put(fake_record(base, 0.7))
+        broken = store.put(fake_record(derive(base, {"seed": 1}), 0.6))
+        (broken / "log.jsonl").write_text('{"epoch": 1', encoding="utf-8")
+        page = report.build_report(tmp_path / "store", now=NOW)
+    err = capsys.readouterr().err.splitlines()
+    (warning,) = [line for line in err if line.startswith("warning:")]
+    assert warning.startswith(f"warning: {broken / 'log.jsonl'}: not valid JSON (")
+    assert "--rerun" in warning
+    assert "1 run." in prose(page) and broken.name in prose(page)
+
+
+def prose(page: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())

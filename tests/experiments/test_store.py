@@ -350,11 +350,54 @@ def test_a_waiting_claim_is_granted_when_the_holder_releases(tmp_path: Path) -> 
     assert holder.returncode == 0
 
 
+def test_a_damaged_record_not_needed_is_skipped_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: one damaged record (unparseable, or JSON that is not a record) blocked every
+    read of the store's records."""
+    store = ResultsStore(tmp_path)
+    good = make_record(make_spec(seed=0))
+    store.put(good)
+    broken = store.put(make_record(make_spec(seed=1)))
+    (broken / "spec.json").write_text("{}", encoding="utf-8")  # JSON, but not a spec
+    with pytest.raises(store_module.CorruptRecordError, match="spec.json: not a run spec"):
+        store.records()
+    assert [r.run_id for r in store.records(needed={good.run_id})] == [good.run_id]
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning.startswith(f"warning: {broken / 'spec.json'}: not a run spec (")
+    assert "--rerun" in warning
+    with pytest.raises(store_module.CorruptRecordError, match=f"stored run {broken.name} is"):
+        store.records(needed={broken.name})
+
+
+def test_a_damaged_env_json_reads_as_no_identity_so_rerun_replaces_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fix the damaged-record message gives (--rerun) must work when env.json is the
+    damaged file: the executor reads the stored identity first."""
+    store = ResultsStore(tmp_path)
+    record = make_record(make_spec())
+    folder = store.put(record)
+    (folder / "env.json").write_text('{"format": 2, "provenance": {', encoding="utf-8")
+    assert store.identity_of(record.run_id) == {}
+    warning = capsys.readouterr().err
+    assert warning.startswith(f"warning: {folder / 'env.json'}: not valid JSON (")
+    assert warning.rstrip().endswith("(its identity cannot be read: the run counts as changed)")
+    store.put(record, replace=True, reason="rerun asked for (--rerun)")
+    assert store.get(record.run_id).metrics == record.metrics
+    assert [p.name for p in store.superseded(record.run_id)] == [f"{record.run_id}.1"]
+
+
 def test_a_damaged_record_names_its_file_and_the_fix(tmp_path: Path) -> None:
     """Issue #26 item 7: a truncated file gave a bare JSONDecodeError."""
     store = ResultsStore(tmp_path)
     folder = store.put(make_record(make_spec()))
-    fix = f"the stored run is damaged: remove its folder {folder} and rerun the command"
+    fix = (
+        f"the stored run {folder.name} is damaged: train it again by rerunning the command that "
+        f"made it with --rerun (all of that command's runs train again; the damaged record is "
+        f"kept under {folder.parent / 'superseded'}/), or remove its folder {folder} and rerun "
+        "that command as it was (only this run trains)"
+    )
     log = folder / "log.jsonl"
     log.write_text(log.read_text(encoding="utf-8") + '{"epoch": 3\n', encoding="utf-8")
     with pytest.raises(store_module.CorruptRecordError) as info:
@@ -364,5 +407,5 @@ def test_a_damaged_record_names_its_file_and_the_fix(tmp_path: Path) -> None:
     )
     assert fix in str(info.value)
     (folder / "env.json").unlink()
-    with pytest.raises(ValueError, match=r"env\.json: missing; the stored run is damaged"):
+    with pytest.raises(ValueError, match=r"env\.json: missing; the stored run \w+ is damaged"):
         store.get(folder.name)

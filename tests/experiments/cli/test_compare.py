@@ -35,13 +35,15 @@ def test_docs_compare_example_on_the_toy_task(
     with registered(tmp_path / "toy-demo"):
         assert main([*argv, "--set", "train.epochs=2", *cli_dirs(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "my_reps:CharHashRepresentation vs ELMo (dev; preset mini)" in out
+    assert "CharHashRepresentation (my_reps) vs ELMo (dev; preset mini)" in out
     (delta,) = [t for t in out.splitlines() if t.startswith("| ↳ Δ vs ELMo")]  # under Toy's row
     assert "(Holm" in delta.strip("|").split("|")[3]  # the difference and its Holm p
     (test,) = [t for t in out.splitlines() if t.startswith("   - Toy (")]  # the test in full
-    assert "CharHashRepresentation vs ELMo: Δ " in test and "(p=" in test and "CI [" in test
+    assert (
+        "CharHashRepresentation (my_reps) vs ELMo: Δ " in test and "(p=" in test and "CI [" in test
+    )
     assert "Layer weights, toy (softmax s_j): ELMo input [" in out
-    assert "my_reps:CharHashRepresentation input [" in out  # two layers: its own mix
+    assert "CharHashRepresentation (my_reps) input [" in out  # two layers: its own mix
     assert "dim=64" in out and "paired bootstrap" in out
 
 

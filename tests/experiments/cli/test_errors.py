@@ -226,7 +226,45 @@ def test_a_corrupt_metrics_file_names_the_file_and_the_fix(
     assert status == 2
     line = _one_error_line(capsys)
     assert line.startswith(f"error: {metrics}: not valid JSON (") and "line 2, column" in line
+    assert f"); the stored run {metrics.parent.name} is damaged: train it again by " in line
+    assert "with --rerun" in line
     assert line.endswith(
-        f"); the stored run is damaged: remove its folder {metrics.parent} and rerun the "
-        "command to train it again"
+        f"remove its folder {metrics.parent} and rerun that command as it was (only this run "
+        "trains)"
     )
+
+
+def test_a_damaged_record_blocks_only_the_tables_that_need_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: one damaged record of a task blocked rendering every table of that task,
+    with a message that did not mention --rerun."""
+    from experiments import named
+    from experiments.spec import derive
+    from experiments.store import ResultsStore
+    from tests.experiments.test_report import fake_record
+
+    dirs = ["--store", str(tmp_path / "store"), "--out", str(tmp_path / "out")]
+    argv = ["render", "table1", "--tasks", "toy", "--seeds", "0", *dirs]
+    with registered(tmp_path / "toy-demo"):
+        (table,) = named.tables("table1", "mini", "demo", (0,), {}, tasks=["toy"])
+        specs = named.expected_specs(table)
+        store = ResultsStore(tmp_path / "store")
+        for spec in specs:
+            store.put(fake_record(spec, 0.7))
+        other = store.put(fake_record(derive(specs[0], {"seed": 7}), 0.5))  # not in the table
+        (other / "metrics.json").write_text("{", encoding="utf-8")
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+        assert warning.startswith(f"warning: {other / 'metrics.json'}: not valid JSON (")
+        assert "--rerun" in warning and warning.endswith("(skipped: not needed here)")
+        assert "70.0" in out  # the table rendered from the good records
+        needed = store.path_of(specs[0].run_id)
+        assert needed is not None
+        (needed / "metrics.json").write_text("{", encoding="utf-8")
+        assert main(argv) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"error: {needed / 'metrics.json'}: not valid JSON (")
+    assert f"the stored run {specs[0].run_id} is damaged" in last and "--rerun" in last
+    assert "python -m experiments reproduce table1" in last

@@ -107,14 +107,14 @@ def test_a_failing_row_is_shown_as_failed_and_the_others_rendered(
     assert status == 1  # a run failed
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
-    (toy,) = [line for line in lines if line.startswith("| Toy (")]
-    (toy2,) = [line for line in lines if line.startswith("| Toy 2 (")]
+    (toy,) = [line for line in lines if line.startswith("| Toy task model on good (")]
+    (toy2,) = [line for line in lines if line.startswith("| Toy 2 task model on bad (")]
     assert "failed" not in toy and "(n=1)" in toy
     assert toy2.split("|")[2:5:2] == [" failed ", " failed "]  # Baseline, ELMo (paper between)
     prose = " ".join(captured.out.split())  # the notes are numbered and wrapped
-    note = prose.split("Toy 2 (Acc.): failed, 2 run(s)", 1)[1][:300]
+    note = prose.split("Toy 2 task model on bad (Acc.): failed, 2 run(s)", 1)[1][:300]
     assert "FileNotFoundError" in note and "train.jsonl" in note
     assert "2 run(s) failed: the tables above show their cells as 'failed'" in captured.err
     assert "error: 2 of 4 runs failed" in captured.err
     (written,) = (tmp_path / "out" / "tables").glob("table1-*-table1.md")
-    assert "| Toy 2 (" in written.read_text(encoding="utf-8")
+    assert "| Toy 2 task model on bad (" in written.read_text(encoding="utf-8")

@@ -168,6 +168,7 @@ def test_ambiguous_folders_and_missing_dev_name_what_was_looked_for(tmp_path: Pa
     (tmp_path / "en_tiny-ud-dev.conllu").unlink()
     with pytest.raises(FileNotFoundError, match=r"looked for \*-ud-dev.conllu \(CoNLL-U \(UD"):
         _read(tmp_path)
+    _conllu(tmp_path / "en_tiny-ud-train.conllu", SENTENCE_1, SENTENCE_2, SENTENCE_2)  # PROPN kept
     splits, stats, _ = _read(tmp_path, "dev_from_train=1")
     assert len(splits["dev"]) == 1 and "CoNLL-U (UD naming)" in stats["dev"].variant
 

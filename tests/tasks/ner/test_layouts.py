@@ -137,7 +137,7 @@ def test_missing_splits_name_the_folder_and_the_layouts(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as info:
         find_layout(tmp_path)
     assert str(tmp_path) in str(info.value) and "folders train/, dev/, test/" in str(info.value)
-    _write(tmp_path / "train" / "a.conll", NER)
+    _write(tmp_path / "train" / "a.conll", [*NER, NER[1]])  # every type left after holding out
     _write(tmp_path / "test" / "b.conll", NER)
     with pytest.raises(FileNotFoundError) as info:
         _read(tmp_path)
@@ -149,7 +149,7 @@ def test_missing_splits_name_the_folder_and_the_layouts(tmp_path: Path) -> None:
         _read(tmp_path)
     (tmp_path / "dev").rmdir()
     splits, stats, _ = _read(tmp_path, "dev_from_train=1")
-    assert [len(splits[s]) for s in ("train", "dev", "test")] == [1, 1, 2]
+    assert [len(splits[s]) for s in ("train", "dev", "test")] == [2, 1, 2]
     assert stats["dev"].variant.startswith("held out: the last 1 training sentences")
 
 
@@ -168,12 +168,12 @@ def test_a_data_folder_never_falls_back_to_the_hub(
 
 
 def test_length_limits_skip_training_sentences_only(tmp_path: Path) -> None:
-    _write(tmp_path / "train.txt", NER)
+    _write(tmp_path / "train.txt", [*NER, ["EU NNP B-ORG", "German JJ B-MISC"]])
     _write(tmp_path / "dev.txt", NER)
     _write(tmp_path / "test.txt", NER)
     splits, stats, _ = _read(tmp_path, "max_sentence_tokens=2")
-    assert [len(splits[s]) for s in ("train", "dev", "test")] == [1, 2, 2]
-    assert stats["train"].skipped == {"longer than max_tokens": 1} and stats["train"].examples == 1
+    assert [len(splits[s]) for s in ("train", "dev", "test")] == [2, 2, 2]
+    assert stats["train"].skipped == {"longer than max_tokens": 1} and stats["train"].examples == 2
     assert stats["train"].skipped_share() == 0.0  # a configured filter: exempt
     assert stats["dev"].skipped == {} and stats["test"].examples == 2
 
@@ -216,3 +216,30 @@ def test_real_conll2000_folder() -> None:
     assert scheme == "IOB2" and sum(len(ex.tokens) for ex in splits["test"]) == 47377
     assert "train.txt (flat files), whitespace-separated, 3 columns" in stats["train"].variant
     assert "--set dev_from_train=1000" in stats["dev"].variant
+
+
+def test_a_dev_or_test_type_training_never_has_is_refused_at_its_line(tmp_path: Path) -> None:
+    _write(tmp_path / "train.txt", NER)
+    _write(tmp_path / "dev.txt", [["Anna NNP B-PER", "Berlin NNP I-PRE"]])  # a typo of PER
+    with pytest.raises(DataError) as info:
+        setup("mini", TINY, str(tmp_path))
+    error = info.value
+    assert (error.path, error.line) == (str(tmp_path / "dev.txt"), 2)
+    assert "dev tag 'I-PRE': entity type 'PRE' never occurs in training" in error.reason
+    assert "(training entity types: MISC, ORG, PER)" in error.reason
+    _write(tmp_path / "dev.txt", NER[1:])
+    _write(tmp_path / "test.txt", [["Peter NNP B-PER"], ["ran VBD O", "home NN B-LOC"]])
+    with pytest.raises(DataError, match=r"test\.txt:4: test tag 'B-LOC': entity type 'LOC'"):
+        setup("mini", TINY, str(tmp_path))
+    (tmp_path / "test.txt").unlink()  # ORG only in a training sentence the length limit skips
+    _write(tmp_path / "dev.txt", NER)
+    with pytest.raises(DataError, match=r"dev\.txt:1: dev tag 'B-ORG'") as info:
+        setup("mini", (*TINY, "max_sentence_tokens=2"), str(tmp_path))
+    assert "1 training sentence longer than max_sentence_tokens=2 was skipped" in str(info.value)
+
+
+def test_a_plain_dev_tag_training_never_has_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path / "train.txt", NER)
+    _write(tmp_path / "dev.txt", [["Peter NNP O", "said VBX O"]])
+    with pytest.raises(DataError, match=r"dev\.txt:2: dev tag 'VBX': tag 'VBX' never occurs"):
+        setup("mini", (*TINY, "tag_column=1"), str(tmp_path))

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from tasks.common.io import DataError
 from tasks.squad import data as squad_data
 from tasks.squad.data import (
+    CONTEXT_CUT,
     Answer,
     SquadNotAvailable,
     SquadReader,
     char_span_to_token_span,
+    describe_cuts,
     example_from_row,
     load_squad,
     read_squad,
@@ -397,3 +399,42 @@ def test_hf_name_reads_that_hugging_face_dataset(monkeypatch: pytest.MonkeyPatch
     assert seen == ["me/squad-copy[train]", "me/squad-copy[validation]"]
     assert [ex.qid for ex in splits["dev"]] == ["q1"]
     assert stats["dev"].source == "hf:me/squad-copy[validation]"
+
+
+# --- issue #36: answerless dev questions, contexts cut at max_context_tokens --------------------
+
+
+def test_a_dev_question_without_answers_is_refused_at_read_time(tmp_path: Path) -> None:
+    train = document(qa("t1", "Where?", ("London", 25)), qa("t2", "Who?"))
+    write(tmp_path, train, "train-v1.1.json")
+    dev = document(qa("d1", "Where?", ("London", 25)), qa("d-none", "When?"))
+    dev["data"][0]["paragraphs"][0]["qas"][1]["is_impossible"] = True
+    write(tmp_path, dev, "dev-v1.1.json")
+    with pytest.raises(DataError) as info:
+        squad_data.load_splits(tmp_path, None)
+    error = info.value
+    assert error.path == str(tmp_path / "dev-v1.1.json")
+    assert error.reason.startswith("data[0].paragraphs[0].qas[1]: question 'd-none' has no answ")
+    assert '(marked "is_impossible": SQuAD 2.0)' in error.reason
+    assert "SQuAD 2.0 is not supported" in error.reason
+    assert [ex.qid for ex in load_squad("train", tmp_path)] == ["t1", "t2"]  # train: skipped later
+    assert [ex.answers for ex in SquadReader(tmp_path / "dev-v1.1.json")][1] == ()  # predictions
+
+
+def test_contexts_cut_at_max_context_tokens_are_counted_in_every_split(tmp_path: Path) -> None:
+    long = CONTEXT + " More words follow here." * 10  # 17 + 50 tokens; "notes" is token 11
+    doc = document(qa("near", "Where?", ("London", 25)), qa("far", "What?", ("notes", 51)))
+    doc["data"][0]["paragraphs"].append({"context": long, "qas": [qa("long", "Who?", ("Ada", 0))]})
+    write(tmp_path, doc, "train-v1.1.json")
+    write(tmp_path, doc, "dev-v1.1.json")
+    splits, stats = squad_data.load_splits(tmp_path, 10)
+    assert [ex.qid for ex in splits["train"]] == ["near", "long"]  # "far": answer beyond the cut
+    assert stats["train"].skipped == {"answer beyond max_context_tokens": 1, CONTEXT_CUT: 2}
+    assert stats["dev"].skipped == {CONTEXT_CUT: 3} and stats["dev"].examples == 3
+    assert stats["dev"].skipped_share() == 0.0  # exempt: a configured cut, questions kept
+    assert stats["dev"].as_dict()["variant"] == (
+        "3 of 3 contexts truncated to 10 tokens (max 67, question 'long')"
+    )
+    assert describe_cuts(splits["dev"], 100) == "0 of 3 contexts truncated to 100 tokens"
+    _, whole = squad_data.load_splits(tmp_path, None)
+    assert CONTEXT_CUT not in whole["dev"].skipped and not whole["dev"].variant

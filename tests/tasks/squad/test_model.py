@@ -14,7 +14,15 @@ from tasks.common.inject import Injector
 from tasks.common.layers import masked_log_softmax
 from tasks.representations import Layers, build_representation
 from tasks.squad.config import SquadConfig
-from tasks.squad.model import BiDAFSelfAttention, SquadBatch, best_spans, bi_attention
+from tasks.squad.model import (
+    ATTENTION_COPIES,
+    BiDAFSelfAttention,
+    SquadBatch,
+    attention_bytes,
+    best_spans,
+    bi_attention,
+    longest_fitting_context,
+)
 
 CONFIG = dataclasses.replace(
     SquadConfig(),
@@ -361,3 +369,17 @@ def test_output_site_elmo_is_not_dropped_again() -> None:
         batch.context_words, batch.context_chars, batch.context_layers, batch.context_mask
     )
     assert torch.equal(again[..., -extra:], injected)
+
+
+# ------------------------------------------------------------ memory estimate (issue #36)
+def test_attention_bytes_is_copies_times_batch_times_context_squared_times_four() -> None:
+    assert ATTENTION_COPIES == {"train": 12, "eval": 5}
+    assert attention_bytes(2, 10, training=False) == 5 * 2 * 10**2 * 4 == 4000
+    assert attention_bytes(3, 7, training=True) == 12 * 3 * 7**2 * 4 == 7056
+    assert attention_bytes(1, 20_000, training=False) == 8_000_000_000  # the audit's context
+    for batch, available, training in [(2, 4000, False), (2, 3999, False), (3, 10**6, True)]:
+        tokens = longest_fitting_context(batch, available, training=training)
+        assert attention_bytes(batch, tokens, training=training) <= available
+        assert attention_bytes(batch, tokens + 1, training=training) > available
+    assert longest_fitting_context(2, 4000, training=False) == 10
+    assert longest_fitting_context(2, 0, training=True) == 0

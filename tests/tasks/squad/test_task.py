@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import torch
 
 from tasks.common.vocab import UNK
 from tasks.registry import get_task
 from tasks.representations import Layers
-from tasks.squad.data import SquadExample
-from tasks.squad.task import TASK, VERSION, question_char_vocabulary, setup
+from tasks.squad import task as squad_task
+from tasks.squad.data import CONTEXT_CUT, SquadExample
+from tasks.squad.model import attention_bytes, longest_fitting_context
+from tasks.squad.task import TASK, VERSION, ContextTooLong, question_char_vocabulary, setup
 
 TINY = ("word_vectors=random:4", "hidden=4", "char_filters=4")
 
@@ -111,3 +116,74 @@ def test_presets_and_task_spec_are_consistent() -> None:
     assert task.table_rows[0].metric == task.metric
     with pytest.raises(ValueError, match="no preset 'huge'; choose mini, paper"):
         task.check_preset("huge")
+
+
+# --- issue #36: contexts cut at max_context_tokens, contexts too long for the memory -----------
+
+
+def _long_dev(folder: Path, extra_words: int) -> tuple[Path, str]:
+    """The DEMO set in ``folder`` with ``extra_words`` words appended to the first dev
+    paragraph (its answers keep their offsets); returns the folder and a question id of it."""
+    folder.mkdir()
+    demo = TASK.demo()
+    shutil.copy(demo / "train-v1.1.json", folder / "train-v1.1.json")
+    dev = json.loads((demo / "dev-v1.1.json").read_text(encoding="utf-8"))
+    paragraph = dev["data"][0]["paragraphs"][0]
+    paragraph["context"] += " and so on" * (extra_words // 3)
+    (folder / "dev-v1.1.json").write_text(json.dumps(dev), encoding="utf-8")
+    return folder, paragraph["qas"][0]["id"]
+
+
+def test_cut_dev_contexts_are_reported_at_set_up_and_stored_with_the_read_stats(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder, qid = _long_dev(tmp_path / "data", 3000)
+    with caplog.at_level(logging.WARNING, logger="tasks.squad.task"):
+        recipe = setup("mini", TINY, str(folder))
+    dev = recipe.read_stats["dev"]
+    n = dev.skipped[CONTEXT_CUT]
+    longest = max(len(ex.context_tokens) for ex in recipe.splits["dev"])
+    assert n == sum(len(ex.context_tokens) > 200 for ex in recipe.splits["dev"]) >= 1
+    words = f"{n} of 250 contexts truncated to 200 tokens (max {longest:,}, question "
+    assert longest > 3000 and words in dev.as_dict()["variant"]  # what read-stats.json stores
+    assert dev.skipped_share() == 0.0 and CONTEXT_CUT not in recipe.read_stats["train"].skipped
+    (line,) = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert line.startswith(f"squad dev: {words}") and "--set max_context_tokens=N" in line
+
+
+def test_a_context_too_long_for_the_memory_is_refused_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from experiments.resolve import resolve
+    from experiments.setup import RunOptions, set_up
+    from experiments.spec import RunSpec
+
+    folder, _ = _long_dev(tmp_path / "data", 3000)
+    monkeypatch.setattr(squad_task, "available_memory", lambda device: 10**9)  # 1 GB
+    overrides = (*TINY, "max_context_tokens=null")
+    spec = RunSpec(task="squad", task_version=VERSION, representation="none", sites=(),
+                   dropout=0.0, overrides=overrides, data=str(folder))  # fmt: skip
+    options = RunOptions(work_root=tmp_path / "w", device="cpu", progress=False)
+    with pytest.raises(ContextTooLong) as info:
+        set_up(resolve(spec), options)
+    message = str(info.value)
+    dev = [ex for ex in setup("paper", overrides, str(folder)).splits["dev"]]
+    longest = max(dev, key=lambda ex: len(ex.context_tokens))
+    n = len(longest.context_tokens)
+    batch = 250 % 32  # the size-sorted evaluation plan: the longest context ends the last batch
+    need = attention_bytes(batch, n, training=False)
+    fits = longest_fitting_context(batch, 10**9, training=False)
+    assert message.startswith(f"{folder / 'dev-v1.1.json'}: question {longest.qid!r} has a ")
+    assert f"context of {n:,} tokens: an evaluation batch of {batch} padded to it" in message
+    assert f"needs at least {need / 1e9:,.1f} GB (5 × {batch} × {n:,}² × 4 bytes" in message
+    assert "more than the 1.0 GB available on cpu" in message
+    assert f"--set max_context_tokens=N (at most {fits:,} fits this batch)" in message
+    assert not (tmp_path / "w").exists()  # refused before the run's work folder was made
+    monkeypatch.setattr(squad_task, "available_memory", lambda device: None)  # unknown: no check
+    setup("mini", TINY, str(folder)).check_fits({"dev": dev}, torch.device("cpu"))
+
+
+def test_available_memory_of_the_cpu_is_the_machines_available_ram() -> None:
+    available = squad_task.available_memory(torch.device("cpu"))
+    assert available is not None and 0 < available
+    assert squad_task.available_memory(torch.device("meta")) is None
