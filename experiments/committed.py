@@ -201,14 +201,19 @@ class Report:
         return not (self.differ or self.missing or self.orphans)
 
     def lines(self) -> list[str]:
-        """The findings, one line each."""
+        """The findings, one line each: :meth:`problems`, then the stale entries."""
+        return self.problems() + [
+            f"{n}: rests on stale records ({why})" for n, why in self.stale.items()
+        ]
+
+    def problems(self) -> list[str]:
+        """What makes :attr:`ok` false, one line each."""
         out = [f"differs from what HEAD renders: {p}" for p in self.differ]
         out += [f"rendered but not committed: {p}" for p in self.missing]
         out += [
             f"no entry of {MANIFEST} renders {p} (add one, or move it to results/archive/)"
             for p in self.orphans
         ]
-        out += [f"{n}: rests on stale records ({why})" for n, why in self.stale.items()]
         return out
 
 

@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 from experiments.health import Health
 from experiments.spec import RunSpec
-from tasks.common.io import ReadStats
 from tasks.common.progress import bars_enabled
 from tasks.core import MetricSpec, TaskRecipe
 
@@ -78,7 +77,9 @@ def report_reads(
     changed = any(st.skipped for st in stats.values()) or any(cut.get(s) for s in stats)
     if quiet:
         if changed:
-            counts = "; ".join(_counts(s, st) + _cut(cut.get(s, 0)) for s, st in stats.items())
+            counts = "; ".join(
+                st.summary(s, where=False) + _cut(cut.get(s, 0)) for s, st in stats.items()
+            )
             print(f"  {spec.run_id} read {counts}", file=sys.stderr, flush=True)
         return
     if spec.data == "demo" and not changed:
@@ -94,14 +95,6 @@ def _truncated(recipe: TaskRecipe) -> Mapping[str, int]:
     if not isinstance(found, Mapping):
         return {}
     return {str(k): v for k, v in found.items() if isinstance(v, int)}
-
-
-def _counts(split: str, stats: ReadStats) -> str:
-    """``"train: 10 kept, 1 skipped (no gold 1)"`` (:meth:`ReadStats.summary` without where
-    the split was read from)."""
-    skipped = sum(stats.skipped.values())
-    reasons = f" ({stats.describe()})" if skipped else ""
-    return f"{split}: {stats.examples:,} kept, {skipped:,} skipped{reasons}"
 
 
 def _cut(n: int) -> str:

@@ -131,11 +131,14 @@ class ReadStats:
             variant=str(data.get("variant", "")),
         )
 
-    def summary(self, split: str) -> str:
+    def summary(self, split: str, where: bool = True) -> str:
         """One line, the counts first: ``"train: 7,007 kept, 44 skipped (longer than max_tokens
-        44); from F (IOB2, -DOCSTART- absent)"``, or ``"dev: 1,247 kept, 0 skipped; from F"``."""
+        44); from F (IOB2, -DOCSTART- absent)"``, or ``"dev: 1,247 kept, 0 skipped; from F"``
+        (``where`` false: the counts alone, ``"train: 10 kept, 1 skipped (no gold 1)"``)."""
         skipped = sum(self.skipped.values())
         reasons = f" ({self.describe()})" if skipped else ""
+        if not where:
+            return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}"
         source = f" from {self.source}" if self.source else ""
         variant = f" ({self.variant})" if self.variant else ""
         where = f";{source}{variant}" if source or variant else ""
