@@ -141,8 +141,8 @@ class ReadStats:
             return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}"
         source = f" from {self.source}" if self.source else ""
         variant = f" ({self.variant})" if self.variant else ""
-        where = f";{source}{variant}" if source or variant else ""
-        return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}{where}"
+        read_from = f";{source}{variant}" if source or variant else ""
+        return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}{read_from}"
 
 
 def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: float) -> None:
