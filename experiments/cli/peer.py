@@ -54,7 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="project-side changes alone: its rows become 'ROW + KEY=VALUE' beside the same "
-        "allennlp rows (one candidate cause of a gap at a time)",
+        "allennlp rows (one candidate cause of a gap at a time); a task configuration key as "
+        "--set takes it, or elmo.sites / elmo.mode / elmo.lam / elmo.layer_norm / elmo.dropout "
+        "for the ELMo rows' point (with --repr elmo)",
     )
     parser.add_argument("--max-parallel", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--out", type=Path, default=Path("results/peer"))
@@ -78,18 +80,18 @@ def run(args: argparse.Namespace) -> int:
         own = adapter.batch_size if adapter is not None else None
         if own is not None and args.batch_size not in (None, own):
             raise UsageError(f"{args.task}'s peer takes --batch-size {own} only")
-        request = PeerRequest(
-            task=args.task,
-            data=args.data,
-            overrides=tuple(args.overrides),
-            seeds=args.seeds,
-            epochs=args.epochs,
-            batch_size=args.batch_size or own or 64,
-            representations=tuple(args.repr),
-            states=tuple(args.state),
-            variant=tuple(args.variant),
-        )
         try:
+            request = PeerRequest(
+                task=args.task,
+                data=args.data,
+                overrides=tuple(args.overrides),
+                seeds=args.seeds,
+                epochs=args.epochs,
+                batch_size=args.batch_size or own or 64,
+                representations=tuple(args.repr),
+                states=tuple(args.state),
+                variant=tuple(args.variant),
+            )
             _ = request.adapter  # a task without a peer: one line, before anything runs
         except ValueError as error:
             raise UsageError(str(error)) from None

@@ -64,7 +64,12 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")
     parser.add_argument("--mode", default=None, choices=MIX_MODES)
     parser.add_argument("--lam", type=float, default=None)
-    parser.add_argument("--layer-norm", action="store_true")
+    parser.add_argument(
+        "--layer-norm",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="normalise each layer before the mix (default: the task's, from the paper)",
+    )
     parser.add_argument(
         "--dropout", type=float, help="on the mixed vectors (default: the task's, paper §3.3)"
     )
@@ -121,8 +126,8 @@ def _run_point(args: argparse.Namespace, base: RunSpec) -> RunSpec:
         point["mode"] = args.mode
     if args.lam is not None:
         point["lam"] = args.lam
-    if args.layer_norm:
-        point["layer_norm"] = True
+    if args.layer_norm is not None:
+        point["layer_norm"] = args.layer_norm
     return derive(base, point)
 
 

@@ -44,6 +44,7 @@ from tasks.registry import get_task
 
 __all__ = [
     "PEER_FORMAT",
+    "ELMO_VARIANT_KEYS",
     "EpochPoint",
     "PeerRequest",
     "Series",
@@ -100,6 +101,12 @@ class PeerRequest:
         variant: project-side changes alone (``--set`` syntax): the project's rows become
             ``<row> + KEY=VALUE …``, a candidate cause of a gap tried one change at a time
             against the same peer rows (issue #34 item 4); the peer runs are unchanged.
+            ``elmo.KEY=VALUE`` (:data:`ELMO_VARIANT_KEYS`) changes the ELMo rows' point
+            instead of the task configuration: its sites, mix or dropout (``run``'s
+            ``--sites``, ``--mode``, ``--lam``, ``--layer-norm``, ``--dropout``).
+
+    Raises:
+        ValueError: an ``elmo.`` variant with a baseline row or with an unknown key or value.
     """
 
     task: str
@@ -112,6 +119,13 @@ class PeerRequest:
     states: tuple[str, ...] = ("carry", "reset")
     preset: str = "paper"
     variant: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _, elmo = split_variant(self.variant)
+        if elmo and "none" in self.representations:
+            raise ValueError(
+                f"--variant {' '.join(elmo)} changes the ELMo rows only: give --repr elmo"
+            )
 
     @property
     def spec(self) -> TaskSpec:
@@ -497,10 +511,12 @@ def _project_argv(
     request: PeerRequest, rep: str, state: str, seed: int, out: Path, work: Path
 ) -> tuple[str, ...]:
     # one --set (a second would replace it); the variant last, so that it wins
-    sets = ["--set", *project_overrides(request), *request.variant]
+    changes, elmo_changes = split_variant(request.variant)
+    sets = ["--set", *project_overrides(request), *changes]
     reps = ["--repr", "none"]
     if rep == "elmo":  # the shipped biLM, frozen as the peer's (no task fine-tuning)
         reps = ["--repr", "elmo", "--elmo", SHIPPED_BILM, "--state", state, "--finetune-bilm", "0"]
+        reps += _elmo_flags(elmo_changes)
     return (
         sys.executable,
         "-m",
@@ -712,6 +728,8 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
                         units,
                     )
                 )
+            if rep == "elmo":
+                variant = (*variant, *_elmo_variant_of(spec, task, request.preset))
             name = variant_row(row, variant)
             s = series.setdefault(("project", name), Series("project", name))
             s.runs[spec.seed] = points
@@ -734,6 +752,68 @@ def variant_row(row: str, variant: Sequence[str]) -> str:
 def base_row(row: str) -> str:
     """The row a variant row was derived from (:func:`variant_row`'s ``row``)."""
     return row.split(" + ")[0]
+
+
+#: ``--variant elmo.KEY=VALUE``: the ELMo point's field (a :class:`~experiments.spec.RunSpec`
+#: or :class:`~bilm.scalar_mix.MixSpec` field) that ``run``'s option of the same name sets.
+ELMO_VARIANT_KEYS = ("sites", "mode", "lam", "layer_norm", "dropout")
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def split_variant(variant: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``variant``'s task-configuration changes (``--set`` items) and its ELMo-point changes
+    (``elmo.KEY=VALUE`` items), each in the given order.
+
+    Raises:
+        ValueError: an item without ``=``, or an ``elmo.`` key outside
+            :data:`ELMO_VARIANT_KEYS`, or a ``layer_norm`` that is not true or false.
+    """
+    sets, elmo = [], []
+    for item in variant:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"--variant takes KEY=VALUE, got {item!r}")
+        if not key.startswith("elmo."):
+            sets.append(item)
+            continue
+        name = key.removeprefix("elmo.")
+        if name not in ELMO_VARIANT_KEYS:
+            raise ValueError(
+                f"--variant {item}: elmo.{name} is not one of "
+                + ", ".join(f"elmo.{k}" for k in ELMO_VARIANT_KEYS)
+            )
+        if name == "layer_norm" and value.lower() not in (*_TRUE, *_FALSE):
+            raise ValueError(f"--variant {item}: elmo.layer_norm takes true or false")
+        elmo.append(item)
+    return tuple(sets), tuple(elmo)
+
+
+def _elmo_flags(items: Sequence[str]) -> list[str]:
+    """``run``'s options for ``elmo.KEY=VALUE`` items (:func:`split_variant`'s second part)."""
+    flags: list[str] = []
+    for item in items:
+        key, _, value = item.partition("=")
+        name = key.removeprefix("elmo.")
+        if name == "layer_norm":
+            flags.append("--layer-norm" if value.lower() in _TRUE else "--no-layer-norm")
+        else:
+            flags += [f"--{name.replace('_', '-')}", value]
+    return flags
+
+
+def _elmo_variant_of(spec: Any, task: TaskSpec, preset: str) -> tuple[str, ...]:
+    """How an ELMo run's point departs from the preset's (``named.base_spec``: its sites, the
+    task's mix, its ELMo dropout), as ``elmo.KEY=VALUE`` items in :data:`ELMO_VARIANT_KEYS`
+    order, each value written one way (``sites=input``, ``lam=0``, ``layer_norm=false``)."""
+    default_sites = tuple(sorted(task.sites_for(preset)))
+    found = {
+        "sites": (",".join(sorted(spec.sites)), ",".join(default_sites)),
+        "mode": (spec.mix.mode, task.default_mix.mode),
+        "lam": (f"{spec.mix.lam:g}", f"{task.default_mix.lam:g}"),
+        "layer_norm": (str(spec.mix.layer_norm).lower(), str(task.default_mix.layer_norm).lower()),
+        "dropout": (f"{spec.dropout:g}", f"{task.elmo_dropout_for(preset):g}"),
+    }
+    return tuple(f"elmo.{k}={found[k][0]}" for k in ELMO_VARIANT_KEYS if found[k][0] != found[k][1])
 
 
 def _pairs(overrides: Sequence[str]) -> dict[str, str]:

@@ -15,6 +15,7 @@ import pytest
 from experiments.peer import render
 from experiments.peer.render import compare_epochs, render_task
 from experiments.peer.run import (
+    ELMO_VARIANT_KEYS,
     PEER_FORMAT,
     EpochPoint,
     PeerRequest,
@@ -23,6 +24,7 @@ from experiments.peer.run import (
     collect,
     peer_key,
     project_overrides,
+    split_variant,
     variant_row,
 )
 from experiments.spec import RunSpec
@@ -96,6 +98,7 @@ def store_project_run(
     seed: int,
     per_epoch: list[int],
     variant: tuple[str, ...] = (),
+    **fields: object,
 ) -> None:
     spec = RunSpec(
         task="ner",
@@ -109,6 +112,7 @@ def store_project_run(
         data=request.data,
         max_epochs=request.epochs,
     )
+    spec = replace(spec, **fields)  # type: ignore[arg-type]
     log, attachments = [], {}
     for e, c in enumerate(per_epoch):
         name = f"units-dev-step{e + 1}.json"
@@ -248,3 +252,70 @@ def test_both_sides_train_and_render_on_a_tiny_set(tmp_path: Path) -> None:
 def test_the_bundled_demo_set_is_labelled_demo_in_peer_tables() -> None:
     assert PeerRequest("snli", "demo").data_label.startswith("DEMO SNLI")
     assert PeerRequest("ner", "some/folder").data_label == "some/folder"
+
+
+def test_an_elmo_variant_changes_the_elmo_rows_point_and_names_its_row(tmp_path: Path) -> None:
+    """``--variant elmo.KEY=VALUE`` reaches ``run`` as its ELMo options, and a stored ELMo run
+    whose sites, mix or dropout depart from the preset's becomes its own row, named by the
+    departures alone (however the request spelled them)."""
+    from bilm.scalar_mix import MixSpec
+    from experiments.peer.run import _project_argv
+    from tasks.registry import get_task
+
+    task = get_task("ner")
+    out, request = stored(tmp_path)
+    elmo = replace(
+        request,
+        representations=("elmo",),
+        states=("carry",),
+        variant=("elmo.layer_norm=off", "elmo.dropout=0.0", "train.batching=shuffled"),
+    )
+    argv = _project_argv(elmo, "elmo", "carry", 0, out, tmp_path / "work")
+    assert argv[argv.index("--dropout") + 1] == "0.0" and "--no-layer-norm" in argv
+    assert "train.batching=shuffled" in argv and "elmo.dropout=0.0" not in argv
+    base = _project_argv(request, "none", "reset", 0, out, tmp_path / "work")
+    assert not {"--dropout", "--no-layer-norm", "--layer-norm"} & set(base)
+
+    paper = {
+        "representation": "elmo",
+        "sites": tuple(sorted(task.sites_for("paper"))),
+        "mix": task.default_mix,
+        "dropout": task.elmo_dropout_for("paper"),
+        "state": "carry",
+    }
+    store = ResultsStore(out / "project-runs")
+    no_norm = replace(task.default_mix, layer_norm=not task.default_mix.layer_norm)
+    store_project_run(store, elmo, 0, [25, 35], **paper)
+    store_project_run(store, elmo, 0, [26, 36], **{**paper, "mix": no_norm, "dropout": 0.5})
+    store_project_run(store, elmo, 1, [27, 37], **{**paper, "mix": MixSpec("last")})
+    rows = {s.row: sorted(s.runs) for s in collect(replace(elmo, variant=()), out)}
+    flipped = str(no_norm.layer_norm).lower()
+    assert rows["elmo carry"] == [0]
+    assert rows[f"elmo carry + elmo.layer_norm={flipped} + elmo.dropout=0.5"] == [0]
+    last = [row for row in rows if "elmo.mode=last" in row]
+    assert len(last) == 1 and rows[last[0]] == [1]
+
+
+@pytest.mark.parametrize(
+    ("variant", "message"),
+    [
+        (("elmo.width=3",), "elmo.width is not one of elmo.sites"),
+        (("elmo.layer_norm=maybe",), "takes true or false"),
+        (("dropout",), "KEY=VALUE"),
+    ],
+)
+def test_a_bad_elmo_variant_is_refused_before_anything_runs(
+    variant: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        PeerRequest("snli", "demo", representations=("elmo",), variant=variant)
+    assert split_variant(("dropout=0.1", "elmo.dropout=0")) == (
+        ("dropout=0.1",),
+        ("elmo.dropout=0",),
+    )
+    assert "sites" in ELMO_VARIANT_KEYS
+
+
+def test_an_elmo_variant_is_refused_beside_a_baseline_row() -> None:
+    with pytest.raises(ValueError, match="changes the ELMo rows only: give --repr elmo"):
+        PeerRequest("snli", "demo", variant=("elmo.dropout=0",))

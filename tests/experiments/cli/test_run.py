@@ -178,3 +178,21 @@ def test_finetune_bilm_zero_turns_the_presets_fine_tuning_off(tmp_path: Path) ->
     assert "finetune" not in plain.representation_config
     assert tuned.representation_config["finetune"] == 1.0
     assert off.run_id == plain.run_id and two.representation_config["finetune"] == 2.0
+
+
+def test_layer_norm_can_be_turned_on_and_off_against_the_tasks_mix(tmp_path: Path) -> None:
+    """``--layer-norm`` / ``--no-layer-norm`` set the mix's layer norm either way; neither keeps
+    the task's (the spec, and so the run id, of a run made before the option)."""
+    from experiments.cli import build_parser
+    from experiments.cli.runs import train_specs
+
+    def spec(*argv: str) -> RunSpec:
+        parsed = build_parser().parse_args(["run", "toy", *argv, *cli_dirs(tmp_path)])
+        (one,) = train_specs(parsed)[0]
+        return one
+
+    with registered(tmp_path / "toy-demo"):
+        plain, on, off = spec(), spec("--layer-norm"), spec("--no-layer-norm")
+    assert (on.mix.layer_norm, off.mix.layer_norm) == (True, False)
+    assert plain.run_id in {on.run_id, off.run_id}  # the task's own is one of the two
+    assert on.run_id != off.run_id
