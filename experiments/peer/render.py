@@ -46,6 +46,34 @@ TIME_RATIO = 0.7
 PEER_ROW = {"baseline": "baseline", "elmo carry": "elmo", "elmo reset": "elmo", "elmo warm": "elmo"}
 
 
+#: A variant row whose changes run longer than this is shown as ``ROW + variant A`` with its
+#: changes in a note (the table's lines stay within 160 characters); the CSV keeps the full name.
+VARIANT_WIDTH = 40
+
+
+class _Names:
+    """Display names of the table's rows: a long variant row becomes ``ROW + variant A``."""
+
+    def __init__(self) -> None:
+        self.letters: dict[str, str] = {}
+
+    def __call__(self, row: str) -> str:
+        base = base_row(row)
+        if len(row) - len(base) <= VARIANT_WIDTH:
+            return row
+        letter = self.letters.setdefault(row, chr(ord("A") + len(self.letters)))
+        return f"{base} + variant {letter}"
+
+    def note(self) -> str:
+        """What each lettered variant changes (empty without one)."""
+        return " ".join(
+            f"Variant {letter}: `{base_row(row)}` with "
+            + ", ".join(f"`{c}`" for c in row.split(" + ")[1:])
+            + "."
+            for row, letter in self.letters.items()
+        )
+
+
 def peer_row(row: str) -> str:
     """The allennlp row a project row (or a ``--variant`` row derived from it) is compared with."""
     base = base_row(row)
@@ -167,10 +195,10 @@ HEADER = (
 
 
 def _rows_of(
-    request: PeerRequest, series: list[Series], metric: Any, mft: Any
+    request: PeerRequest, series: list[Series], metric: Any, mft: Any, name: _Names
 ) -> tuple[list[str], dict[str, list[EpochRow]]]:
-    """The table's lines of one data set, and each project row's comparison (in the order of
-    the lines)."""
+    """The table's lines of one data set (each row by its display ``name``), and each project
+    row's comparison (in the order of the lines)."""
     by = {(s.side, s.row): s for s in series}
     lines = []
     compared: dict[str, list[EpochRow]] = {}
@@ -185,7 +213,7 @@ def _rows_of(
             ratio = f"{r.project_cpu / r.peer_cpu:.2f}" if r.peer_cpu else "–"
             diff = f"{r.difference * metric.scale:+.{metric.decimals}f}"
             lines.append(
-                f"| {request.data_label} | {row} | {r.epoch} | {_cell(r.peer, metric)} | "
+                f"| {request.data_label} | {name(row)} | {r.epoch} | {_cell(r.peer, metric)} | "
                 f"{_cell(r.project, metric)} | {diff} | {_p(r.comparison)} | {target} | "
                 f"{r.peer_cpu:.0f} | {r.project_cpu:.0f} | {ratio} |"
             )
@@ -223,6 +251,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
     cpus: set[str] = set()
     native_gap = 0.0
     summary: list[str] = []
+    names = _Names()
     for request in requests:
         series = collect(request, out)
         for record in peer_records(request, out):
@@ -230,15 +259,15 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
             for e in record["epochs"]:
                 if e.get("native") is not None:
                     native_gap = max(native_gap, abs(e["native"] - e["metric"]))
-        lines, compared = _rows_of(request, series, metric, task.metric_from_totals)
+        lines, compared = _rows_of(request, series, metric, task.metric_from_totals, names)
         body += lines
         figures += [(request.data_label, row, r) for row, rows in compared.items() for r in rows]
         data_notes.append(_data_note(request, series))
         by = {(s.side, s.row): s for s in series}
         for row, rows in compared.items():
             peer = by[("allennlp", peer_row(row))]
-            panels.append((request.data_label, row, by[("project", row)], peer))
-            summary.append(f"{request.data_label}, {row}: {summary_line(rows, metric)}")
+            panels.append((request.data_label, names(row), by[("project", row)], peer))
+            summary.append(f"{request.data_label}, {names(row)}: {summary_line(rows, metric)}")
     head = [
         f"# {task_name.upper()} (`paper` preset) beside allennlp-models' `{adapter.model}`: "
         f"dev {metric.label} per epoch, Δ = project − allennlp",
@@ -261,11 +290,12 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         "CPU seconds: the training pass alone (no evaluation), median over seeds; the project's "
         "reset rows read cached biLM features, its carry rows run the biLM live (as allennlp)."
         + (
-            " `ROW + KEY=VALUE`: the project's row with that one change (`--variant`), a "
+            " `ROW + KEY=VALUE`: the project's row with that change (`--variant`), a "
             "candidate cause of a gap, against the same allennlp row."
             if any(" + " in p[1] for p in panels)
             else ""
-        ),
+        )
+        + (" " + names.note() if names.letters else ""),
         "Summary: " + " | ".join(summary) + ".",
         (f"allennlp's configuration follows {adapter.source}, changed:", adapter.changes),
         f"Made by `nox -s peer -- --task {task_name} --data DATA --seeds … --epochs …` "

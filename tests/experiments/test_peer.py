@@ -319,3 +319,21 @@ def test_a_bad_elmo_variant_is_refused_before_anything_runs(
 def test_an_elmo_variant_is_refused_beside_a_baseline_row() -> None:
     with pytest.raises(ValueError, match="changes the ELMo rows only: give --repr elmo"):
         PeerRequest("snli", "demo", variant=("elmo.dropout=0",))
+
+
+def test_a_long_variant_row_is_lettered_with_its_changes_in_a_note(tmp_path: Path) -> None:
+    """A row whose changes would widen the table past 160 characters is shown as
+    ``ROW + variant A``, its changes in a note; the CSV keeps the full name."""
+    out, request = stored(tmp_path)
+    store = ResultsStore(out / "project-runs")
+    variant = ("train.batching=shuffled", "train.optimizer.lr=0.002", "dropout=0.25")
+    for seed in (0, 1):
+        store_project_run(store, request, seed, [20, 33], variant)
+    lines = render_task("ner", out, plot=False).read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| some/folder |")]
+    assert [r.split(" | ")[1] for r in rows[2:]] == ["baseline + variant A"] * 2
+    assert all(len(line) <= 160 for line in lines)
+    text = " ".join(lines)
+    assert "Variant A: `baseline` with `dropout=0.25`, `train.batching=shuffled`," in text
+    full = "baseline + dropout=0.25 + train.batching=shuffled + train.optimizer.lr=0.002"
+    assert full in (out / "ner.csv").read_text()
