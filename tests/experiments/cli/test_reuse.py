@@ -165,6 +165,12 @@ def test_rerun_does_not_resume_the_finished_checkpoint(
     assert "resumed" not in caplog.text
 
 
+def _sigint_default() -> None:
+    """In the child before it runs Python: SIGINT back to its default, so that Python installs
+    its KeyboardInterrupt handler whatever the test process inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_a_run_leaves_a_store_the_next_identical_command_completes(
     tmp_path: Path,
     data: Path,
@@ -181,7 +187,15 @@ def test_ctrl_c_during_a_run_leaves_a_store_the_next_identical_command_completes
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "tests.experiments.cli_workers", "0.4", *argv]
     process = subprocess.Popen(
-        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a shell without job control starts background jobs with SIGINT ignored, and the child
+        # would inherit that (`pytest … &` under nohup): give it the default disposition
+        preexec_fn=_sigint_default,
     )
     try:
         deadline = time.monotonic() + 120
