@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """The options of ``peer``."""
     from tasks.registry import TASKS
 
-    parser.add_argument("--task", required=True, choices=sorted(TASKS))
+    parser.add_argument("--task", choices=sorted(TASKS), help="the task (not with --summary)")
     parser.add_argument(
         "--data",
         help="the data both sides train on: shared:FOLDER (a real set of "
@@ -64,13 +64,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--render-only", action="store_true", help="no training: the table from stored records"
     )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="no training: <out>/summary.md, every task's rows in one table, from stored records",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train what is missing, then render ``<out>/<task>.md`` and its plot."""
-    from experiments.peer.render import render_task
+    """Train what is missing, then render ``<out>/<task>.md`` and its plot (after training, the
+    summary across tasks too); ``--summary`` renders the summary alone."""
+    from experiments.peer.render import render_summary, render_task
     from experiments.peer.run import PeerRequest, run_request
 
+    if args.summary:
+        if args.task or args.data:
+            raise UsageError("--summary renders every task's rows: no --task or --data with it")
+        print(f"peer: wrote {render_summary(args.out)}")
+        return 0
+    if not args.task:
+        raise UsageError("--task is needed (or --summary)")
     if not args.render_only:
         if not args.data:
             raise UsageError("--data is needed to train (or --render-only)")
@@ -98,4 +111,6 @@ def run(args: argparse.Namespace) -> int:
         run_request(request, args.out, args.work, max_parallel=args.max_parallel)
     path = render_task(args.task, args.out)
     print(f"peer: wrote {path}")
+    if not args.render_only:  # the summary stays in step with what was trained
+        print(f"peer: wrote {render_summary(args.out)}")
     return 0

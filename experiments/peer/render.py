@@ -8,7 +8,9 @@ side's mean ± sd over seeds, the difference (project − allennlp) with the see
 issue's parity target holds, and the median CPU seconds of the training pass with their ratio.
 The layout follows the result tables' (:mod:`experiments.render`): the title, the table (its
 first row on line 4), the numbered notes wrapped to 160 characters; the CSV beside it
-(``<task>.csv``) carries every figure, the tests' intervals and seed counts too.
+(``<task>.csv``) carries every figure, the tests' intervals and seed counts too. The summary
+across tasks (``summary.md``, :func:`render_summary`) draws one line per task, data set and row
+from the same comparisons (:func:`compare_task`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,15 @@ from experiments.render.captions import Note
 from experiments.render.formats import numbered_notes
 from experiments.significance import Comparison, seed_aware_test
 
-__all__ = ["EpochRow", "compare_epochs", "render_task", "requests_of"]
+__all__ = [
+    "DataComparison",
+    "EpochRow",
+    "compare_epochs",
+    "compare_task",
+    "render_summary",
+    "render_task",
+    "requests_of",
+]
 
 #: Parity target of issue #34: from the second epoch on, |Δ of the means| ≤ max(this, peer sd).
 GAP_POINTS = 1.0
@@ -194,30 +204,73 @@ HEADER = (
 )
 
 
-def _rows_of(
-    request: PeerRequest, series: list[Series], metric: Any, mft: Any, name: _Names
-) -> tuple[list[str], dict[str, list[EpochRow]]]:
-    """The table's lines of one data set (each row by its display ``name``), and each project
-    row's comparison (in the order of the lines)."""
+@dataclass(frozen=True)
+class DataComparison:
+    """One data set of a task's peer table: its request, both sides' series and each project
+    row's comparison with its allennlp row.
+
+    Attributes:
+        request: the data set, overrides, epochs and batch size (seeds as found).
+        series: both sides' series (:func:`~experiments.peer.run.collect`).
+        compared: project row → its epochs beside allennlp's (in the table's order).
+        names: project row → its display name (``ROW + variant A`` for a long variant).
+    """
+
+    request: PeerRequest
+    series: list[Series]
+    compared: dict[str, list[EpochRow]]
+    names: dict[str, str]
+
+
+def compare_task(task_name: str, out: Path) -> tuple[list[DataComparison], str]:
+    """Every data set of ``task_name``'s stored peer records, compared; and the note naming the
+    lettered variants (empty without one). The table, its CSV and plot and the summary across
+    tasks are all drawn from this.
+
+    Raises:
+        FileNotFoundError: no peer records of the task under ``out/runs/<task>``.
+    """
+    from tasks.registry import get_task
+
+    task = get_task(task_name)
+    requests = requests_of(task_name, out)
+    if task.peer is None or not requests:
+        raise FileNotFoundError(f"no peer records of {task_name} under {out / 'runs' / task_name}")
+    names = _Names()
+    found = []
+    for request in requests:
+        series = collect(request, out)
+        compared = _compared(series, task.metric_from_totals, task.metric.scale)
+        found.append(DataComparison(request, series, compared, {r: names(r) for r in compared}))
+    return found, names.note()
+
+
+def _compared(series: list[Series], mft: Any, scale: float) -> dict[str, list[EpochRow]]:
+    """Each project row of one data set beside its allennlp row, in the series' order."""
     by = {(s.side, s.row): s for s in series}
-    lines = []
-    compared: dict[str, list[EpochRow]] = {}
+    out: dict[str, list[EpochRow]] = {}
     for (side, row), project in by.items():
         peer = by.get(("allennlp", peer_row(row)))
-        if side != "project" or peer is None:
-            continue
-        rows = compare_epochs(project, peer, mft, metric.scale)
-        compared[row] = rows
+        if side == "project" and peer is not None:
+            out[row] = compare_epochs(project, peer, mft, scale)
+    return out
+
+
+def _lines_of(found: DataComparison, metric: Any) -> list[str]:
+    """The table's lines of one data set."""
+    lines = []
+    for row, rows in found.compared.items():
         for r in rows:
             target = "" if r.within is None else ("yes" if r.within else "**no**")
             ratio = f"{r.project_cpu / r.peer_cpu:.2f}" if r.peer_cpu else "–"
             diff = f"{r.difference * metric.scale:+.{metric.decimals}f}"
             lines.append(
-                f"| {request.data_label} | {name(row)} | {r.epoch} | {_cell(r.peer, metric)} | "
-                f"{_cell(r.project, metric)} | {diff} | {_p(r.comparison)} | {target} | "
-                f"{r.peer_cpu:.0f} | {r.project_cpu:.0f} | {ratio} |"
+                f"| {found.request.data_label} | {found.names[row]} | {r.epoch} | "
+                f"{_cell(r.peer, metric)} | {_cell(r.project, metric)} | {diff} | "
+                f"{_p(r.comparison)} | {target} | {r.peer_cpu:.0f} | {r.project_cpu:.0f} | "
+                f"{ratio} |"
             )
-    return lines, compared
+    return lines
 
 
 def _data_note(request: PeerRequest, series: list[Series]) -> str:
@@ -230,6 +283,20 @@ def _data_note(request: PeerRequest, series: list[Series]) -> str:
     )
 
 
+def _cpus(requests: Sequence[PeerRequest], out: Path) -> tuple[set[str], float]:
+    """The CPUs the peer's records name, and the largest gap between allennlp's own metric and
+    the project's scorer on the same predictions (natural units)."""
+    cpus: set[str] = set()
+    native_gap = 0.0
+    for request in requests:
+        for record in peer_records(request, out):
+            cpus.add(record.get("cpu", "?"))
+            for e in record["epochs"]:
+                if e.get("native") is not None:
+                    native_gap = max(native_gap, abs(e["native"] - e["metric"]))
+    return cpus, native_gap
+
+
 def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
     """Write ``out/<task>.md`` (and ``out/<task>.png``) from the stored records.
 
@@ -240,34 +307,24 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
 
     task = get_task(task_name)
     adapter = task.peer
-    requests = requests_of(task_name, out)
-    if adapter is None or not requests:
-        raise FileNotFoundError(f"no peer records of {task_name} under {out / 'runs' / task_name}")
+    found, variant_note = compare_task(task_name, out)
+    assert adapter is not None  # compare_task refuses a task without a peer
     metric = task.metric
+    cpus, native_gap = _cpus([f.request for f in found], out)
     body: list[str] = []
     figures: list[tuple[str, str, EpochRow]] = []  # the CSV's rows: data, row, epoch
-    data_notes: list[str] = []
     panels: list[tuple[str, str, Series, Series]] = []
-    cpus: set[str] = set()
-    native_gap = 0.0
     summary: list[str] = []
-    names = _Names()
-    for request in requests:
-        series = collect(request, out)
-        for record in peer_records(request, out):
-            cpus.add(record.get("cpu", "?"))
-            for e in record["epochs"]:
-                if e.get("native") is not None:
-                    native_gap = max(native_gap, abs(e["native"] - e["metric"]))
-        lines, compared = _rows_of(request, series, metric, task.metric_from_totals, names)
-        body += lines
-        figures += [(request.data_label, row, r) for row, rows in compared.items() for r in rows]
-        data_notes.append(_data_note(request, series))
-        by = {(s.side, s.row): s for s in series}
-        for row, rows in compared.items():
+    for f in found:
+        body += _lines_of(f, metric)
+        label = f.request.data_label
+        figures += [(label, row, r) for row, rows in f.compared.items() for r in rows]
+        by = {(s.side, s.row): s for s in f.series}
+        for row, rows in f.compared.items():
             peer = by[("allennlp", peer_row(row))]
-            panels.append((request.data_label, names(row), by[("project", row)], peer))
-            summary.append(f"{request.data_label}, {names(row)}: {summary_line(rows, metric)}")
+            panels.append((label, f.names[row], by[("project", row)], peer))
+            summary.append(f"{label}, {f.names[row]}: {summary_line(rows, metric)}")
+    data_notes = [_data_note(f.request, f.series) for f in found]
     head = [
         f"# {task_name.upper()} (`paper` preset) beside allennlp-models' `{adapter.model}`: "
         f"dev {metric.label} per epoch, Δ = project − allennlp",
@@ -295,7 +352,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
             if any(" + " in p[1] for p in panels)
             else ""
         )
-        + (" " + names.note() if names.letters else ""),
+        + (" " + variant_note if variant_note else ""),
         "Summary: " + " | ".join(summary) + ".",
         (f"allennlp's configuration follows {adapter.source}, changed:", adapter.changes),
         f"Made by `nox -s peer -- --task {task_name} --data DATA --seeds … --epochs …` "
@@ -378,19 +435,122 @@ def _csv(figures: Sequence[tuple[str, str, EpochRow]], metric: Any) -> str:
     return out.getvalue()
 
 
-def summary_line(rows: Sequence[EpochRow], metric: Any) -> str:
-    """The final epoch's Δ and p, the largest gap at any epoch, and the median time ratio."""
+def largest_gap(rows: Sequence[EpochRow]) -> EpochRow:
+    """The epoch of the largest |Δ| where the gap target applies (epoch 2 on; epoch 1 when
+    there is no other)."""
+    later = [r for r in rows if r.epoch >= 2] or list(rows)
+    return max(later, key=lambda r: abs(r.difference))
 
-    def signed(value: float) -> str:
-        return f"{value * metric.scale:+.{metric.decimals}f}"
 
-    final = rows[-1]
-    worst = max(rows, key=lambda r: abs(r.difference))
+def _ratio(rows: Sequence[EpochRow]) -> float | None:
+    """The median over epochs of the project's CPU seconds per training epoch over allennlp's."""
     ratios = [r.project_cpu / r.peer_cpu for r in rows if r.peer_cpu]
-    ratio = f"; CPU time ratio {statistics.median(ratios):.2f}" if ratios else ""
+    return statistics.median(ratios) if ratios else None
+
+
+def _signed(value: float, metric: Any) -> str:
+    return f"{value * metric.scale:+.{metric.decimals}f}"
+
+
+def summary_line(rows: Sequence[EpochRow], metric: Any) -> str:
+    """The final epoch's Δ and p, the largest gap from epoch 2 on, and the median time ratio."""
+    final, worst, ratio = rows[-1], largest_gap(rows), _ratio(rows)
     return (
-        f"final-epoch Δ {signed(final.difference)} (p {_p(final.comparison)}); largest gap "
-        f"{signed(worst.difference)} (epoch {worst.epoch}){ratio}"
+        f"final-epoch Δ {_signed(final.difference, metric)} (p {_p(final.comparison)}); "
+        f"largest gap {_signed(worst.difference, metric)} (epoch {worst.epoch})"
+        + (f"; CPU time ratio {ratio:.2f}" if ratio is not None else "")
+    )
+
+
+#: The summary across tasks, beside the tasks' tables (``out/summary.md``).
+SUMMARY = "summary.md"
+#: The rows every data set of a peer table should have (a missing one is named in the summary).
+EXPECTED_ROWS = ("baseline", "elmo carry", "elmo reset")
+
+
+def render_summary(out: Path) -> Path:
+    """Write ``out/summary.md``: one line per task, data set and project row of every peer table
+    under ``out`` (registry order) with the final-epoch Δ and p, the largest gap from epoch 2,
+    the epochs within the gap target, the median CPU time ratio and which of issue #34's
+    targets hold; rows not run yet are named.
+
+    Raises:
+        FileNotFoundError: no peer records at all under ``out/runs``.
+    """
+    from tasks.registry import TASKS, get_task
+
+    lines: list[str] = []
+    missing: list[str] = []
+    variant_notes: list[str] = []
+    requests: list[PeerRequest] = []
+    for name in TASKS:
+        task = get_task(name)
+        if task.peer is None or not requests_of(name, out):
+            continue
+        found, variant_note = compare_task(name, out)
+        if variant_note:
+            variant_notes.append(f"{name.upper()}: {variant_note}")
+        metric = task.metric
+        for f in found:
+            requests.append(f.request)
+            r = f.request
+            where = f"{r.data_label} | {r.epochs}, {r.batch_size}"
+            missing += [
+                f"{name.upper()} {r.data_label} ({r.epochs} epochs) {row}"
+                for row in EXPECTED_ROWS
+                if row not in f.compared
+            ]
+            for row, rows in f.compared.items():
+                lines.append(_summary_row(name, task.peer.model, where, f.names[row], rows, metric))
+    if not lines:
+        raise FileNotFoundError(f"no peer records under {out / 'runs'}")
+    cpus, _ = _cpus(requests, out)
+    head = [
+        "# Each `paper` preset beside allennlp-models: the final epoch, the largest gap and the "
+        "time, per task, data set and row",
+        "| task: allennlp model | data | epochs, batch | row | final Δ (p) | largest gap, "
+        "epoch ≥ 2 | epochs within | CPU ratio | targets: final p, CPU |",
+        "|---|---|---|---|---:|---:|---:|---:|:---:|",
+    ]
+    notes: list[str] = [
+        "Δ = project − allennlp on dev, both sides scored by the project's own scorer; p: the "
+        "seed-aware test at the final epoch (* p < 0.05). Largest gap: the largest |Δ| from epoch "
+        f"2 on; epochs within: those from epoch 2 with |Δ| ≤ max({GAP_POINTS:g} point, "
+        "allennlp's seed sd). CPU ratio: the project's CPU seconds per training epoch over "
+        f"allennlp's, median over epochs (target ≤ {TIME_RATIO:g}). Targets: final p > 0.05, "
+        f"CPU ratio ≤ {TIME_RATIO:g}. One thread each; CPU {', '.join(sorted(cpus))}.",
+        "Rows: `baseline`; `elmo carry` (the like-for-like row: the biLM's state carried across "
+        "batches, as allennlp's); `elmo reset` (the project's default); `ROW + KEY=VALUE` a "
+        "project-side change (`--variant`) against the same allennlp row."
+        + ("" if not variant_notes else " " + " ".join(variant_notes)),
+        "Not run yet: " + ("; ".join(missing) if missing else "none") + ".",
+        "Each task's table (every epoch, both sides' mean ± sd, the test's interval) is "
+        "`<task>.md` beside this file, its figures in `<task>.csv`. Re-rendered from the "
+        "committed records by `nox -s peer -- --summary` (docs/peer.md).",
+    ]
+    text = ["", "Notes:", "", *numbered_notes([Note(n) for n in notes]), ""]
+    path = out / SUMMARY
+    path.write_text("\n".join(head + lines + text), encoding="utf-8")
+    return path
+
+
+def _summary_row(
+    task: str, model: str, where: str, row: str, rows: Sequence[EpochRow], metric: Any
+) -> str:
+    final, worst, ratio = rows[-1], largest_gap(rows), _ratio(rows)
+    targets = [r.within for r in rows if r.within is not None]
+
+    def held(ok: bool | None) -> str:
+        return "–" if ok is None else ("yes" if ok else "**no**")
+
+    p_ok = None if final.comparison is None else final.comparison.p_value > 0.05
+    cpu_ok = None if ratio is None else ratio <= TIME_RATIO
+    return (
+        f"| {task.upper()}: `{model}` | {where} | {row} | {_signed(final.difference, metric)} "
+        f"({_p(final.comparison)}) | {_signed(worst.difference, metric)} (epoch {worst.epoch}) | "
+        f"{sum(targets)} of {len(targets)} | "
+        + (f"{ratio:.3f}×" if ratio is not None else "–")
+        + f" | {held(p_ok)}, {held(cpu_ok)} |"
     )
 
 

@@ -90,6 +90,10 @@ def test_epochs_are_compared_with_the_gap_target_the_test_and_the_time_ratio() -
     assert rows[0].project_cpu / rows[0].peer_cpu == pytest.approx(0.6)
     far = series("project", "baseline", {0: [20, 20, 20], 1: [20, 21, 20], 2: [20, 20, 21]}, 60)
     assert compare_epochs(far, peer, span_f1_from_totals, 100.0)[1].within is False
+    # the largest gap is sought where the target applies: epoch 1's −9 of 40 is passed over
+    assert abs(rows[0].difference) > max(abs(rows[1].difference), abs(rows[2].difference))
+    assert render.largest_gap(rows).epoch in (2, 3)
+    assert render.largest_gap(rows[:1]).epoch == 1  # unless there is no other epoch
 
 
 def store_project_run(
@@ -190,6 +194,44 @@ def test_the_table_renders_from_stored_records_alone(tmp_path: Path) -> None:
     assert (first["data"], first["row"], first["epoch"]) == ("some/folder", "baseline", "1")
     assert first["target"] == "" and second["target"] in ("true", "false")
     assert float(first["cpu_ratio"]) == pytest.approx(0.5)
+
+
+def test_the_summary_has_a_line_per_row_with_its_targets_and_names_rows_not_run(
+    tmp_path: Path,
+) -> None:
+    out, _ = stored(tmp_path)
+    path = render.render_summary(out)
+    assert path == out / "summary.md"
+    lines = path.read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| NER: `crf_tagger` |")]
+    assert len(rows) == 1  # the other tasks have no records: no line
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[1:4] == ["some/folder", "2, 64", "baseline"]
+    assert cells[4].startswith("+0.00 (")  # both sides 30.5 of 40 at the final epoch
+    assert cells[5:8] == ["+0.00 (epoch 2)", "1 of 1", "0.500×"]  # CPU 50 s / 100 s
+    assert cells[8] == "yes, yes"
+    text = " ".join(line.strip() for line in lines)  # the notes unwrapped
+    assert (
+        "Not run yet: NER some/folder (2 epochs) elmo carry; NER some/folder (2 epochs) elmo reset."
+        in text
+    )
+    empty = tmp_path / "empty"
+    with pytest.raises(FileNotFoundError, match="no peer records"):
+        render.render_summary(empty)
+
+
+def test_peer_summary_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.cli import main
+
+    out, _ = stored(tmp_path)
+    assert main(["peer", "--summary", "--out", str(out)]) == 0
+    assert (out / "summary.md").is_file() and "summary.md" in capsys.readouterr().out
+    assert main(["peer", "--summary", "--task", "ner", "--out", str(out)]) != 0
+    assert "no --task or --data with it" in capsys.readouterr().err
+    assert main(["peer", "--out", str(out)]) != 0
+    assert "--task is needed (or --summary)" in capsys.readouterr().err
 
 
 def test_a_variant_row_sits_after_its_row_against_the_same_peer_row(tmp_path: Path) -> None:
