@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -84,3 +85,81 @@ def test_a_manifest_entry_needs_its_command_and_folder(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="a stem for every command but peer"):
         committed.load(manifest)
     assert [e.name for e in committed.load()][:1] == ["table1"]
+
+
+def _rows(lines: list[str]) -> list[list[str]]:
+    """The body rows of the first markdown table in ``lines``, cells stripped."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _figure(cell: str) -> str:
+    """A committed cell without its run count and ‡/† marks: ``81.7 ± 5.5``."""
+    return re.sub(r"\s*\(n=\d+\)|\s*[‡†]", "", cell)
+
+
+def _test(cell: str) -> tuple[str, str, bool]:
+    """Δ, the Holm-adjusted p as the README writes it, and whether it is below 0.05, from a
+    committed cell such as ``8.2 / 44.8% (Holm=0.418)`` or ``5.1 (Holm<0.001✱)``."""
+    found = re.fullmatch(r"(\S+)(?: / \S+%)?[ ‡]*\(Holm([=<])([\d.]+)(✱?)\)", cell)
+    assert found is not None, f"not a test cell: {cell!r}"
+    delta, sign, p, star = found.groups()
+    return delta, f"{'< ' if sign == '<' else ''}{p}{' ✱' if star else ''}", bool(star)
+
+
+def _readme_table(heading: str) -> list[list[str]]:
+    readme = (committed.REPO / "README.md").read_text("utf-8").splitlines()
+    at = next((i for i, line in enumerate(readme) if line.startswith(heading)), None)
+    assert at is not None, f"README.md: no paragraph starting {heading!r}"
+    rows = _rows(readme[at:])
+    assert rows, f"README.md: no table after {heading!r}"
+    return rows
+
+
+def _committed_rows(path: str, suffix: str = "") -> dict[str, list[str]]:
+    """A committed table's rows by label (``suffix`` removed); an ``↳ Δ`` row is filed under
+    its metric row's label + `` Δ``."""
+    rows: dict[str, list[str]] = {}
+    label = ""
+    for row in _rows((committed.REPO / path).read_text("utf-8").splitlines()):
+        if row[0].startswith("↳"):
+            rows[f"{label} Δ"] = row
+        else:
+            label = row[0].removesuffix(suffix)
+            rows[label] = row
+    return rows
+
+
+def test_readme_table1_is_the_committed_table1() -> None:
+    """Every row of the README's Table 1 is the committed table's row of that task and metric
+    (baseline, ELMo, increase with its Holm-adjusted p), so the front page cannot keep figures
+    that HEAD no longer renders."""
+    table = "results/tables/table1-mini-demo-table1.md"
+    rendered = _committed_rows(table, " — DEMO data")
+    for label, *cells in _readme_table("**Table 1 on DEMO data**"):
+        assert label in rendered, f"README.md Table 1: no row {label!r} in {table}"
+        row = rendered[label]
+        delta, p, _ = _test(row[5])
+        expected = [_figure(row[1]), _figure(row[3]), f"{delta} ({p})"]
+        assert cells == expected, f"README.md Table 1, {label}: {cells} != {expected}"
+
+
+def test_readme_real_table_is_the_committed_real_table() -> None:
+    """The README's real-data rows are the committed real-set table's: each representation's
+    figure, ELMo's with its difference from the baseline and Holm-adjusted p (bold when below
+    0.05)."""
+    table = "results/real/tables/real-mini-real-real.md"
+    rendered = _committed_rows(table)
+    for label, *cells in _readme_table("**Real data**"):
+        assert label in rendered, f"README.md real data: no row {label!r} in {table}"
+        row = rendered[label]
+        delta, p, significant = _test(rendered[f"{label} Δ"][2])
+        delta = f"+{delta}" if not delta.startswith("-") else delta
+        elmo = f"{_figure(row[2])} ({f'**{delta}**' if significant else delta}, {p})"
+        expected = [_figure(row[1]), elmo, *(_figure(c) for c in row[3:])]
+        assert cells == expected, f"README.md real data, {label}: {cells} != {expected}"
