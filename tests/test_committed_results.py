@@ -112,12 +112,24 @@ def _test(cell: str) -> tuple[str, str, bool]:
     return delta, f"{'< ' if sign == '<' else ''}{p}{' ✱' if star else ''}", bool(star)
 
 
-def _readme_table(heading: str) -> list[list[str]]:
-    readme = (committed.REPO / "README.md").read_text("utf-8").splitlines()
-    at = next((i for i, line in enumerate(readme) if line.startswith(heading)), None)
-    assert at is not None, f"README.md: no paragraph starting {heading!r}"
-    rows = _rows(readme[at:])
-    assert rows, f"README.md: no table after {heading!r}"
+DOCS = ("README.md", "docs/results.md")  # the pages that show Table 1 and the real-data rows
+
+
+def _doc_table(doc: str, heading: str, table: str) -> list[list[str]]:
+    """The rows of ``doc``'s table after the paragraph starting ``heading``; that paragraph
+    names the result versions of the committed ``table``'s caption."""
+    lines = (committed.REPO / doc).read_text("utf-8").splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
+    assert at is not None, f"{doc}: no paragraph starting {heading!r}"
+    rows = _rows(lines[at:])
+    assert rows, f"{doc}: no table after {heading!r}"
+    paragraph = " ".join(lines[at : lines.index("", at)])
+    caption = " ".join((committed.REPO / table).read_text("utf-8").split())
+    versions = re.search(r"result versions: (.+?) / harness", caption)
+    assert versions is not None, f"{table}: no result versions in its caption"
+    assert f"result versions {versions[1]}" in paragraph, (
+        f"{doc} {heading}: say 'result versions {versions[1]}' as {table} does"
+    )
     return rows
 
 
@@ -135,31 +147,33 @@ def _committed_rows(path: str, suffix: str = "") -> dict[str, list[str]]:
     return rows
 
 
-def test_readme_table1_is_the_committed_table1() -> None:
-    """Every row of the README's Table 1 is the committed table's row of that task and metric
-    (baseline, ELMo, increase with its Holm-adjusted p), so the front page cannot keep figures
-    that HEAD no longer renders."""
+@pytest.mark.parametrize("doc", DOCS)
+def test_table1_on_the_front_page_is_the_committed_table1(doc: str) -> None:
+    """Every row of the page's Table 1 is the committed table's row of that task and metric
+    (baseline, ELMo, increase with its Holm-adjusted p), so no page keeps figures that HEAD no
+    longer renders."""
     table = "results/tables/table1-mini-demo-table1.md"
     rendered = _committed_rows(table, " — DEMO data")
-    for label, *cells in _readme_table("**Table 1 on DEMO data**"):
-        assert label in rendered, f"README.md Table 1: no row {label!r} in {table}"
+    for label, *cells in _doc_table(doc, "**Table 1 on DEMO data**", table):
+        assert label in rendered, f"{doc} Table 1: no row {label!r} in {table}"
         row = rendered[label]
         delta, p, _ = _test(row[5])
         expected = [_figure(row[1]), _figure(row[3]), f"{delta} ({p})"]
-        assert cells == expected, f"README.md Table 1, {label}: {cells} != {expected}"
+        assert cells == expected, f"{doc} Table 1, {label}: {cells} != {expected}"
 
 
-def test_readme_real_table_is_the_committed_real_table() -> None:
-    """The README's real-data rows are the committed real-set table's: each representation's
+@pytest.mark.parametrize("doc", DOCS)
+def test_real_data_rows_are_the_committed_real_table(doc: str) -> None:
+    """The page's real-data rows are the committed real-set table's: each representation's
     figure, ELMo's with its difference from the baseline and Holm-adjusted p (bold when below
     0.05)."""
     table = "results/real/tables/real-mini-real-real.md"
     rendered = _committed_rows(table)
-    for label, *cells in _readme_table("**Real data**"):
-        assert label in rendered, f"README.md real data: no row {label!r} in {table}"
+    for label, *cells in _doc_table(doc, "**Real data**", table):
+        assert label in rendered, f"{doc} real data: no row {label!r} in {table}"
         row = rendered[label]
         delta, p, significant = _test(rendered[f"{label} Δ"][2])
         delta = f"+{delta}" if not delta.startswith("-") else delta
         elmo = f"{_figure(row[2])} ({f'**{delta}**' if significant else delta}, {p})"
         expected = [_figure(row[1]), elmo, *(_figure(c) for c in row[3:])]
-        assert cells == expected, f"README.md real data, {label}: {cells} != {expected}"
+        assert cells == expected, f"{doc} real data, {label}: {cells} != {expected}"
