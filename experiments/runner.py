@@ -91,6 +91,9 @@ class LoopState:
     # evaluation: the training pass alone, without set-up and evaluation
     train_cpu_s: float = 0.0
     train_s: float = 0.0
+    # wall seconds of the run up to this checkpoint, over every call that trained it (a
+    # resumed run counts its earlier sittings; the work redone after a kill counts twice)
+    wall_s: float = 0.0
     dead_warned: bool = False  # the "looks dead" warning was printed
     log: list[dict[str, Any]] = field(default_factory=list)
     # the selected weights (EMA weights when EMA is on); None before the first evaluation
@@ -124,7 +127,8 @@ class TrainOutcome:
         layer_weights: ``softmax(w)`` per site at the end.
         gammas: γ per site at the end.
         log: one line per evaluation.
-        seconds: wall time of this call.
+        seconds: wall time of the run: this call's, plus that of earlier calls up to the
+            checkpoint this one resumed from.
         skipped_steps: non-finite losses skipped.
         representation_fingerprint: identifies the representation's weights.
         device: the device that ran (with the precision when not fp32).
@@ -174,6 +178,7 @@ def train(
     run = set_up(resolve(spec) if isinstance(spec, RunSpec) else spec, options)
     cfg, train_split = run.train_config, run.splits["train"]
     state = (None if options.fresh else _load(run)) or LoopState(lr=cfg.optimizer.lr)
+    started -= state.wall_s  # the run's clock goes on from its checkpoint
     sink = make_sink(run, options) if sink is None else sink
     sizes = [run.recipe.size(e) for e in train_split]
     evals = 0
@@ -340,7 +345,7 @@ def _evaluate(run: Run, state: LoopState, sink: Sink, started: float) -> None:
         "grad_norm_max": grad_max,
         "layer_weights": run.injector.layer_weights(),
         "gammas": run.injector.gammas(),
-        "seconds": time.perf_counter() - started,
+        "seconds": time.perf_counter() - started,  # since the run began, earlier calls included
         "train_cpu_s": state.train_cpu_s,  # the training batches since the last evaluation
         "train_s": state.train_s,
         "peak_rss_mb": peak_rss_mb(),
@@ -366,6 +371,7 @@ def _evaluate(run: Run, state: LoopState, sink: Sink, started: float) -> None:
             run.spec, metric, run.train_config.epochs, dev[metric.key], best, record
         )
     _warn_if_dead(run, state)
+    state.wall_s = time.perf_counter() - started
     save_run(run, state.to_json(), state.best_weights)
 
 

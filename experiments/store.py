@@ -219,7 +219,8 @@ class RunRecord:
         metrics: final metrics in natural units (accuracy 0.881, not 88.1), finite numbers.
         provenance: :func:`collect_env` output of the process that ran it.
         log: the run's log lines (JSON objects), in order.
-        timings: seconds and timestamps, e.g. ``{"started_unix": …, "wall_s": …}``.
+        timings: seconds and timestamps, e.g. ``{"started_unix": …, "wall_s": …}`` (``wall_s``: the
+            whole run, earlier sittings of a resumed run included).
         attachments: extra text files stored beside the record, name → text (e.g. the
             predictions in the task's official format, ``predictions-dev.json``), so that
             re-scoring and significance tests never need a rerun. Not read back by

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -367,6 +368,30 @@ def test_a_checkpoint_of_another_configuration_is_not_resumed(
     fresh = train(spec, opts(tmp_path / "fresh"))
     assert "another configuration" in caplog.text
     assert strip(resumed.log) == strip(fresh.log) and len(fresh.log) == 3
+
+
+def test_a_resumed_run_counts_the_wall_time_of_its_earlier_sittings(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record's ``wall_s`` (``TrainOutcome.seconds``) and each log line's ``seconds`` run
+    on from the checkpoint: a run stopped and resumed does not report only its last part."""
+    spec = toy_spec(overrides=("train.epochs=3",))
+    real = runner._train_batch
+
+    def slow(run: object, state: runner.LoopState, batch: object) -> None:
+        time.sleep(0.05)
+        real(run, state, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "_train_batch", slow)
+    first = train(spec, opts(tmp_path / "w"), stop_after_evals=1)
+    monkeypatch.setattr(runner, "_train_batch", real)
+    saved = torch.load(tmp_path / "w" / "toy" / spec.run_id / "checkpoint.pt", weights_only=True)
+    before = json.loads(saved["state"])["wall_s"]
+    assert before >= 0.05 * first.log[0]["step"]  # the slow batches up to the checkpoint
+    resumed = train(spec, opts(tmp_path / "w"))
+    seconds = [line["seconds"] for line in resumed.log]
+    assert seconds[0] == first.log[0]["seconds"] and seconds == sorted(seconds)
+    assert resumed.seconds > seconds[-1] > before
 
 
 def test_eval_lines_report_each_evaluation(
