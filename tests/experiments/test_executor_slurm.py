@@ -11,8 +11,10 @@ import dataclasses
 import functools
 import importlib.util
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -171,11 +173,24 @@ def alive(pid: int) -> bool:
         return stat.read().split(") ", 1)[1][0] != "Z"
 
 
+@pytest.fixture
+def sigint_default() -> Iterator[None]:
+    """SIGINT handled as Python's default while the test runs. submitit's local cancel is a
+    SIGINT to the job's controller, which inherits an ignored SIGINT from a test run started in
+    the background of a shell without job control (``nohup … &``) and then never stops."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 # submitit's local job object goes while its (signalled) controller process is still ending
 @needs_submitit
 @pytest.mark.filterwarnings(
     "ignore:Exception ignored in. <function Popen.__del__:pytest.PytestUnraisableExceptionWarning"
 )
+@pytest.mark.usefixtures("sigint_default")
 def test_ctrl_c_cancels_the_jobs_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No job trains on, unclaimed, after the driver was interrupted."""
     from experiments import executors
