@@ -209,16 +209,17 @@ def provenance_lines(found: Sequence[RunRecord]) -> list[str]:
         return []
     commits = Counter(_commit(r) for r in found)
     devices = Counter(_device(r) for r in found)
-    bilms: dict[tuple[str, str], Counter[tuple[str | None, str | None]]] = {}
+    bilms: dict[tuple[str, str, str], Counter[tuple[str | None, str | None]]] = {}
     for record in found:  # by the full configuration (two checkpoints may share a file name)
         if record.spec.representation != NO_REPRESENTATION:
             spec = record.spec
             config = json.dumps(spec.representation_config, sort_keys=True)
-            # the state policy is part of the fingerprint, and a fine-tuned biLM is the task's
-            # own: neither is a mismatch
+            # the state policy is part of the fingerprint, and a fine-tuned biLM is its task's
+            # and data set's own (tuned on that text): none of them is a mismatch
             label = config_label(spec) + ("" if spec.state == "reset" else f", state {spec.state}")
-            label += f" for {spec.task}" if spec.representation_config.get("finetune") else ""
-            key = (label, f"{spec.representation} {config}")
+            tuned_on = spec.data if spec.representation_config.get("finetune") else ""
+            label += f" for {spec.task}" if tuned_on else ""
+            key = (label, f"{spec.representation} {config}", tuned_on)
             bilms.setdefault(key, Counter())[bilm_keys(record)] += 1
     plural = {True: "s", False: ""}
     parts = [
@@ -226,7 +227,7 @@ def provenance_lines(found: Sequence[RunRecord]) -> list[str]:
         f"device{plural[len(devices) > 1]} {_counted(devices)}",
     ]
     entries: Counter[str] = Counter()
-    for (label, _), keys in bilms.items():
+    for (label, _, _), keys in bilms.items():
         names = bilm_names(keys)
         for bilm_key, n in keys.items():
             entries[f"{label} [{names[bilm_key]}]"] += n
@@ -239,7 +240,7 @@ def provenance_lines(found: Sequence[RunRecord]) -> list[str]:
         parts.append(f"result versions: {versions}")
     runs = f"{len(found)} run{plural[len(found) > 1]}"
     lines = [f"Rests on {runs}: {'; '.join(parts)}."]
-    for (label, _), keys in sorted(bilms.items()):
+    for (label, _, _), keys in sorted(bilms.items()):
         if len(keys) > 1:
             names = bilm_names(keys)
             listed = _counted(Counter({names[k]: n for k, n in keys.items()}))

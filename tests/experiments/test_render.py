@@ -658,6 +658,25 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
     text = " ".join(provenance_lines(store.records[1:]))
     assert "⚠ runs rest on 2 different biLM" not in text
     assert "elmo published:original, state warm [99887766]" in text
+    # a biLM fine-tuned on one data set's text differs from the same task's biLM tuned on
+    # another set's: not a mismatch; two fingerprints tuned on one set's text are
+    tuned = [
+        dataclasses.replace(
+            record,
+            spec=dataclasses.replace(
+                record.spec, representation_config={"finetune": 1.0}, data=data, seed=i
+            ),
+            provenance=provenance(representation_fingerprint=f"{i}" * 64, identity=ident),
+        )
+        for i, (record, data) in enumerate(zip(store.records[2:3] * 3, ("a", "b", "a")))
+    ]
+    text = " ".join(provenance_lines(tuned[:2]))
+    assert "⚠ runs rest on 2 different biLM" not in text
+    assert "fine-tuned for snli [00000000] (1 run)" in text
+    assert "fine-tuned for snli [11111111] (1 run)" in text
+    text = " ".join(provenance_lines(tuned[:3]))
+    assert "⚠ runs rest on 2 different biLM fingerprints for" in text
+    assert "fine-tuned for snli: 00000000 (1 run), 22222222 (1 run)." in text
 
 
 def test_caption_says_when_runs_differ_in_data_or_preset() -> None:
