@@ -265,6 +265,13 @@ def _load(run: Run) -> LoopState | None:
         return None
     state = LoopState.from_json(restored.state, restored.best_weights)
     logger.info("resumed %s at epoch %d, step %d", run.work, state.epoch, state.step)
+    if run.spec.state == "carry":  # the biLM's carried LSTM state is not in the checkpoint
+        logger.warning(
+            "%s: a carry run resumed after a stop: the biLM's carried state starts from zero "
+            "here, so its result can differ slightly from an uninterrupted run's (--rerun "
+            "trains it from the start)",
+            run.work,
+        )
     return state
 
 

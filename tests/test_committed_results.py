@@ -34,11 +34,6 @@ def test_every_committed_table_and_plot_is_what_head_renders(report: committed.R
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="#36: the DEMO tables and the real-set NER rows rest on records of older result "
-    "versions until they are retrained (nox -s committed_results; after #34)",
-)
 def test_no_committed_table_rests_on_stale_records(report: committed.Report) -> None:
     assert not report.stale, "\n".join(f"{n}: {why}" for n, why in report.stale.items())
 

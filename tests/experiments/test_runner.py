@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -392,6 +393,29 @@ def test_a_resumed_run_counts_the_wall_time_of_its_earlier_sittings(
     seconds = [line["seconds"] for line in resumed.log]
     assert seconds[0] == first.log[0]["seconds"] and seconds == sorted(seconds)
     assert resumed.seconds > seconds[-1] > before
+
+
+def test_a_resumed_carry_run_warns_that_its_carried_state_restarts(
+    toy: object, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The carried LSTM state is not checkpointed (#36: a CoNLL-2000 carry run resumed once
+    scored 93.08 F1, 93.13 uninterrupted): resuming one says so; a reset run's resume does not."""
+    from tests.contract.helpers import write_tiny_checkpoint
+
+    tiny = write_tiny_checkpoint(tmp_path)
+    for state in ("reset", "carry"):
+        spec = toy_spec(
+            representation="elmo",
+            representation_config={"checkpoint": str(tiny)},
+            sites=("input",),
+            state=state,
+            overrides=("train.epochs=2",),
+        )
+        train(spec, opts(tmp_path / state), stop_after_evals=1)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=runner.logger.name):
+            train(spec, opts(tmp_path / state))
+        assert ("a carry run resumed" in caplog.text) == (state == "carry")
 
 
 def test_eval_lines_report_each_evaluation(
