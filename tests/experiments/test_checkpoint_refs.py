@@ -31,6 +31,7 @@ def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
         work=work,
         config_json=lambda: '{"task": {"word_vectors": "random:8"}, "train": {"epochs": 1}}',
         identity="",  # experiments.setup.Run.identity: no run identity checked
+        spec=SimpleNamespace(state="reset"),  # a carry run's resume warns (state not saved)
     )
 
 
