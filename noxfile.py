@@ -54,6 +54,26 @@ def slow(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-m", "slow", *session.posargs)
 
 
+@nox.session(venv_backend="none", default=False)
+def learning_margins(session: nox.Session) -> None:
+    """How far each task's learning test is from failing: every registered task's learning run
+    (tests/contract/test_tasks.py) with seeds 0-4, each assertion's margin printed with the CPU
+    and fails below a comfortable distance (tests/contract/test_learning_margins.py; about 6
+    minutes on 2 cores). `ATEN_CPU_CAPABILITY=avx2 nox -s learning_margins` repeats it on
+    another kernel set of the same machine. Runs in the environment that calls nox."""
+    _in_place(session)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-m",
+        "slow",
+        "tests/contract/test_learning_margins.py",
+        "-q",
+        *session.posargs,
+    )
+
+
 @nox.session(python=PYTHON, default=False)
 def bench_bilm(session: nox.Session) -> None:
     """Inference speed of a full-size ELMo (random weights in the official layout) vs the GEMM
@@ -195,20 +215,12 @@ def sweep(session: nox.Session) -> None:
     session.run("python", "-m", "experiments", "sweep", *session.posargs)
 
 
-# One set of reproduction targets per task: (task, what its data folder holds, its targets).
-# `<task>_elmo` prints the task's Table 1 row beside the paper's numbers for the same split.
-TASK_TARGETS = {
-    "squad": ("SQuAD (BiDAF + self-attention)", "train-v1.1.json, dev-v1.1.json", ("ablations",)),
-    "snli": ("SNLI (ESIM)", "snli_1.0_{train,dev,test}.jsonl", ("ablations", "cove")),
-    "srl": (
-        "SRL (He et al. deep biLSTM)",
-        "CoNLL-2012 train/ development/ test/",
-        ("ablations", "cove"),
-    ),
-    "coref": ("Coreference (Lee et al. span ranking)", "*_gold_conll train/dev/test", ()),
-    "ner": ("NER (biLSTM-CRF)", "eng.train, eng.testa, eng.testb", ()),
-    "sst5": ("SST-5 (BCN)", "SST train.txt, dev.txt, test.txt trees", ("cove",)),
-}
+# One set of reproduction targets per registered task (tasks/registry.py), named and described
+# from its TaskSpec: `<task>_baseline`, `<task>_elmo` (its Table 1 row beside the paper's numbers
+# for the same split), `<task>_ablations` where the paper's Table 2 or 3 has the task and
+# `<task>_cove` where its CoVe comparison does (experiments/paper.toml). A new task gets its
+# targets from its registry line. Reading the registry needs the project importable (the README's
+# set-up installs it into the environment that runs nox); elsewhere only the other targets exist.
 WHAT = {
     "baseline": "the baseline without ELMo",
     "elmo": "baseline vs ELMo + baseline: its Table 1 row beside the paper's numbers",
@@ -217,6 +229,35 @@ WHAT = {
     "§5.1; SST-5: BCN + CoVe vs BCN + ELMo); without `--cove W.pth --glove G.txt` the CoVe "
     "columns are left out and the message says which files to pass",
 }
+
+
+def task_targets() -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """Registered task → (its heading, what ``--data`` must hold, its target kinds); empty where
+    the project cannot be imported."""
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)  # this checkout's packages, not another installed copy
+    try:
+        from experiments.named import table_tasks
+        from tasks.registry import TASKS
+    except ImportError as error:
+        print(
+            f"noxfile: no per-task targets ({error}): they need the project importable "
+            "(pip install -e '.[dev]' -c constraints.txt)",
+            file=sys.stderr,
+        )
+        return {}
+    ablations = set(table_tasks("table2")) | set(table_tasks("table3"))
+    cove = set(table_tasks("cove"))
+    targets = {}
+    for name, task in TASKS.items():
+        kinds = ("baseline", "elmo")
+        kinds += ("ablations",) * (name in ablations) + ("cove",) * (name in cove)
+        targets[name] = (task.heading, task.data_help, kinds)
+    return targets
 
 
 def _target(task: str, kind: str, title: str, data: str) -> None:
@@ -232,8 +273,8 @@ def _target(task: str, kind: str, title: str, data: str) -> None:
     nox.session(venv_backend="none", default=False, name=f"{task}_{kind}")(session)
 
 
-for _task, (_title, _data, _extra) in TASK_TARGETS.items():
-    for _kind in ("baseline", "elmo", *_extra):
+for _task, (_title, _data, _kinds) in task_targets().items():
+    for _kind in _kinds:
         _target(_task, _kind, _title, _data)
 
 
@@ -283,14 +324,15 @@ for _name, _what in TABLE_TARGETS.items():
 
 @nox.session(venv_backend="none", default=False)
 def real_data(session: nox.Session) -> None:
-    """The real public sets beside the repository (`../shared/data`, or $ELMO_BENCH_SHARED/data;
-    `experiments/real_sets.toml`): per set the baseline, ELMo (the shipped small biLM), the
+    """The real public sets (`../shared/data` beside the repository, $ELMO_BENCH_SHARED/data, or
+    the copy `python -m experiments real-data fetch` rebuilds from their public sources, checksums
+    pinned; `experiments/real_sets.toml`): per set the baseline, ELMo (the shipped small biLM), the
     random-weight biLM and the bundled MiniLM, then static vs per-token layer weights, 3 seeds,
     `mini`, each on its held-out split (dev where the test split is held back), with the
     seed-aware tests and wall times. Trains into the committed `results/real/runs` (finished runs
     whose identity still matches are reused, so it can be built up over several sittings) and
-    writes `results/real/tables`. Without the shared folder the first command names the folders it
-    needs and stops (exit 2) before any run."""
+    writes `results/real/tables`. Without the sets the first command names the folders it needs and
+    the fetch command, and stops (exit 2) before any run."""
     where = ("--store", "results/real/runs", "--out", "results/real", "--quiet")
     _reproduce(session, "real", *where)
     _reproduce(session, "dynamic", "--data", "real", "--seeds", "0,1,2", *where)
@@ -301,7 +343,9 @@ def peer(session: nox.Session) -> None:
     """A task's baseline and + ELMo beside allennlp-models 2.10.1 on the same data, epoch by
     epoch (issue #34; docs/peer.md), e.g. `nox -s peer -- --task ner --data
     shared:dev/conll2000 --seeds 0,1,2 --epochs 5`. Builds the peer's own venv when missing
-    (`../shared/peer/build.sh`; allennlp is never a dependency of this project), trains both
+    or broken, from the repository's recipe (`experiments/peer/allennlp_side/venv.toml`, into
+    `$PEER_VENV`, default the cache's `peer/venv`; `-- --build-plan` prints the steps; allennlp
+    is never a dependency of this project), trains both
     sides one thread each, two runs at a time, into `results/peer/runs` (the peer's records) and
     `results/peer/project-runs` (finished runs are reused: a table can be built over several
     sittings), and renders `results/peer/<task>.md` and `.png`; `-- --task ner --render-only`

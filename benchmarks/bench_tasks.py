@@ -5,15 +5,15 @@ Usage::
 
     python benchmarks/bench_tasks.py [--tasks squad,ner] [--presets mini,paper]
         [--features cached,live] [--batches 10] [--repeats 3] [--device cpu,cuda]
-        [--threads 1] [--json PATH] [--out FILE] [--quick]
+        [--threads 1] [--json PATH] [--out FILE] [--quick] [--list]
 
 For each task and preset the task's own recipe is set up (its DEMO vocabularies, its preset's
 model and :class:`~tasks.core.TrainConfig`), then its splits are replaced by **fixed synthetic
-data of realistic size** (seed 0, words drawn from the recipe's vocabulary): SQuAD paragraphs of
-100-180 tokens (four questions of 7-15 tokens each), SNLI premises of 8-20 and hypotheses of
-5-11 tokens, SRL sentences of 15-35 tokens with 1-4 predicates, CoNLL-style NER sentences of 8-20
-tokens with 0-3 entities, SST sentences of 12-26 tokens, coreference documents of 20 sentences
-(about 400 tokens) with clusters of 3+ mentions. Each timed pass is one training epoch of
+data of realistic size** (seed 0, words drawn from the recipe's vocabulary) that the task's own
+builder draws (``TaskSpec.synthetic``, the task folder's ``synthetic.py``: e.g. SQuAD paragraphs
+of 100-180 tokens with four questions of 7-15 tokens, coreference documents of 20 sentences with
+clusters of 3+ mentions); a task without one is listed as not timed, a preset a task lacks is
+left out. ``--list`` prints the settings without measuring. Each timed pass is one training epoch of
 ``--batches`` batches of the preset's batching (the loop's own batch plan, seeded as epoch 0),
 then one evaluation of as many dev batches through the loop's model selection step (EMA weights
 when the preset has EMA, the task's official-parity scorer).
@@ -39,7 +39,8 @@ the feature cache (``cached``; built once before timing, its build time printed)
 batch (``live``). On the CPU the paper preset runs at most ``--paper-cpu-batches`` batches (2):
 the full-size biLM costs seconds a batch there, and the cache build would cost as much. The
 paper preset's fine-tuning of the biLM on the task's text is not part of an epoch and is not
-run; random vectors of the preset's width stand in for GloVe 840B / 6B 100-d and Turian.
+run; random vectors of the preset's width stand in for the files it must be given (GloVe 840B,
+6B 100-d, Turian: ``Synthetic.stand_ins``).
 
 Printed: examples/s of the epoch and of the evaluation, tokens the representation reads per
 batch, and each phase's share (medians over ``--repeats`` passes, after one warm-up batch).
@@ -79,234 +80,33 @@ from experiments import runner, scoring  # noqa: E402
 from experiments.resolve import resolve  # noqa: E402
 from experiments.setup import Run, RunData, RunOptions, seed_everything, set_up  # noqa: E402
 from experiments.spec import RunSpec  # noqa: E402
-from tasks.common.conll2012 import Sentence, SrlFrame  # noqa: E402
-from tasks.common.spans import Span, spans_to_tags  # noqa: E402
 from tasks.core import Represent, TaskRecipe, TaskSpec, batch_plan  # noqa: E402
-from tasks.coref.data import CorefDocument  # noqa: E402
-from tasks.coref.task import GENRES  # noqa: E402
-from tasks.ner.data import TaggedSentence  # noqa: E402
 from tasks.registry import TASKS, get_task  # noqa: E402
-from tasks.snli.data import SnliExample  # noqa: E402
-from tasks.squad.data import Answer, SquadExample  # noqa: E402
-from tasks.srl.data import srl_instances  # noqa: E402
-from tasks.srl.task import SrlExample  # noqa: E402
-from tasks.sst5.data import TextExample  # noqa: E402
 
 PRESETS = ("mini", "paper")
 FEATURES = ("cached", "live")
 TRAIN_PHASES = ("batch", "repr", "h2d", "forward", "backward", "optim", "other")
 EVAL_PHASES = ("batch", "repr", "forward", "decode", "score")
-#: Word-vector stand-ins of the paper presets (their files are not needed to time the loop).
-PAPER_VECTORS: dict[str, tuple[str, ...]] = {
-    "squad": ("word_vectors=random:300",),
-    "snli": ("word_vectors=random:300",),
-    "srl": ("word_vectors=random:100",),
-    "coref": ("word_vectors=random:300", "turian_vectors=random:50"),
-    "sst5": ("word_vectors=random:300",),
-}
-
-# realistic sizes (tokens), inclusive ranges drawn uniformly
-SQUAD_CONTEXT, SQUAD_QUESTION, SQUAD_QUESTIONS_PER_CONTEXT = (100, 180), (7, 15), 4
-SNLI_PREMISE, SNLI_HYPOTHESIS = (8, 20), (5, 11)
-SRL_SENTENCE, SRL_PREDICATES = (15, 35), (1, 4)
-NER_SENTENCE, NER_ENTITIES = (8, 20), (0, 3)
-SST_SENTENCE = (12, 26)
-COREF_SENTENCES, COREF_SENTENCE = 20, (14, 26)
 
 
 # --------------------------------------------------------------------------- synthetic data
-def _vocabulary(recipe: Any) -> list[str]:
-    """The recipe's indexed words (synthetic text is drawn from them: real id lookups)."""
-    words = sorted(recipe.words)
-    if not words:
-        raise ValueError("the recipe has an empty vocabulary")
-    return words
-
-
-def _words(rng: random.Random, vocabulary: Sequence[str], span: tuple[int, int]) -> tuple[str, ...]:
-    return tuple(rng.choices(vocabulary, k=rng.randint(*span)))
-
-
-def _joined(tokens: Sequence[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """Tokens joined by spaces, and each token's character offsets in the text."""
-    offsets, start = [], 0
-    for token in tokens:
-        offsets.append((start, start + len(token)))
-        start += len(token) + 1
-    return " ".join(tokens), tuple(offsets)
-
-
-def _spans(
-    rng: random.Random, length: int, most: int, widest: int, label: Callable[[], str]
-) -> list[Span]:
-    """Up to ``most`` non-overlapping spans of 1..``widest`` tokens, sorted by start."""
-    spans: list[Span] = []
-    for start in sorted(rng.sample(range(length), min(most, length))):
-        end = min(length - 1, start + rng.randint(0, widest - 1))
-        if not spans or start > spans[-1].end:
-            spans.append(Span(start, end, label()))
-    return spans
-
-
-def _squad(recipe: Any, split: str, count: int, rng: random.Random) -> list[Any]:
-    vocabulary = _vocabulary(recipe)
-    examples: list[Any] = []
-    context: tuple[str, ...] = ()
-    text = ""
-    offsets: tuple[tuple[int, int], ...] = ()
-    for i in range(count):
-        if i % SQUAD_QUESTIONS_PER_CONTEXT == 0:
-            context = _words(rng, vocabulary, SQUAD_CONTEXT)
-            text, offsets = _joined(context)
-        question = _words(rng, vocabulary, SQUAD_QUESTION)
-        first = rng.randrange(len(context))
-        last = min(len(context) - 1, first + rng.randint(0, 3))
-        start, end = offsets[first][0], offsets[last][1]
-        answer = Answer(text[start:end], start)
-        examples.append(
-            SquadExample(
-                f"{split}-{i}",
-                "synthetic",
-                text,
-                " ".join(question),
-                context,
-                offsets,
-                question,
-                (answer,),
-                (first, last),
-            )
-        )
-    return examples
-
-
-def _snli(recipe: Any, split: str, count: int, rng: random.Random) -> list[Any]:
-    vocabulary = _vocabulary(recipe)
-    examples: list[Any] = []
-    for i in range(count):
-        premise = _words(rng, vocabulary, SNLI_PREMISE)
-        hypothesis = _words(rng, vocabulary, SNLI_HYPOTHESIS)
-        label = rng.choice(recipe.labels)
-        examples.append(
-            SnliExample(
-                f"{split}-{i}", " ".join(premise), " ".join(hypothesis), label, premise, hypothesis
-            )
-        )
-    return examples
-
-
-def _srl(recipe: Any, split: str, count: int, rng: random.Random) -> list[Any]:
-    """At least ``count`` predicate instances (whole sentences); the recipe's sentences of
-    ``split`` are replaced by the synthetic ones (its scorer regroups over them)."""
-    vocabulary = _vocabulary(recipe)
-    roles = sorted({t[2:] for t in recipe.labels if t.startswith("B-")} - {"V"}) or ["ARG0"]
-    sentences: list[Sentence] = []
-    instances = 0
-    while instances < count:
-        words = _words(rng, vocabulary, SRL_SENTENCE)
-        n = len(words)
-        frames = []
-        for p in sorted(rng.sample(range(n), rng.randint(*SRL_PREDICATES))):
-            arguments = [Span(p, p, "V")]
-            if p > 0:
-                arguments.insert(0, Span(rng.randrange(p), p - 1, rng.choice(roles)))
-            if p < n - 1:
-                arguments.append(Span(p + 1, rng.randrange(p + 1, n), rng.choice(roles)))
-            frames.append(SrlFrame(p, tuple(arguments)))
-        dash = ("-",) * n
-        sentences.append(
-            Sentence(
-                "nw/synthetic/00/0000",
-                0,
-                len(sentences),
-                0,
-                len(sentences) + 1,
-                words,
-                dash,
-                ("*",) * n,
-                dash,
-                dash,
-                dash,
-                dash,
-                (),
-                tuple(frames),
-            )
-        )
-        instances += len(frames)
-    recipe.sentences[split] = sentences
-    examples = [SrlExample(instance, split) for instance in srl_instances(sentences)]
-    return examples[:count] if split == "train" else examples
-
-
-def _ner(recipe: Any, split: str, count: int, rng: random.Random) -> list[Any]:
-    vocabulary = _vocabulary(recipe)
-    types = sorted({label.split("-", 1)[1] for label in recipe.labels if "-" in label})
-    examples: list[Any] = []
-    for i in range(count):
-        words = _words(rng, vocabulary, NER_SENTENCE)
-        if recipe.encoding is None or not types:  # plain tags (POS-like data)
-            tags = tuple(rng.choices(recipe.labels, k=len(words)))
-        else:
-            spans = _spans(
-                rng, len(words), rng.randint(*NER_ENTITIES), 3, lambda: rng.choice(types)
-            )
-            tags = tuple(spans_to_tags(len(words), spans, recipe.encoding))
-        examples.append(TaggedSentence(words, tags, i + 1, f"synthetic.{split}"))
-    return examples
-
-
-def _sst5(recipe: Any, split: str, count: int, rng: random.Random) -> list[Any]:
-    vocabulary = _vocabulary(recipe)
-    return [
-        TextExample(i + 1, _words(rng, vocabulary, SST_SENTENCE), rng.randrange(len(recipe.labels)))
-        for i in range(count)
-    ]
-
-
-def _coref(recipe: Any, split: str, count: int, rng: random.Random) -> list[Any]:
-    vocabulary = _vocabulary(recipe)
-    documents: list[Any] = []
-    for i in range(count):
-        sentences = tuple(_words(rng, vocabulary, COREF_SENTENCE) for _ in range(COREF_SENTENCES))
-        speakers = tuple((f"speaker{s % 2}",) * len(words) for s, words in enumerate(sentences))
-        tokens = sum(len(words) for words in sentences)
-        mentions = [(s.start, s.end) for s in _spans(rng, tokens, tokens // 8, 3, lambda: "")]
-        rng.shuffle(mentions)
-        groups = max(1, len(mentions) // 3)  # clusters of three or more mentions
-        clusters = tuple(tuple(sorted(mentions[g::groups])) for g in range(groups))
-        genre = rng.choice(GENRES)
-        documents.append(
-            CorefDocument(
-                f"{genre}/synthetic/00/{split}_{i:04d}", 0, genre, sentences, speakers, clusters
-            )
-        )
-    return documents
-
-
-#: Task → builder of ``count`` synthetic examples of a split (mutating the recipe where its
-#: scorer reads more than the examples: SRL's sentences).
-SYNTHETIC: dict[str, Callable[[Any, str, int, random.Random], list[Any]]] = {
-    "squad": _squad,
-    "snli": _snli,
-    "srl": _srl,
-    "coref": _coref,
-    "ner": _ner,
-    "sst5": _sst5,
-}
-
-
 def synthetic_splits(task: str, recipe: Any, batches: int, seed: int = 0) -> dict[str, list[Any]]:
     """``train`` and ``dev`` of synthetic examples, each filling ``batches`` batches of the
     recipe's batching (examples or documents; a token budget gets as many examples as fit).
 
     Args:
-        task: a task with a builder in :data:`SYNTHETIC`.
-        recipe: the task's recipe (its vocabulary and labels are used; SRL's sentences of both
-            splits are replaced).
+        task: a registered task with a synthetic builder (``TaskSpec.synthetic``).
+        recipe: the task's recipe (its vocabulary and labels are used; a builder may replace
+            what its scorer reads beside the examples, as SRL's sentences).
         batches: batches per split.
         seed: the generator's seed (the data are a function of it).
+
+    Raises:
+        ValueError: the task declares no synthetic builder.
     """
-    if task not in SYNTHETIC:
-        raise ValueError(f"no synthetic data for task {task!r}; known: {', '.join(SYNTHETIC)}")
+    synthetic = get_task(task).synthetic
+    if synthetic is None:
+        raise ValueError(f"task {task!r} declares no synthetic data (TaskSpec.synthetic)")
     config = recipe.train_config
     rng = random.Random(seed)
     splits: dict[str, list[Any]] = {}
@@ -317,7 +117,7 @@ def synthetic_splits(task: str, recipe: Any, batches: int, seed: int = 0) -> dic
             count = batches * config.batch_size
         else:  # a token budget: at least `batches` budgets' worth of the shortest examples
             count = batches * max(1, config.batch_size // 8)
-        splits[split] = SYNTHETIC[task](recipe, split, count, rng)
+        splits[split] = synthetic.examples(recipe, split, count, rng)
     return splits
 
 
@@ -440,11 +240,11 @@ class Setting:
 def _spec(task: TaskSpec, preset: str, options_file: Path) -> RunSpec:
     """The run of ``task``'s ``preset`` with ELMo at the preset's sites (the named tables' ELMo
     column): the shipped small biLM for ``mini``, a full-size random one for ``paper``."""
+    overrides = task.synthetic.stand_ins.get(preset, ()) if task.synthetic else ()
     if preset == "paper":
         representation, config = "bilm-random", {"options": str(options_file)}
-        overrides = PAPER_VECTORS.get(task.name, ())
     else:
-        representation, config, overrides = "elmo", {}, ()
+        representation, config = "elmo", {}
     return RunSpec(
         task=task.name,
         task_version=task.version,
@@ -627,16 +427,37 @@ def _header() -> list[str]:
 
 
 def _settings(args: argparse.Namespace, device: torch.device) -> list[Setting]:
+    """Every (task, preset, features) to measure: the presets each task has, the tasks that
+    declare synthetic data (:func:`untimed` lists the others)."""
     out = []
-    for task in args.tasks:
-        for preset in args.presets:
+    for name in args.tasks:
+        task = get_task(name)
+        if task.synthetic is None:
+            continue
+        for preset in (p for p in args.presets if p in task.presets):
             batches, note = args.batches, ""
             if preset == "paper" and device.type == "cpu" and batches > args.paper_cpu_batches:
                 batches = args.paper_cpu_batches
                 note = f"paper on CPU: {batches} of {args.batches} batches (full-size biLM)"
             for features in args.features:
-                out.append(Setting(task, preset, features, device, batches, note))
+                out.append(Setting(name, preset, features, device, batches, note))
     return out
+
+
+def untimed(args: argparse.Namespace) -> list[str]:
+    """One line per asked task or preset that is not measured, and why."""
+    lines = []
+    for name in args.tasks:
+        task = get_task(name)
+        if task.synthetic is None:
+            lines.append(f"{name}: not timed (it declares no synthetic data: TaskSpec.synthetic)")
+            continue
+        lacking = [p for p in args.presets if p not in task.presets]
+        if lacking:
+            lines.append(
+                f"{name}: no preset {', '.join(lacking)} (it has {', '.join(task.presets)})"
+            )
+    return lines
 
 
 def _names(text: str, known: Sequence[str], what: str) -> list[str]:
@@ -665,6 +486,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     parser.add_argument("--out", type=Path, help="also write the printed report to this file")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 batches, 1 repeat")
+    parser.add_argument(
+        "--list", action="store_true", help="print the settings it would measure, then stop"
+    )
     args = parser.parse_args(argv)
     try:
         args.tasks = list(TASKS) if args.tasks == "all" else _names(args.tasks, list(TASKS), "task")
@@ -686,6 +510,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Measure, print the tables, write ``--json`` / ``--out``; returns the report."""
     args = parse_args(argv)
+    if args.list:
+        for name in args.devices:
+            if name == "cuda" and not torch.cuda.is_available():
+                continue
+            for setting in _settings(args, resolve_device(name)):
+                print(f"{setting.task} {setting.preset} {setting.features} {setting.device}")
+        for line in untimed(args):
+            print(line)
+        return {"machine": {}, "args": _plain_args(args), "results": []}
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
     lines: list[str] = []
@@ -711,6 +544,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 )
                 for line in _header():
                     say(line)
+                for line in untimed(args):
+                    say(f"  {line}")
                 notes: list[str] = []
                 for setting in _settings(args, device):
                     result = measure(setting, Path(tmp), precision, args.repeats)

@@ -7,8 +7,11 @@ location-independent label, ``shared:<folder>`` (e.g. ``shared:real/litbank-core
 against the shared data root at run time (:func:`data_path`), so the same run has the same id on
 every clone; the run's identity still fingerprints the files it read.
 
-The shared data root is ``$ELMO_BENCH_SHARED/data`` when that variable is set, else
-``../shared/data`` beside the repository (where CI and the developers' machines keep it).
+The shared data root (:func:`shared_data_root`) is ``$ELMO_BENCH_SHARED/data`` when that variable
+is set, else ``../shared/data`` beside the repository when it is there (where CI and the
+developers' machines keep it), else the copy ``python -m experiments real-data fetch`` rebuilds
+from the sets' public sources in the project's cache (:func:`fetched_data_root`) when it is
+there (``docs/real_data.md``).
 """
 
 from __future__ import annotations
@@ -20,14 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "FETCH_COMMAND",
     "REAL",
     "REAL_SEEDS",
     "SHARED_PREFIX",
     "SHARED_ROOT_TEXT",
     "RealSet",
     "data_path",
+    "fetch_command",
+    "fetched_data_root",
     "is_shared",
     "missing_folders",
+    "missing_hint",
     "missing_sets",
     "real_sets",
     "shared_data_root",
@@ -41,6 +48,9 @@ REAL_SEEDS = (0, 1, 2)
 SHARED_PREFIX = "shared:"
 #: How captions and messages name the shared data root (never this machine's path).
 SHARED_ROOT_TEXT = "../shared/data beside the repository, or $ELMO_BENCH_SHARED/data"
+#: The command that rebuilds the sets from their public sources (:mod:`experiments.real_data`).
+FETCH_COMMAND = "python -m experiments real-data fetch"
+_BESIDE = Path(__file__).resolve().parents[2] / "shared"
 _REGISTRY = Path(__file__).with_name("real_sets.toml")
 
 
@@ -113,11 +123,50 @@ def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> lis
     return out
 
 
+def fetched_data_root() -> Path:
+    """Where ``python -m experiments real-data fetch`` puts the sets unless told otherwise:
+    ``shared/data`` in the project's cache (``$ELMO_BENCH_CACHE``, else ``~/.cache/elmo-bench``),
+    laid out as ``../shared/data`` is."""
+    from bilm.pretrained import cache_root
+
+    return cache_root() / "shared" / "data"
+
+
 def shared_data_root() -> Path:
-    """``$ELMO_BENCH_SHARED/data``, else ``../shared/data`` beside the repository."""
+    """The data root ``shared:`` labels resolve against, the first that applies:
+
+    1. ``$ELMO_BENCH_SHARED/data`` when that variable is set (whether or not it exists);
+    2. ``../shared/data`` beside the repository, when it is there;
+    3. :func:`fetched_data_root`, when it is there (the user ran :data:`FETCH_COMMAND`);
+    4. else ``../shared/data`` (absent: the messages about missing folders name it).
+    """
     env = os.environ.get("ELMO_BENCH_SHARED")
-    root = Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "shared"
-    return root / "data"
+    if env:
+        return Path(env).expanduser() / "data"
+    beside = _BESIDE / "data"
+    if beside.is_dir():
+        return beside
+    fetched = fetched_data_root()
+    return fetched if fetched.is_dir() else beside
+
+
+def fetch_command() -> str:
+    """:data:`FETCH_COMMAND` as it puts the sets where ``shared:`` labels look now: with
+    ``--out`` when that is ``$ELMO_BENCH_SHARED/data`` or a present ``../shared/data``."""
+    root = shared_data_root()
+    chosen = bool(os.environ.get("ELMO_BENCH_SHARED")) or root.is_dir()
+    if root == fetched_data_root() or not chosen:
+        return FETCH_COMMAND
+    return f"{FETCH_COMMAND} --out {root}"
+
+
+def missing_hint() -> str:
+    """How to supply missing ``shared:`` folders, for a message that has named them."""
+    return (
+        f"rebuild them from their public sources with {fetch_command()} (docs/real_data.md), "
+        f"put the shared folder beside the repository ({_BESIDE}) or set ELMO_BENCH_SHARED to "
+        "the folder that holds data/"
+    )
 
 
 def portable_source(source: str) -> str:

@@ -9,9 +9,11 @@ CPU thread. Per task it records the task's ``TaskSpec.version``, the harness's
 metrics and the training loss of each evaluation, into ``tests/goldens/golden_runs.json``.
 
 ``--check`` trains the same runs and compares them with the file instead (exit 1, listing the
-differences). ``tests/test_golden_runs.py`` does the same per task: a change that alters a number
-without bumping a task's ``VERSION`` or the harness's version fails there, since a stored run is
-reused only while those versions match. Regenerate the file only together with such a bump (or a
+differences). ``--tasks a,b`` trains only those tasks and keeps the other tasks' records: a newly
+registered task gets its golden runs with ``python scripts/golden_runs.py --tasks NAME``.
+``tests/test_golden_runs.py`` does the same per task: a change that alters a number without
+bumping a task's ``VERSION`` or the harness's version fails there, since a stored run is reused
+only while those versions match. Regenerate the file only together with such a bump (or a
 change of the golden runs themselves), and say why in the commit.
 """
 
@@ -257,7 +259,9 @@ def check(fresh: Mapping[str, Any], pinned: Mapping[str, Any]) -> list[str]:
     out = []
     for name in sorted(set(fresh) | set(pinned)):
         if name not in pinned:
-            out.append(f"{name}: no golden run pinned (regenerate the goldens)")
+            out.append(
+                f"{name}: no golden run pinned (`python scripts/golden_runs.py --tasks {name}`)"
+            )
         elif name not in fresh:
             out.append(f"{name}: pinned but not a registered task (regenerate the goldens)")
         else:
@@ -278,10 +282,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", action="store_true", help="compare with the goldens instead of writing them"
     )
     parser.add_argument("--out", type=Path, default=GOLDENS, help="the goldens file")
+    parser.add_argument(
+        "--tasks",
+        help="comma list: train only these tasks and keep the others' records (a new task's "
+        "golden runs: `--tasks NAME`); default every registered task",
+    )
     args = parser.parse_args(argv)
+    names = None
+    if args.tasks:
+        names = [n for n in args.tasks.split(",") if n]
+        unknown = [n for n in names if n not in TASKS]
+        if unknown:
+            parser.error(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
     started = time.perf_counter()
-    fresh = compute(verbose=True)
-    print(f"all tasks: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    fresh = compute(names, verbose=True)
+    print(f"{args.tasks or 'all tasks'}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if names is not None:  # the other tasks' pinned records stay as they are
+        kept = load(args.out) if args.out.exists() else {}
+        fresh = {**{k: v for k, v in kept.items() if k in TASKS}, **fresh}
     if args.check:
         problems = check(fresh, load(args.out))
         for line in problems:

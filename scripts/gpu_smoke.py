@@ -114,13 +114,13 @@ def task_spec(task_name: str, preset: str, examples: int, epochs: int, options: 
     """The run of one task: DEMO data, ``examples`` per split, ``epochs``, the paper's sites."""
     task = get_task(task_name)
     overrides = [f"train.epochs={epochs}"]
-    if preset == "paper":  # no GloVe 840B / Turian files needed to exercise the device path
-        overrides += ["word_vectors=random:300"]
-        if task.configure is not None and hasattr(task.configure(preset, ()), "turian_vectors"):
-            overrides += ["turian_vectors="]
+    # random vectors of the preset's widths stand in for the files it must be given (GloVe
+    # 840B, Turian: the task's Synthetic.stand_ins), so the device path runs anywhere
+    if task.synthetic is not None:
+        overrides += task.synthetic.stand_ins.get(preset, ())
+    if preset == "paper":
         representation, config = "bilm-random", {"options": str(options)}
     else:
-        overrides += ["word_vectors=random:50"]
         representation, config = "elmo", {}
     return RunSpec(
         task=task.name,

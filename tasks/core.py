@@ -21,6 +21,8 @@ from tasks.common.overrides import apply_overrides
 from tasks.common.sites import SITES, Site
 
 if TYPE_CHECKING:
+    import random
+
     from torch import Tensor, nn
 
     from tasks.common.inject import Injector
@@ -42,6 +44,8 @@ __all__ = [
     "Schedule",
     "Site",
     "Split",
+    "Synthetic",
+    "SyntheticExamples",
     "TableRow",
     "TaskRecipe",
     "TaskSpec",
@@ -416,6 +420,28 @@ class PresetElmo:
     dropout: float
 
 
+#: ``(recipe, split, count, rng) -> examples``: ``count`` synthetic examples of ``split`` drawn
+#: from the recipe's vocabulary and labels with ``rng`` (a function of the generator's state).
+SyntheticExamples = Callable[[Any, str, int, "random.Random"], list[Any]]
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """How a benchmark times a task without its data files (``benchmarks/bench_tasks.py``).
+
+    Attributes:
+        examples: builds synthetic examples of realistic size over the recipe's vocabulary
+            (may mutate the recipe where its scorer reads more than the examples, as SRL's
+            sentences).
+        stand_ins: preset → overrides that replace the files the preset must be given (e.g.
+            GloVe 840B) by random vectors of the same width, so that the preset's model can be
+            built and timed anywhere.
+    """
+
+    examples: SyntheticExamples
+    stand_ins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """One task: everything the harness needs, so that ``experiments/`` names no task.
@@ -454,6 +480,11 @@ class TaskSpec:
         peer: how the reference implementation (allennlp-models) trains this task's baseline
             on the same data (:class:`tasks.common.peer.PeerAdapter`; ``nox -s peer``);
             ``None`` where none is runnable (SQuAD).
+        title: the task and its model as targets and reports name them, e.g. ``"SQuAD (BiDAF +
+            self-attention)"`` (``nox -l``); empty: the first table row's label
+            (:attr:`heading`).
+        synthetic: synthetic data of realistic size for the speed benchmark
+            (:class:`Synthetic`); ``None``: the benchmark lists the task as not timed.
     """
 
     name: str
@@ -474,6 +505,8 @@ class TaskSpec:
     preset_elmo: Mapping[str, PresetElmo] = field(default_factory=dict)
     finetune_presets: frozenset[str] = frozenset()
     peer: PeerAdapter | None = None
+    title: str = ""
+    synthetic: Synthetic | None = None
 
     def __post_init__(self) -> None:
         dropouts = [self.elmo_dropout] + [p.dropout for p in self.preset_elmo.values()]
@@ -493,6 +526,13 @@ class TaskSpec:
             raise ValueError(f"task {self.name!r}: unknown default sites {bad}")
         if not self.table_rows or self.table_rows[0].metric.key != self.metric.key:
             raise ValueError(f"task {self.name!r}: the first table row must show {self.metric.key}")
+        if self.synthetic is not None and set(self.synthetic.stand_ins) - set(self.configs):
+            raise ValueError(f"task {self.name!r}: synthetic stand-ins name an unknown preset")
+
+    @property
+    def heading(self) -> str:
+        """:attr:`title`, else the first table row's label."""
+        return self.title or self.table_rows[0].label
 
     @property
     def presets(self) -> tuple[str, ...]:

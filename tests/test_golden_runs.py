@@ -56,7 +56,10 @@ def test_golden_run_reproduces(task_name: str) -> None:
     golden = golden_script()
     pinned = golden.load()
     if task_name not in pinned:
-        pytest.fail(f"no golden run for {task_name}: run `python scripts/golden_runs.py`")
+        pytest.fail(
+            f"no golden run for {task_name}: run `python scripts/golden_runs.py --tasks "
+            f"{task_name}` (it keeps the other tasks' records)"
+        )
     problems = golden.version_problems(task_name, pinned[task_name])
     if problems:
         pytest.fail("\n".join(problems))

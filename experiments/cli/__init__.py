@@ -49,6 +49,7 @@ from experiments.cli import (
     efficiency,
     peer,
     predict,
+    real_data,
     runs,
     tables,
 )
@@ -118,6 +119,11 @@ COMMANDS: dict[str, Command] = {
         "every committed table and plot from the committed records (results/committed.toml)",
         committed.configure,
         committed.run,
+    ),
+    "real-data": Command(
+        "rebuild the real sets of --data real from their public sources (fetch, status, list)",
+        real_data.configure,
+        real_data.run,
     ),
 }
 

@@ -69,14 +69,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no training: <out>/summary.md, every task's rows in one table, from stored records",
     )
+    parser.add_argument(
+        "--build-plan",
+        action="store_true",
+        help="no training: how the peer's venv is built (steps, pins, folder) from the "
+        "repository's recipe; touches nothing",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Train what is missing, then render ``<out>/<task>.md`` and its plot (after training, the
-    summary across tasks too); ``--summary`` renders the summary alone."""
+    summary across tasks too); ``--summary`` renders the summary alone; ``--build-plan`` prints
+    how the peer's venv is built (:func:`experiments.peer.venv.plan`)."""
     from experiments.peer.render import render_summary, render_task
     from experiments.peer.run import PeerRequest, run_request
 
+    if args.build_plan:
+        from experiments.peer.venv import plan
+
+        print(plan())
+        return 0
     if args.summary:
         if args.task or args.data:
             raise UsageError("--summary renders every task's rows: no --task or --data with it")

@@ -77,7 +77,7 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
     Raises:
         UsageError: naming the missing folders and how to supply them.
     """
-    from experiments.real_sets import REAL, missing_folders, shared_data_root
+    from experiments.real_sets import REAL, missing_folders, missing_hint
 
     if any(spec.data == REAL for spec in specs):
         raise UsageError(
@@ -87,9 +87,7 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
     missing = missing_folders(spec.data for spec in specs)
     if missing:
         raise UsageError(
-            f"the shared data folder(s) {', '.join(missing)} are not here: put the shared "
-            f"folder beside the repository ({shared_data_root().parent}) or set "
-            "ELMO_BENCH_SHARED to the folder that holds data/"
+            f"the shared data folder(s) {', '.join(missing)} are not here: {missing_hint()}"
         )
 
 

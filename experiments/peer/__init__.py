@@ -11,11 +11,16 @@ sd, the seed-aware test of the difference and the CPU seconds of the training pa
   content of their configuration and data), the peer's records;
 * :mod:`experiments.peer.render`: the table (``results/peer/<task>.md``) and the learning-curve
   plot;
+* :mod:`experiments.peer.venv`: the peer's venv, built from the repository's recipe when
+  missing (``allennlp_side/venv.toml``; atomically, import-checked, rebuilt when broken or built
+  from another recipe; ``python -m experiments.peer.venv --dry-run`` prints the steps);
 * ``allennlp_side/``: what runs in the peer's venv (never imported here): ``allennlp_epochs.py``
-  (every epoch's checkpoint applied to the dev split) and ``peer_compat.py`` (allennlp 2.10.1's
-  schedulers under torch 2.13).
+  (every epoch's checkpoint applied to the dev split), ``peer_timing.py`` (the trainer callback
+  that times each epoch's training and validation pass), ``peer_compat.py`` (allennlp 2.10.1's
+  schedulers under torch 2.13) and ``peer_check.py`` (the venv's import check), beside the
+  recipe ``venv.toml``.
 
-The peer's venv is built by ``../shared/peer/build.sh`` (allennlp is never a dependency of this
-project: it pins torch < 1.13). A task takes part by setting ``TaskSpec.peer``
-(:class:`tasks.common.peer.PeerAdapter`); nothing here names a task.
+allennlp is never a dependency of this project (it pins torch < 1.13): it lives in that venv
+alone. A task takes part by setting ``TaskSpec.peer`` (:class:`tasks.common.peer.PeerAdapter`);
+nothing here names a task.
 """

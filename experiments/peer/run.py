@@ -3,12 +3,13 @@
 One :class:`PeerRequest` (task, data, seeds, epochs, batch size, representations) becomes jobs:
 
 * **peer jobs**, one per (representation, seed): the adapter's allennlp configuration for the
-  recipe's data written as the peer's reader takes it; ``allennlp train`` trains it in the peer's
-  venv on one thread (every epoch's checkpoint kept; ``../shared/peer/configs/peer_timing.py``
-  writes ``peer_timing.json`` with the CPU seconds of each training pass; ``peer_compat`` makes
-  allennlp 2.10.1's schedulers build under torch 2.13); ``allennlp_epochs.py`` applies every
-  epoch's weights to the dev split; the project's scorer scores those predictions and their
-  per-unit statistics are kept. The record
+  recipe's data written as the peer's reader takes it; ``python -m allennlp train`` trains it in
+  the peer's venv (:mod:`experiments.peer.venv`, built from the repository's recipe when
+  missing) on one thread (every epoch's checkpoint kept; the trainer callback
+  ``allennlp_side/peer_timing.py`` writes ``peer_timing.json`` with the CPU seconds of each
+  training pass; ``peer_compat`` makes allennlp 2.10.1's schedulers build under torch 2.13);
+  ``allennlp_epochs.py`` applies every epoch's weights to the dev split; the project's scorer
+  scores those predictions and their per-unit statistics are kept. The record
   (``<out>/runs/<task>/<key>.json``) is keyed by the content of the configuration with every
   file replaced by its SHA-256, so a finished peer run is reused like the project's own runs;
   the checkpoints stay in the work folder (not committed);
@@ -37,7 +38,8 @@ from typing import Any
 
 from bilm.files import write_json
 from bilm.pretrained import cache_root
-from experiments.real_sets import data_path, portable_source, real_sets, shared_data_root
+from experiments.peer.venv import PEER_SIDE, ensure_venv, peer_env, peer_venv
+from experiments.real_sets import data_path, portable_source, real_sets
 from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun
 from tasks.core import TaskSpec
 from tasks.registry import get_task
@@ -50,7 +52,7 @@ __all__ = [
     "Series",
     "collect",
     "base_row",
-    "peer_dir",
+    "ensure_venv",
     "peer_venv",
     "prepare_inputs",
     "run_request",
@@ -64,22 +66,10 @@ PEER_FORMAT = 1
 #: its official-layout export).
 SHIPPED_BILM = "bilm/data/elmo-bench-small-en.safetensors"
 REPO = Path(__file__).resolve().parents[2]
-#: What runs in the peer's venv (never imported here): the per-epoch scorer and the torch 2.13
-#: compatibility of allennlp 2.10.1 (``peer_compat``).
-PEER_SIDE = Path(__file__).with_name("allennlp_side")
+#: What runs in the peer's venv (``PEER_SIDE``, never imported here): the per-epoch scorer, the
+#: timing callback (``peer_timing``) and the torch 2.13 compatibility of allennlp 2.10.1
+#: (``peer_compat``); the venv's recipe and import check are there too.
 _EPOCHS_SCRIPT = PEER_SIDE / "allennlp_epochs.py"
-
-
-def peer_dir() -> Path:
-    """``$ELMO_BENCH_PEER``, else ``peer/`` beside the shared data root (``../shared/peer``)."""
-    env = os.environ.get("ELMO_BENCH_PEER")
-    return Path(env).expanduser() if env else shared_data_root().parent / "peer"
-
-
-def peer_venv() -> Path:
-    """``$PEER_VENV``, else ``peer/venv`` in the project's cache (build.sh's default)."""
-    env = os.environ.get("PEER_VENV")
-    return Path(env).expanduser() if env else cache_root() / "peer" / "venv"
 
 
 @dataclass(frozen=True)
@@ -277,26 +267,6 @@ def prepare_inputs(elmo: bool, root: Path | None = None) -> PeerInputs:
     return PeerInputs(glove, options, weights, dim)
 
 
-def ensure_venv() -> Path:
-    """The peer venv's Python, built with ``build.sh`` when missing (a few minutes).
-
-    Raises:
-        FileNotFoundError: no ``build.sh`` (``../shared/peer`` or ``$ELMO_BENCH_PEER``).
-    """
-    venv = peer_venv()
-    if (venv / "bin" / "allennlp").is_file():
-        return venv / "bin" / "python"
-    build = peer_dir() / "build.sh"
-    if not build.is_file():
-        raise FileNotFoundError(
-            f"no peer venv at {venv} and no {build} to build it: put the peer folder "
-            "(build.sh, configs/peer_timing.py) at ../shared/peer or name it with $ELMO_BENCH_PEER"
-        )
-    print(f"peer: building the allennlp venv at {venv} (a few minutes)", flush=True)
-    subprocess.run(["bash", str(build)], check=True, env={**os.environ, "PEER_VENV": str(venv)})
-    return venv / "bin" / "python"
-
-
 # ------------------------------------------------------------------------------- the data
 def _recipe(request: PeerRequest) -> Any:
     return request.spec.setup(request.preset, list(request.all_overrides), data_path(request.data))
@@ -382,7 +352,7 @@ def _header(adapter: PeerAdapter) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _peer_step(argv: Sequence[str], env: Mapping[str, str], log: Path) -> None:
+def _peer_step(name: str, argv: Sequence[str], env: Mapping[str, str], log: Path) -> None:
     """One command in the peer's venv, its output in ``log``.
 
     Raises:
@@ -392,7 +362,7 @@ def _peer_step(argv: Sequence[str], env: Mapping[str, str], log: Path) -> None:
         done = subprocess.run(list(argv), env=dict(env), stdout=handle, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         tail = "".join(log.read_text(encoding="utf-8").splitlines(keepends=True)[-8:])
-        raise RuntimeError(f"{Path(argv[1]).name} failed (exit {done.returncode}; {log}):\n{tail}")
+        raise RuntimeError(f"{name} failed (exit {done.returncode}; {log}):\n{tail}")
 
 
 def _run_peer(job: _PeerJob, request: PeerRequest, files: Mapping[str, Path], recipe: Any) -> str:
@@ -403,27 +373,22 @@ def _run_peer(job: _PeerJob, request: PeerRequest, files: Mapping[str, Path], re
     job.work.mkdir(parents=True)
     config_path = job.work / "config.jsonnet"  # JSON is jsonnet; the header lists the changes
     config_path.write_text(_header(adapter) + json.dumps(job.config, indent=2) + "\n", "utf-8")
-    # one thread (as the project's runs), the peer's own modules and the timing callback
-    # (../shared/peer/configs/peer_timing.py: CPU seconds of each training pass) on the path
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": os.pathsep.join([str(PEER_SIDE), str(peer_dir() / "configs")]),
-    }
+    # one thread (as the project's runs); the peer-side folder on the path: peer_compat and the
+    # timing callback peer_timing (CPU seconds of each training pass)
+    env = {**peer_env(), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     packages = ("peer_compat", "peer_timing", *adapter.packages)
     include = [a for p in packages for a in ("--include-package", p)]
     model = job.work / "run" / "model"
     started = time.perf_counter()
-    train = [str(python.with_name("allennlp")), "train", str(config_path), "-s", str(model)]
-    _peer_step([*train, *include, "--file-friendly-logging"], env, job.work / "train.log")
+    # ``-m allennlp``, not the venv's bin/allennlp script: the venv was built in another folder
+    train = [str(python), "-m", "allennlp", "train", str(config_path), "-s", str(model)]
+    train += [*include, "--file-friendly-logging"]
+    _peer_step("allennlp train", train, env, job.work / "train.log")
     epochs_json = job.work / "epochs.json"
     score = [str(python), str(_EPOCHS_SCRIPT), str(model), f"dev={files['dev']}"]
     score += ["--out", str(epochs_json), "--keep", *adapter.output_keys]
-    _peer_step(
-        [*score, "--batch-size", str(request.batch_size), *include], env, job.work / "epochs.log"
-    )
+    score += ["--batch-size", str(request.batch_size), *include]
+    _peer_step(_EPOCHS_SCRIPT.name, score, env, job.work / "epochs.log")
     record = _peer_record(job, request, recipe, model, epochs_json)
     record["wall_s"] = round(time.perf_counter() - started, 1)
     job.record.parent.mkdir(parents=True, exist_ok=True)
@@ -618,6 +583,8 @@ def run_request(
     for pjob in project_jobs:
         todo.append((pjob.cost, functools.partial(_run_project, pjob, logs)))
     if train:
+        if len(todo) > len(project_jobs):  # a peer run to train: its venv first (built once)
+            ensure_venv()
         todo.sort(key=lambda item: -item[0])
         echo(
             f"peer: {len(todo)} jobs ({len(peer_jobs)} allennlp, {len(project_jobs)} project; "

@@ -64,12 +64,24 @@ def unpack_demo(
         texts: destination path → text written as is (e.g. a DEMO notice).
         cache: defaults to :func:`bilm.pretrained.cache_root` (``$ELMO_BENCH_CACHE``, else
             ``~/.cache/elmo-bench``).
+
+    Raises:
+        FileNotFoundError: a committed file is missing (an installation without the task's
+            ``demo_data``); the message names the files and the ``--data`` way out.
     """
     if cache is None:
         from bilm.pretrained import cache_root
 
         cache = cache_root()
     texts = texts or {}
+    missing = [str(Path(data_dir) / name) for name in files.values()]
+    missing = [path for path in missing if not Path(path).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"the DEMO set of {task} is not in this installation (missing: "
+            f"{', '.join(missing)}); reinstall elmo-bench (its wheel carries every task's "
+            f"demo_data), or train on your own copy of the data with --data DIR"
+        )
     out = Path(cache) / f"{task}-demo-{content_hash(data_dir, files.values())}"
     expected = {
         dest: (_committed_bytes(Path(data_dir) / source), str(Path(data_dir) / source))

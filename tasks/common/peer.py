@@ -24,6 +24,7 @@ from typing import Any
 
 __all__ = [
     "GLOVE_DIM",
+    "TIMING_CHANGE",
     "PeerAdapter",
     "PeerInputs",
     "PeerRun",
@@ -35,6 +36,12 @@ __all__ = [
 ]
 
 
+#: The change every peer configuration has (a line of each adapter's ``changes``): the timing
+#: callback that runs in the peer's venv.
+TIMING_CHANGE = (
+    "trainer callback peer_timing (experiments/peer/allennlp_side/peer_timing.py): per-epoch "
+    "CPU seconds of the training pass and peak RSS"
+)
 #: Width of the GloVe vectors every peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
 GLOVE_DIM = 50
 
@@ -156,8 +163,8 @@ def as_requested(config: dict[str, Any], files: Mapping[str, Path], run: PeerRun
     the splits' files (the test split, when there is one, for the vocabulary only, as the
     project indexes its words), sequential validation batches, ``run.epochs`` epochs without
     early stopping, every epoch's checkpoint kept (scored afterwards), the CPU, the timing
-    callback (``../shared/peer/configs/peer_timing.py``) and the run's seed for allennlp's
-    three generators."""
+    callback (``experiments/peer/allennlp_side/peer_timing.py``) and the run's seed for
+    allennlp's three generators."""
     out = dict(config)
     out["train_data_path"] = str(files["train"])
     out["validation_data_path"] = str(files["dev"])

@@ -44,6 +44,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from bilm.files import temporary_sibling, write_json
+from bilm.pretrained import sha256_of
 from tasks.common.progress import bars_enabled, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -373,16 +374,8 @@ def convert_text(
         "sample_sha256": _sample_digest(matrix),
         "npy_bytes": npy.stat().st_size,
         "vocab_bytes": vocab_bytes,
-        "source_sha256": _file_sha256(source),
+        "source_sha256": sha256_of(source),
     }
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(8 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def vectors_cache_dir() -> Path:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXPECTED_DOCUMENTS",
+    "GENRES",
     "HF_CONFIG",
     "HF_DATASET",
     "LAYOUTS",
@@ -66,6 +67,10 @@ EXPECTED_DOCUMENTS = {"train": 2802, "dev": 343, "test": 348}
 class CorefNotAvailable(RuntimeError):
     """``load_split(..., hub=True)`` found no local files and the Hugging Face Hub is
     unreachable."""
+
+
+#: OntoNotes genres (first component of the document id); id 0 = any other genre.
+GENRES = ("bc", "bn", "mz", "nw", "pt", "tc", "wb")
 
 
 @dataclass(frozen=True)

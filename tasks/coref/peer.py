@@ -32,6 +32,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
     PeerRun,
@@ -87,8 +88,7 @@ CHANGES = (
     "50% ELMo dropout) and no l2 on its scalar weights (lambda 0, A.6). allennlp's text field is "
     "the whole document, so its biLM reads a document as one sequence (the project's reads "
     "sentence by sentence) and the attentive span head reads ELMo too",
-    "trainer callback peer_timing (../shared/peer/configs/peer_timing.py): per-epoch CPU seconds "
-    "of the training pass and peak RSS",
+    TIMING_CHANGE,
 )
 
 #: The character CNN of coref.jsonnet: 16-d embeddings over 262 ids, 100 filters of width 5.

@@ -36,7 +36,7 @@ from tasks.core import (
     configure,
 )
 from tasks.coref.config import PRESETS, TURIAN_50D, TURIAN_URL, CorefConfig
-from tasks.coref.data import CorefDocument, load_splits
+from tasks.coref.data import GENRES, CorefDocument, load_splits
 from tasks.coref.demo import ensure_demo
 from tasks.coref.evaluate import write_document_response
 from tasks.coref.metric import (
@@ -50,14 +50,13 @@ from tasks.coref.metric import (
 )
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
 from tasks.coref.peer import PEER
+from tasks.coref.synthetic import SYNTHETIC
 
 VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: Lee et al. (2017) span ranking (e2e-coref `best`), DEMO set v1 from the public-domain corpus
 # v2: the context biLSTM is Lee et al.'s CustomLSTMCell (coupled gates, learned initial state,
 #     recurrent dropout fixed over time, block-orthonormal recurrent weights), issue #23 item 4
 
-#: OntoNotes genres (first component of the document id); id 0 = any other genre.
-GENRES = ("bc", "bn", "mz", "nw", "pt", "tc", "wb")
 
 #: The splits whose words the vocabulary indexes: every split read (the word vectors are fixed,
 #: so a dev/test word keeps its GloVe vector).
@@ -257,4 +256,6 @@ TASK = TaskSpec(
     # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
     elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" [R]
     peer=PEER,  # allennlp-models' coref (nox -s peer)
+    title="Coreference (Lee et al. span ranking)",
+    synthetic=SYNTHETIC,
 )

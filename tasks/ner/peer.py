@@ -17,6 +17,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
     PeerRun,
@@ -49,8 +50,7 @@ CHANGES = (
     "random_seed, numpy_seed and pytorch_seed all set to the run's seed",
     "ELMo (ner_elmo.jsonnet): the biLM's options and weights from local files (the shipped "
     "small biLM exported in the official layout), so the encoder input is 50 + 128 + its width",
-    "trainer callback peer_timing (../shared/peer/configs/peer_timing.py): per-epoch CPU seconds "
-    "of the training pass and peak RSS",
+    TIMING_CHANGE,
 )
 
 #: Filters of ner.jsonnet's character CNN (width 3): its share of the encoder input.

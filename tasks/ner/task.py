@@ -59,6 +59,7 @@ from tasks.ner.evaluate import write_tagged
 from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
 from tasks.ner.peer import PEER
+from tasks.ner.synthetic import SYNTHETIC
 
 VERSION = 4  # bump when reader, metric, model or a preset changes a number
 # v1: biLSTM-CRF (word + char CNN, 2 biLSTMs, BIOUL CRF with constrained Viterbi), any
@@ -283,4 +284,6 @@ TASK = TaskSpec(
     "CoNLL-2002's esp.*/ned.*, train.txt / dev.txt / test.txt, or train/ dev/ test/ folders of "
     "*.tsv/*.conll/*.txt column files (test optional; --set tag_column=N, dev_from_train=N, "
     "layout=NAME); or hf:conll2003 when online",
+    title="NER (biLSTM-CRF)",
+    synthetic=SYNTHETIC,
 )

@@ -21,6 +21,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
     PeerRun,
@@ -61,8 +62,7 @@ CHANGES = (
     "encoder's input only and drops GloVe (its ELMo row reads ELMo alone), while the project "
     "(TASK.sites_for('paper') = input and output) concatenates ELMo with GloVe at the input and "
     "adds it at the encoder's output; allennlp's esim has no output site",
-    "trainer callback peer_timing (../shared/peer/configs/peer_timing.py): per-epoch CPU seconds "
-    "of the training pass and peak RSS",
+    TIMING_CHANGE,
 )
 
 #: Units per direction of both biLSTMs and width of both feed-forward layers (both files).

@@ -63,6 +63,7 @@ from tasks.snli.evaluate import write_predictions
 from tasks.snli.metric import accuracy
 from tasks.snli.model import ESIM, SnliBatch
 from tasks.snli.peer import PEER
+from tasks.snli.synthetic import SYNTHETIC
 
 VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: ESIM (Chen et al. 2017) with ELMo at the encoder's input and output; official, plain and
@@ -241,4 +242,6 @@ TASK = TaskSpec(
     data_help="a folder with snli_1.0_{train,dev,test}.jsonl (official SNLI 1.0) or "
     '{train,dev,test}.jsonl (official records, or {"premise", "hypothesis", "label"} per line '
     "with any label set); or hf:stanfordnlp/snli (the Hugging Face Hub)",
+    title="SNLI (ESIM)",
+    synthetic=SYNTHETIC,
 )

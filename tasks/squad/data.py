@@ -44,7 +44,6 @@ Training keeps the first usable answer (``keep="first"``); evaluation keeps all 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -57,6 +56,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from bilm.pretrained import sha256_of
 from tasks.common.io import BOM, DataError, ReadStats, require_datasets, require_package
 
 if TYPE_CHECKING:
@@ -466,15 +466,6 @@ def example_from_row(row: Mapping[str, Any]) -> SquadExample:
     )
 
 
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def to_hf_dataset(
     path: str | Path, cache_dir: str | Path | None = None, *, keep: Keep = "all"
 ) -> datasets.Dataset:
@@ -493,7 +484,7 @@ def to_hf_dataset(
     ds = require_datasets()
     target: Path | None = None
     if cache_dir is not None:
-        target = Path(cache_dir) / f"squad-r{READER_VERSION}-{keep}-{file_sha256(path)}"
+        target = Path(cache_dir) / f"squad-r{READER_VERSION}-{keep}-{sha256_of(path)}"
         if (target / "read_stats.json").is_file():
             return ds.load_from_disk(str(target))
     reader = SquadReader(path, keep=keep)

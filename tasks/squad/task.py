@@ -59,6 +59,7 @@ from tasks.squad.model import (
     attention_bytes,
     longest_fitting_context,
 )
+from tasks.squad.synthetic import SYNTHETIC
 
 logger = logging.getLogger(__name__)
 
@@ -323,4 +324,6 @@ TASK = TaskSpec(
     data_help="a folder with train-v1.1.json and dev-v1.1.json, or hf:rajpurkar/squad (the "
     "Hugging Face Hub); SQuAD's test set is hidden (scored by the leaderboard), so only dev can "
     "be scored here",
+    title="SQuAD (BiDAF + self-attention)",
+    synthetic=SYNTHETIC,
 )

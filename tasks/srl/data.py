@@ -60,6 +60,7 @@ __all__ = [
     "LAYOUTS",
     "SPLIT_FOLDERS",
     "SPLIT_FOLDER_NAMES",
+    "SrlExample",
     "SrlInstance",
     "SrlNotAvailable",
     "hf_sentences",
@@ -124,6 +125,28 @@ class SrlInstance:
     predicate_index: int
     tags: tuple[str, ...]
     genre: str
+
+
+@dataclass(frozen=True)
+class SrlExample:
+    """One predicate instance and the split it belongs to (sentence ids are per split).
+
+    Attributes:
+        instance: the instance (tokens, predicate position, gold IOB2 tags).
+        split: ``train``, ``dev`` or ``test``.
+    """
+
+    instance: SrlInstance
+    split: str
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.instance.tokens
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """``(sentence_id, predicate_index)``: the key of the predictions."""
+        return (self.instance.sentence_id, self.instance.predicate_index)
 
 
 def srl_instances(

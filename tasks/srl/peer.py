@@ -23,6 +23,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
     PeerRun,
@@ -70,8 +71,7 @@ CHANGES = (
     "the project's paper preset keeps GloVe beside ELMo at the input ([x_k; ELMo_k]); the srl "
     "reader's verb indicator marks every token whose tag ends in -V (the whole V span and any "
     "C-V piece), the project's only the predicate's first token",
-    "trainer callback peer_timing (../shared/peer/configs/peer_timing.py): per-epoch CPU seconds "
-    "of the training pass and peak RSS",
+    TIMING_CHANGE,
 )
 
 #: The predicate indicator's embedding (``binary_feature_dim``, both files).

@@ -41,12 +41,13 @@ from tasks.core import (
     unique_unit_ids,
 )
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig
-from tasks.srl.data import LAYOUTS, SrlInstance, load_splits
+from tasks.srl.data import LAYOUTS, SrlExample, load_splits
 from tasks.srl.demo import ensure_demo
 from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
 from tasks.srl.metric import evaluate_props, write_props
 from tasks.srl.model import SrlBatch, SrlTagger
 from tasks.srl.peer import PEER
+from tasks.srl.synthetic import SYNTHETIC
 
 VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: He et al. (2017) alternating highway biLSTM tagger, BIO-constrained Viterbi, srl-eval.pl
@@ -65,28 +66,6 @@ WORD_SPLITS: tuple[Split, ...] = ("train", "dev")
 
 #: Predictions of one split: ``(sentence_id, predicate_index)`` → IOB2 tags.
 SrlPredictions = dict[tuple[int, int], tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class SrlExample:
-    """One predicate instance and the split it belongs to (sentence ids are per split).
-
-    Attributes:
-        instance: the instance (tokens, predicate position, gold IOB2 tags).
-        split: ``train``, ``dev`` or ``test``.
-    """
-
-    instance: SrlInstance
-    split: str
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return self.instance.tokens
-
-    @property
-    def key(self) -> tuple[int, int]:
-        """``(sentence_id, predicate_index)``: the key of the predictions."""
-        return (self.instance.sentence_id, self.instance.predicate_index)
 
 
 def require_srl_word_vectors(source: str) -> None:
@@ -309,4 +288,6 @@ TASK = TaskSpec(
     elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
     data_help=LAYOUTS,
     peer=PEER,  # allennlp-models' srl with alternating_lstm (nox -s peer)
+    title="SRL (He et al. deep biLSTM)",
+    synthetic=SYNTHETIC,
 )

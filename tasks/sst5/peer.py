@@ -25,6 +25,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
     PeerRun,
@@ -68,8 +69,7 @@ CHANGES = (
     "paper preset: TASK.sites_for('paper') = input): the biLM's options and weights from local "
     "files (the shipped small biLM exported in the official layout) instead of the published "
     "5.5B biLM; the ELMo indexer reads the tokens as written (cased)",
-    "trainer callback peer_timing (../shared/peer/configs/peer_timing.py): per-epoch CPU seconds "
-    "of the training pass and peak RSS",
+    TIMING_CHANGE,
 )
 
 #: The ReLU pre-encode layer's width; every biLSTM's units per direction (both files).

@@ -41,6 +41,7 @@ from tasks.sst5.evaluate import write_label_lines
 from tasks.sst5.metric import label_accuracy, sst_accuracy
 from tasks.sst5.model import BiattentiveClassificationNetwork, SstBatch
 from tasks.sst5.peer import PEER
+from tasks.sst5.synthetic import SYNTHETIC
 
 logger = logging.getLogger(__name__)
 
@@ -213,4 +214,6 @@ TASK = TaskSpec(
     '(trainDevTestTrees_PTB), or train.jsonl, dev.jsonl (or valid.jsonl), test.jsonl with {"text", '
     '"label"} per line; explicit files with --set train_file=... dev_file=... test_file=...; '
     "or hf:SetFit/sst5 (the Hugging Face Hub, sentences only)",
+    title="SST-5 (BCN)",
+    synthetic=SYNTHETIC,
 )

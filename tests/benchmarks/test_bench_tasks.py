@@ -14,8 +14,12 @@ import torch
 
 from benchmarks import bench_tasks
 from tasks.common.spans import tags_to_spans
+from tasks.common.synthetic_text import spans as synthetic_spans
 from tasks.common.vocab import TokenIds, pad_labels
 from tasks.core import TrainConfig
+from tasks.coref import synthetic as coref_synthetic
+from tasks.ner import synthetic as ner_synthetic
+from tasks.squad import synthetic as squad_synthetic
 
 WORDS = {w: i + 2 for i, w in enumerate(["alpha", "beta", "gamma", "delta", "of", "the"])}
 
@@ -28,7 +32,7 @@ def _recipe(batch_size: int = 4, batching: str = "examples", **extra: object) ->
 
 def test_squad_examples_have_paragraph_sizes_and_consistent_spans() -> None:
     splits = bench_tasks.synthetic_splits("squad", _recipe(), batches=3)
-    low, high = bench_tasks.SQUAD_CONTEXT
+    low, high = squad_synthetic.CONTEXT
     assert len(splits["train"]) == len(splits["dev"]) == 12
     for ex in splits["train"]:
         assert low <= len(ex.context_tokens) <= high
@@ -43,7 +47,7 @@ def test_squad_examples_have_paragraph_sizes_and_consistent_spans() -> None:
 def test_ner_tags_encode_whole_entities_in_the_recipes_scheme() -> None:
     recipe = _recipe(labels=["O", "B-PER", "I-PER", "L-PER", "U-PER"], encoding="BIOUL")
     splits = bench_tasks.synthetic_splits("ner", recipe, batches=5, seed=3)
-    low, high = bench_tasks.NER_SENTENCE
+    low, high = ner_synthetic.SENTENCE
     spans = 0
     for ex in splits["train"] + splits["dev"]:
         assert low <= len(ex.tokens) <= high and len(ex.tags) == len(ex.tokens)
@@ -56,7 +60,7 @@ def test_coref_documents_hold_about_400_tokens_in_clusters_of_three() -> None:
     splits = bench_tasks.synthetic_splits("coref", recipe, batches=2)
     assert len(splits["train"]) == len(splits["dev"]) == 2
     for doc in splits["train"]:
-        assert len(doc.sentences) == bench_tasks.COREF_SENTENCES
+        assert len(doc.sentences) == coref_synthetic.SENTENCES
         assert 300 <= doc.num_tokens <= 500
         assert all(len(cluster) >= 3 for cluster in doc.clusters)
         mentions = sorted(m for cluster in doc.clusters for m in cluster)
@@ -73,9 +77,25 @@ def test_the_data_are_a_function_of_the_seed() -> None:
 def test_spans_never_overlap() -> None:
     rng = random.Random(0)
     for _ in range(50):
-        spans = bench_tasks._spans(rng, 12, 6, 3, lambda: "X")
+        spans = synthetic_spans(rng, 12, 6, 3, lambda: "X")
         assert all(a.end < b.start for a, b in zip(spans, spans[1:], strict=False))
         assert all(0 <= s.start <= s.end < 12 for s in spans)
+
+
+def test_a_task_without_synthetic_data_or_a_preset_is_listed_as_not_timed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--list`` prints every setting of the registered tasks; a task that declares no
+    synthetic data (the toy task of ``tests/experiments/toy_task.py``) and a preset a task lacks
+    are named, not measured."""
+    from tests.experiments.toy_task import registered
+
+    with registered(tmp_path / "toy"):
+        bench_tasks.main(["--list", "--tasks", "all", "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert "squad paper live cpu" in out and "sst5 mini cached cpu" in out
+    assert "toy: not timed (it declares no synthetic data" in out
+    assert "toy mini" not in out
 
 
 def test_shares_are_percentages_of_the_total() -> None:

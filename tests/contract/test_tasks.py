@@ -71,7 +71,8 @@ class Learning:
         factor: the dev metric must exceed ``factor * baseline + margin``.
         margin: see ``factor``.
         loss_ratio: the last evaluation's training loss must be below ``loss_ratio`` times the
-            first's.
+            first's (``None``: not checked, for a loss that is not comparable across epochs;
+            the case says why).
         threads: CPU threads of the run (one, as the command line's default: the result does
             not depend on the machine's cores, and a loaded machine does not oversubscribe).
     """
@@ -81,7 +82,7 @@ class Learning:
     baseline: Baseline | None = None
     factor: float = 1.0
     margin: float = 0.05
-    loss_ratio: float = 0.9
+    loss_ratio: float | None = 0.9
     threads: int = 1
 
 
@@ -122,18 +123,23 @@ CASES: dict[str, Case] = {
     ),
     "snli": Case(
         tiny=("word_vectors=random:4", "hidden=4"),
-        # 900 pairs, 5 short epochs at a constant rate (about 10 s; seed 0: 0.66)
+        # 900 pairs, 5 short epochs at mini's constant rate 2e-3, no dropout (about 10 s). ESIM
+        # first sits at chance while its soft alignment is near uniform (attention entropy 0.97
+        # of the uniform's in epochs 1-2). At 4e-3 most ReLU units of its projection and output
+        # layers died within 30 steps (active share 0.43 -> 0.05-0.17), and with dropout 0.1 on
+        # this 32-wide model the escape from that plateau came at epoch 3-5 or not at all (seeds
+        # 4 and 5 missed the loss ratio on AMD EPYC, seed 0 on an Intel Xeon). Here every seed of
+        # 0-9 leaves it by epoch 3 (margins: tests/contract/test_learning_margins.py).
         learning=Learning(
             limit=900,
             overrides=(
                 "hidden=32",
-                "dropout=0.1",
-                "attention_dropout=0.1",
-                "output_dropout=0.1",
+                "dropout=0",
+                "attention_dropout=0",
+                "output_dropout=0",
                 "train.epochs=5",
                 "train.patience=none",
                 "train.schedule.kind=constant",
-                "train.optimizer.lr=0.004",
             ),
             baseline=majority_pair_accuracy,
             margin=0.15,
@@ -168,13 +174,24 @@ CASES: dict[str, Case] = {
             "ffnn_size=8",
             "feature_size=4",
         ),
-        # 60 documents, 4 epochs (about 15 s)
+        # 60 documents, 8 epochs without early stopping (about 30 s): the model links nothing
+        # until its mention scores keep gold mentions through the pruning (epoch 3-5 of 60
+        # documents; 4 epochs missed on seeds 1-3). The training loss is not checked: it is the
+        # marginal likelihood over the spans that survive pruning, so it rises as pruning starts
+        # to keep gold mentions (seed 4: 19.1 at epoch 1, 20-26 later, while dev F1 went 0 to
+        # 0.27); the dev metric is the learning signal.
         learning=Learning(
             limit=60,
-            overrides=("hidden=16", "ffnn_size=32", "train.epochs=4", "train.optimizer.lr=0.01"),
+            overrides=(
+                "hidden=16",
+                "ffnn_size=32",
+                "train.epochs=8",
+                "train.patience=none",
+                "train.optimizer.lr=0.01",
+            ),
             baseline=no_links_conll_f1,
             margin=0.15,
-            loss_ratio=1.0,
+            loss_ratio=None,
         ),
     ),
     "ner": Case(
@@ -197,9 +214,10 @@ CASES: dict[str, Case] = {
             "integrator_hidden=3",
         ),
         report_keys={"accuracy": "fine_grained_accuracy"},
-        # every subtree of about 120 sentences (4,000 examples), 3 short epochs (about 4 s)
+        # every subtree of about 240 sentences (8,000 examples), 3 short epochs (about 7 s;
+        # with 4,000 the dev accuracy of seeds 0-9 went down to 0.284 against the 0.26 needed)
         learning=Learning(
-            limit=4000,
+            limit=8000,
             overrides=(
                 "min_phrase_tokens=1",  # word-level labels are the quickest signal
                 "pre_encode_dim=32",
@@ -383,9 +401,38 @@ def test_unit_statistics_reproduce_the_metric(
 
 
 # ------------------------------------------------------------------------------ learning
-def test_learns_on_the_demo_set(task: TaskSpec, tmp_path: Path) -> None:
-    """A few epochs of the one training loop: the training loss falls and the dev metric beats
-    the task's trivial system clearly."""
+@dataclass(frozen=True)
+class LearningResult:
+    """One learning run and how far each of its two assertions is from failing.
+
+    Attributes:
+        losses: the training loss of each evaluation.
+        trained: the dev metric of the selected weights.
+        required: what ``trained`` must exceed (``factor * baseline + margin``).
+        loss_ratio: what ``losses[-1] / losses[0]`` must stay below.
+    """
+
+    losses: tuple[float, ...]
+    trained: float
+    required: float
+    loss_ratio: float | None
+
+    @property
+    def loss_margin(self) -> float | None:
+        """``loss_ratio - losses[-1] / losses[0]``: positive while the loss assertion holds
+        (``None`` where the case checks no loss)."""
+        if self.loss_ratio is None:
+            return None
+        return self.loss_ratio - self.losses[-1] / self.losses[0]
+
+    @property
+    def metric_margin(self) -> float:
+        """``trained - required`` (natural units): positive while the metric assertion holds."""
+        return self.trained - self.required
+
+
+def learning_run(task: TaskSpec, work_root: Path, seed: int = 0) -> LearningResult:
+    """The task's learning run (:attr:`Case.learning`) with ``seed``, and its thresholds."""
     case = case_of(task)
     learning = case.learning
     spec = RunSpec(
@@ -395,12 +442,12 @@ def test_learns_on_the_demo_set(task: TaskSpec, tmp_path: Path) -> None:
         sites=(),
         dropout=0.0,
         limit=learning.limit,
-        seed=0,
+        seed=seed,
         overrides=learning.overrides,
     )
     threads = torch.get_num_threads()
     try:
-        options = RunOptions(work_root=tmp_path, progress=False, threads=learning.threads)
+        options = RunOptions(work_root=work_root, progress=False, threads=learning.threads)
         outcome = train(spec, options)
     finally:
         torch.set_num_threads(threads)
@@ -409,7 +456,19 @@ def test_learns_on_the_demo_set(task: TaskSpec, tmp_path: Path) -> None:
         baseline = learning.baseline(recipe, learning.limit)
     else:
         baseline = untrained_score(task, recipe, learning.limit)
-    losses = [r["train_loss"] for r in outcome.log]
-    assert losses[-1] < learning.loss_ratio * losses[0], losses
-    trained = outcome.metrics[f"dev_{task.metric.key}"]
-    assert trained > learning.factor * baseline + learning.margin, (outcome.metrics, baseline)
+    return LearningResult(
+        losses=tuple(float(r["train_loss"]) for r in outcome.log),
+        trained=float(outcome.metrics[f"dev_{task.metric.key}"]),
+        required=learning.factor * baseline + learning.margin,
+        loss_ratio=learning.loss_ratio,
+    )
+
+
+def test_learns_on_the_demo_set(task: TaskSpec, tmp_path: Path) -> None:
+    """A few epochs of the one training loop: the training loss falls and the dev metric beats
+    the task's trivial system clearly (seed 0; ``test_learning_margins.py`` runs more seeds and
+    prints how far each assertion is from failing)."""
+    result = learning_run(task, tmp_path)
+    loss_margin = result.loss_margin
+    assert loss_margin is None or loss_margin > 0, result.losses
+    assert result.metric_margin > 0, result

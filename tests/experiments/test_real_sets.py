@@ -78,6 +78,7 @@ def test_real_is_refused_for_one_run_and_missing_folders_are_named(
     with pytest.raises(UsageError, match="ELMO_BENCH_SHARED") as caught:
         validate_specs([shared])
     assert str(tmp_path / "data" / "dev" / "sentence_polarity") in str(caught.value)
+    assert f"real-data fetch --out {tmp_path / 'data'}" in str(caught.value)  # how to get it
 
 
 def test_compare_real_without_shared_exits_2_naming_folders(

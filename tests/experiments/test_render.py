@@ -668,7 +668,9 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
             ),
             provenance=provenance(representation_fingerprint=f"{i}" * 64, identity=ident),
         )
-        for i, (record, data) in enumerate(zip(store.records[2:3] * 3, ("a", "b", "a")))
+        for i, (record, data) in enumerate(
+            zip(store.records[2:3] * 3, ("a", "b", "a"), strict=True)
+        )
     ]
     text = " ".join(provenance_lines(tuned[:2]))
     assert "⚠ runs rest on 2 different biLM" not in text

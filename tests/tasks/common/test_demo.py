@@ -62,3 +62,17 @@ def test_an_edited_sst5_demo_dev_file_is_restored_before_it_is_read(
         assert sst5_demo(cache=tmp_path) == folder
     assert (folder / "dev.txt").read_bytes() == bundled
     assert any(str(folder / "dev.txt") in r.getMessage() for r in caplog.records)
+
+
+def test_an_installation_without_the_demo_files_says_what_is_missing_and_how_to_go_on(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt.gz").write_bytes(gzip.compress(b"alpha\n"))
+    files = {"a.txt": "a.txt.gz", "b.txt": "b.txt.gz"}  # b.txt.gz was not installed
+    with pytest.raises(FileNotFoundError, match="DEMO set of toy is not in this installation") as e:
+        unpack_demo("toy", data, files, cache=tmp_path / "c")
+    assert str(data / "b.txt.gz") in str(e.value) and "--data DIR" in str(e.value)
+    assert str(data / "a.txt.gz") not in str(e.value)
+    assert not (tmp_path / "c").exists()  # nothing unpacked

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bilm.pretrained import sha256_of
 from tasks.common.io import DataError
 from tasks.squad import data as squad_data
 from tasks.squad.data import (
@@ -326,7 +327,7 @@ def test_to_hf_dataset_round_trip_and_cache(
     assert dataset.num_rows == 2
     assert [example_from_row(row) for row in dataset] == read_squad(path)
     entries = [p.name for p in cache.iterdir()]
-    sha = squad_data.file_sha256(path)
+    sha = sha256_of(path)
     assert entries == [f"squad-r{squad_data.READER_VERSION}-all-{sha}"]
     stats = json.loads((cache / entries[0] / "read_stats.json").read_text(encoding="utf-8"))
     assert stats["examples"] == 2
