@@ -26,6 +26,7 @@ implementations keep carrying it at inference, keyed by row index. We make the c
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, overload
 
@@ -134,6 +135,42 @@ class BiLM(nn.Module):
         """Forget carried state (``carry``) and the cached warm state (``warm``)."""
         self._carry = None
         self._warm = None
+
+    def carried_state(self) -> dict[str, Tensor]:
+        """The LSTM state ``carry`` hands to the next batch, by row: ``h`` (layers, 2 directions,
+        rows, P) and ``c`` (layers, 2, rows, C); ``{}`` before the first batch. A training
+        checkpoint keeps it, so that a resumed run continues as if never stopped."""
+        if self._carry is None:
+            return {}
+        return {"h": self._carry[0], "c": self._carry[1]}
+
+    def load_carried_state(self, state: Mapping[str, Tensor]) -> None:
+        """Continue from a :meth:`carried_state` (``{}``: nothing carried yet).
+
+        Raises:
+            ValueError: the tensors do not fit this biLM's layers and widths.
+        """
+        if not state:
+            self._carry = None
+            return
+        h, c = state["h"], state["c"]
+        L, P, C = (
+            self.options.lstm.n_layers,
+            self.options.lstm.projection_dim,
+            self.options.lstm.dim,
+        )
+        if (
+            h.shape[:2] != (L, 2)
+            or h.shape[3] != P
+            or c.shape[:3] != h.shape[:3]
+            or c.shape[3] != C
+        ):
+            raise ValueError(
+                f"carried state of shapes {tuple(h.shape)}, {tuple(c.shape)} does not fit a "
+                f"biLM of {L} layers, projection {P}, cell {C}"
+            )
+        device = self.char_cnn.char_embedding.weight.device
+        self._carry = (h.detach().to(device), c.detach().to(device))
 
     def set_token_cache(self, max_words: int) -> None:
         """Keep the char-CNN vectors of up to ``max_words`` recent distinct words across calls.

@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -114,10 +115,12 @@ class Restored:
         state: the loop state as it was saved (JSON).
         best_weights: the selected weights, frozen parameters being the live tensors of the
             rebuilt model (no copies); ``None`` before the first improvement.
+        carried: the carried biLM state saved with it (``None``: the run carries none).
     """
 
     state: str
     best_weights: Weights | None
+    carried: dict[str, torch.Tensor] | None = None
 
 
 class StaleCheckpoint(Exception):
@@ -181,6 +184,7 @@ def save_checkpoint(
     best_weights: Weights | None,
     config: str,
     identity: str,
+    carried: Mapping[str, torch.Tensor] | None = None,
 ) -> None:
     """Write the checkpoint atomically; frozen parameters by reference, in the model and the
     best weights alike, so nothing is written twice.
@@ -192,6 +196,9 @@ def save_checkpoint(
         best_weights: the selected weights so far (``None``: none yet).
         config: the task and training configuration (JSON) the run is under.
         identity: the run identity's reuse fields (JSON; ``""``: not checked).
+        carried: the LSTM state a ``carry`` biLM hands to the next batch
+            (:meth:`bilm.BiLM.carried_state`; ``{}`` before its first batch), so that a resumed
+            run continues exactly; ``None``: the run carries none.
 
     Raises:
         NoSpaceError: the disk was full (:class:`bilm.files.NoSpaceError`, naming ``path``);
@@ -212,11 +219,14 @@ def save_checkpoint(
         "rng": rng_state(parts.device),
         "config": config,
         "identity": identity,
+        "carried": None if carried is None else dict(carried),
     }
     save_torch(payload, path)
 
 
-def load_checkpoint(path: Path, parts: TrainingParts, *, config: str, identity: str) -> Restored:
+def load_checkpoint(
+    path: Path, parts: TrainingParts, *, config: str, identity: str, carried: bool = False
+) -> Restored:
     """Restore ``parts`` and the RNG states from the checkpoint at ``path``.
 
     Args:
@@ -224,15 +234,21 @@ def load_checkpoint(path: Path, parts: TrainingParts, *, config: str, identity: 
         parts: the freshly built objects of the run; restored in place.
         config: the configuration (JSON) the run is under now.
         identity: the run identity's reuse fields (JSON) now.
+        carried: the run carries a biLM state across batches: the checkpoint must hold it
+            (:attr:`Restored.carried`), else resuming could not continue exactly.
 
     Returns:
         The loop state and best weights saved.
 
     Raises:
-        StaleCheckpoint: it was written under another identity or configuration, or with other
-            frozen tensors; nothing was restored.
+        StaleCheckpoint: it was written under another identity or configuration, with other
+            frozen tensors, or without the carried state ``carried`` asks for; nothing was
+            restored.
     """
     payload = torch.load(path, map_location=parts.device, weights_only=True)
+    if carried and payload.get("carried") is None:
+        # written before carried states were saved: its biLM state would restart from zero
+        raise StaleCheckpoint(f"{path} holds no carried biLM state (an older checkpoint)")
     if payload.get("identity", "") != identity:
         # made from other data, another representation, device, ... (a stale run trained
         # again): resuming would continue the old run on the new inputs
@@ -259,11 +275,18 @@ def load_checkpoint(path: Path, parts: TrainingParts, *, config: str, identity: 
         parts.scaler.load_state_dict(payload["scaler"])
     set_rng_state(payload["rng"], parts.device)
     best = payload["best_weights"]
-    return Restored(payload["state"], None if best is None else {**best, **kept})
+    return Restored(
+        payload["state"], None if best is None else {**best, **kept}, payload.get("carried")
+    )
 
 
 # ------------------------------------------------------------------------------ a run's
-def save_run(run: RunParts, state: str, best_weights: Weights | None) -> None:
+def save_run(
+    run: RunParts,
+    state: str,
+    best_weights: Weights | None,
+    carried: Mapping[str, torch.Tensor] | None = None,
+) -> None:
     """The run's checkpoint in its work folder (:func:`save_checkpoint` under the run's
     configuration and identity).
 
@@ -271,6 +294,7 @@ def save_run(run: RunParts, state: str, best_weights: Weights | None) -> None:
         run: the run's parts.
         state: the loop state (JSON).
         best_weights: the selected weights so far (``None``: none yet).
+        carried: the biLM's carried state, for a run that carries one.
     """
     save_checkpoint(
         Path(run.work) / CHECKPOINT,
@@ -279,18 +303,21 @@ def save_run(run: RunParts, state: str, best_weights: Weights | None) -> None:
         best_weights=best_weights,
         config=run.config_json(),
         identity=run.identity,
+        carried=carried,
     )
 
 
-def resume(run: RunParts) -> Restored | None:
-    """Restore ``run``'s parts from the checkpoint in its work folder (:func:`load_checkpoint`);
-    ``None`` when there is none, or it was written under other inputs (logged: the run starts
-    afresh)."""
+def resume(run: RunParts, carried: bool = False) -> Restored | None:
+    """Restore ``run``'s parts from the checkpoint in its work folder (:func:`load_checkpoint`;
+    ``carried``: the run carries a biLM state, which the checkpoint must hold); ``None`` when
+    there is none, or it was written under other inputs (logged: the run starts afresh)."""
     path = Path(run.work) / CHECKPOINT
     if not path.exists():
         return None
     try:
-        restored = load_checkpoint(path, run, config=run.config_json(), identity=run.identity)
+        restored = load_checkpoint(
+            path, run, config=run.config_json(), identity=run.identity, carried=carried
+        )
     except StaleCheckpoint as stale:
         logger.warning("%s; starting afresh", stale)
         return None

@@ -8,9 +8,11 @@ test run, and ``nox -s committed_results -- --render-only`` rewrites them in pla
 
 An entry whose records no longer match HEAD's result versions says so (``stale``: why, and
 what retrains it); it renders with ``--reuse-stale`` (its cells marked ``‡``) until its runs
-are retrained. A file under a committed output folder that no entry renders is an orphan:
-:func:`check` reports it (move it to ``results/archive/`` with a line naming the commit that
-made it).
+are retrained. An entry over the real sets (``--data real``) renders only where the sets are
+(a record is reused only while its data's fingerprint matches): without them it is skipped,
+named with the fetch command, and its committed files are left as they are. A file under a
+committed output folder that no entry renders is an orphan: :func:`check` reports it (move it
+to ``results/archive/`` with a line naming the commit that made it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import shutil
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
@@ -31,9 +33,11 @@ __all__ = [
     "Main",
     "Report",
     "check",
+    "committed_of",
     "load",
     "render",
     "rendered_files",
+    "unavailable",
     "write",
 ]
 
@@ -68,6 +72,12 @@ class Entry:
     out: str
     stem: str | None = None
     stale: str | None = None
+
+    @property
+    def needs_real_sets(self) -> bool:
+        """Its rows are the real sets (``--data real``): rendering reads their files."""
+        argv = list(self.argv)
+        return "--data" in argv[:-1] and argv[argv.index("--data") + 1] == "real"
 
     @property
     def command(self) -> list[str]:
@@ -188,12 +198,15 @@ class Report:
         missing: committed paths a render wrote that are not committed.
         orphans: committed tables and plots that no entry renders.
         stale: entry name → why it rests on stale records.
+        skipped: entry name → why it was not rendered (its real sets are not here); its
+            committed files were not compared.
     """
 
     differ: tuple[str, ...]
     missing: tuple[str, ...]
     orphans: tuple[str, ...]
     stale: dict[str, str]
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -201,10 +214,12 @@ class Report:
         return not (self.differ or self.missing or self.orphans)
 
     def lines(self) -> list[str]:
-        """The findings, one line each: :meth:`problems`, then the stale entries."""
-        return self.problems() + [
-            f"{n}: rests on stale records ({why})" for n, why in self.stale.items()
-        ]
+        """The findings, one line each: :meth:`problems`, the stale and the skipped entries."""
+        return (
+            self.problems()
+            + [f"{n}: rests on stale records ({why})" for n, why in self.stale.items()]
+            + [f"{n}: not checked ({why})" for n, why in self.skipped.items()]
+        )
 
     def problems(self) -> list[str]:
         """What makes :attr:`ok` false, one line each."""
@@ -217,13 +232,44 @@ class Report:
         return out
 
 
+def unavailable(entry: Entry) -> str | None:
+    """Why ``entry`` cannot be rendered on this machine (its real sets are not here), else
+    ``None``."""
+    if not entry.needs_real_sets:
+        return None
+    from experiments.real_sets import fetch_command, missing_sets, real_sets
+
+    missing = missing_sets(real_sets())
+    if not missing:
+        return None
+    return f"the real sets are not here ({len(missing)} missing; {fetch_command()} builds them)"
+
+
+def committed_of(entry: Entry, root: Path = REPO) -> set[str]:
+    """The committed tables and plots that ``entry`` renders (paths relative to ``root``)."""
+    if entry.stem is None:
+        return {p for p in committed_files(root) if p.startswith(f"{entry.out}/")}
+    return {
+        str(p.relative_to(root))
+        for folder in ("tables", "plots")
+        for p in (root / entry.out / folder).glob(f"{entry.stem}-*")
+        if p.is_file() and p.suffix in _SUFFIXES
+    }
+
+
 def check(main: Main, root: Path = REPO, entries: Sequence[Entry] | None = None) -> Report:
     """Render every entry into a scratch folder with ``main`` and compare with the committed
-    files."""
+    files (an entry whose real sets are not here is skipped: :attr:`Report.skipped`)."""
     entries = load(root / MANIFEST) if entries is None else entries
     differ, missing, seen = [], [], set()
+    skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="committed-") as scratch:
         for i, entry in enumerate(entries):
+            why = unavailable(entry)
+            if why is not None:
+                skipped[entry.name] = why
+                seen |= committed_of(entry, root)
+                continue
             for path, rendered in render(entry, Path(scratch) / str(i), main, root).items():
                 seen.add(path)
                 committed = root / path
@@ -233,13 +279,21 @@ def check(main: Main, root: Path = REPO, entries: Sequence[Entry] | None = None)
                     differ.append(path)
     orphans = sorted(committed_files(root) - seen)
     stale = {e.name: e.stale for e in entries if e.stale}
-    return Report(tuple(differ), tuple(missing), tuple(orphans), stale)
+    return Report(tuple(differ), tuple(missing), tuple(orphans), stale, skipped)
 
 
 def write(main: Main, root: Path = REPO, entries: Sequence[Entry] | None = None) -> list[Path]:
     """Re-render every entry in place with ``main`` (its committed files replaced); returns
-    the paths."""
+    the paths.
+
+    Raises:
+        RuntimeError: an entry whose real sets are not here (rendered without them, its
+            committed tables would lose their rows); nothing is written.
+    """
     entries = load(root / MANIFEST) if entries is None else entries
+    blocked = [f"{e.name}: {why}" for e in entries if (why := unavailable(e)) is not None]
+    if blocked:
+        raise RuntimeError(f"cannot re-render {'; '.join(blocked)} (or leave it out: --only)")
     written = []
     with tempfile.TemporaryDirectory(prefix="committed-") as scratch:
         for i, entry in enumerate(entries):

@@ -1,12 +1,14 @@
 """What a training run shows while it runs: a bar over each epoch's batches on a terminal
-(:func:`tasks.common.progress.bars_enabled`), otherwise one stderr line per evaluation
-(``RunOptions.eval_lines``); the readers' skip counts at set-up, and the warning when a run looks
-dead (:mod:`experiments.health`). Nothing here changes a number."""
+(:func:`tasks.common.progress.bars_enabled`), otherwise one stderr line per evaluation and, in
+between, one about every minute of training (``RunOptions.eval_lines``); the readers' skip counts
+at set-up, a resumed run's line, and the warning when a run looks dead
+(:mod:`experiments.health`). Nothing here changes a number."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from experiments.health import Health
@@ -14,7 +16,17 @@ from experiments.spec import RunSpec
 from tasks.common.progress import bars_enabled
 from tasks.core import MetricSpec, TaskRecipe
 
-__all__ = ["Bar", "epoch_bar", "print_evaluation", "report_reads", "warn_dead"]
+__all__ = [
+    "LINE_EVERY_S",
+    "Bar",
+    "LineBar",
+    "epoch_bar",
+    "print_evaluation",
+    "print_resumed",
+    "report_reads",
+    "run_label",
+    "warn_dead",
+]
 
 
 class Bar(Protocol):
@@ -40,12 +52,85 @@ class _NullBar:
         """Nothing to close."""
 
 
-def epoch_bar(progress: bool, task: str, epoch: int, epochs: int, done: int, total: int) -> Bar:
+def run_label(spec: RunSpec) -> str:
+    """A run as the stderr lines name it: ``RUN_ID task representation seed=N``."""
+    return f"{spec.run_id} {spec.task} {spec.representation} seed={spec.seed}"
+
+
+def now() -> float:
+    """The clock of the progress lines (monotonic seconds)."""
+    return time.monotonic()
+
+
+#: Seconds of training between two progress lines off a terminal (:class:`LineBar`).
+LINE_EVERY_S = 60.0
+
+
+class LineBar:
+    """Off a terminal: one stderr line about every :data:`LINE_EVERY_S` seconds of an epoch
+    (batches done, the running loss, seconds), so a log never stays silent between evaluations.
+
+    Args:
+        label: the run, as the line names it.
+        epoch: the epoch (0-based) and ``epochs`` the budget.
+        done: batches already done (a resumed epoch) of ``total``.
+        every: seconds between lines.
+        clock: a monotonic clock (default :func:`now`, looked up when the bar starts).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        epoch: int,
+        epochs: int,
+        done: int,
+        total: int,
+        every: float = LINE_EVERY_S,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.label, self.epoch, self.epochs = label, epoch, epochs
+        self.done, self.total, self.every = done, total, every
+        self.clock = clock or now
+        self.started = self.last = self.clock()
+        self.postfix: dict[str, Any] = {}
+
+    def update(self, n: int = 1) -> None:
+        """``n`` more batches; a line when ``every`` seconds have passed since the last."""
+        self.done += n
+        now = self.clock()
+        if now - self.last >= self.every:
+            self.last = now
+            extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
+            print(
+                f"  {self.label} epoch {self.epoch + 1}/{self.epochs}: batch "
+                f"{self.done}/{self.total}{extra}, {now - self.started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def set_postfix(self, **values: Any) -> None:
+        """What the next line shows after the batch count (e.g. ``loss``)."""
+        self.postfix = values
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def epoch_bar(
+    progress: bool,
+    task: str,
+    epoch: int,
+    epochs: int,
+    done: int,
+    total: int,
+    lines: str | None = None,
+) -> Bar:
     """A tqdm bar over the batches of epoch ``epoch`` (0-based), starting at the ``done``
-    batches; none unless ``progress`` and stderr is a terminal (a log file gets no carriage
-    returns)."""
+    batches, when ``progress`` and stderr is a terminal (a log file gets no carriage returns);
+    otherwise, with ``lines`` (the run's label: ``RunOptions.eval_lines``), a :class:`LineBar`;
+    else nothing."""
     if not bars_enabled(progress):
-        return _NullBar()
+        return _NullBar() if lines is None else LineBar(lines, epoch, epochs, done, total)
     from tqdm.auto import tqdm
 
     return tqdm(
@@ -120,10 +205,20 @@ def print_evaluation(
         record: the evaluation's log line (``epoch``, ``seconds``).
     """
     print(
-        f"  {spec.run_id} {spec.task} {spec.representation} seed={spec.seed}"
-        f" epoch {record['epoch']}/{epochs}: dev {metric.key} "
+        f"  {run_label(spec)} epoch {record['epoch']}/{epochs}: dev {metric.key} "
         f"{metric.display(value)} (best {metric.display(best[0])} at epoch {best[1]}) "
         f"{record['seconds']:.0f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def print_resumed(spec: RunSpec, epoch: int, step: int, epochs: int) -> None:
+    """One stderr line: the run goes on from its checkpoint (after ``epoch`` of ``epochs``
+    epochs, optimizer step ``step``), continuing as the uninterrupted run would."""
+    print(
+        f"  {run_label(spec)}: resumed from its checkpoint after epoch {epoch}/{epochs} "
+        f"(step {step})",
         file=sys.stderr,
         flush=True,
     )

@@ -5,7 +5,9 @@ read through the feature cache when frozen.
   policy;
 * :func:`finetuned_bilm`: the task-tuned biLM of paper §3.4 (cached, resumable);
 * :func:`make_represent`: token sequences → :class:`~tasks.representations.Layers`, by cache
-  lookup for a frozen representation, live otherwise, no layers for the baseline.
+  lookup for a frozen representation, live otherwise, no layers for the baseline;
+* :func:`carried_state`, :func:`load_carried_state`: the LSTM state a ``carry`` biLM hands
+  from batch to batch, saved with a run's checkpoint so that a resumed run continues exactly.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ __all__ = [
     "HARNESS_KEYS",
     "build_spec_representation",
     "builder_options",
+    "carried_state",
     "finetuned_bilm",
+    "load_carried_state",
     "make_represent",
 ]
 
@@ -191,3 +195,28 @@ def _text_file(path: Path, text: Sequence[Sequence[str]]) -> Path:
         distinct = dict.fromkeys(tuple(t) for t in text)
         write_text(path, "".join(" ".join(s) + "\n" for s in distinct if s))
     return path
+
+
+def carried_state(representation: Representation) -> dict[str, torch.Tensor]:
+    """The state a ``carry`` representation hands to its next batch (``{}`` before the first).
+
+    Raises:
+        TypeError: the representation keeps no such state (it cannot run under ``carry``).
+    """
+    get = getattr(representation, "carried_state", None)
+    if get is None:
+        raise TypeError(f"representation {representation.name!r} carries no LSTM state")
+    state: dict[str, torch.Tensor] = get()
+    return state
+
+
+def load_carried_state(representation: Representation, state: Mapping[str, torch.Tensor]) -> None:
+    """Continue a ``carry`` representation from :func:`carried_state` (``{}``: none yet).
+
+    Raises:
+        TypeError: the representation keeps no such state.
+    """
+    load = getattr(representation, "load_carried_state", None)
+    if load is None:
+        raise TypeError(f"representation {representation.name!r} carries no LSTM state")
+    load(state)

@@ -45,7 +45,11 @@ from bilm.files import write_json
 from experiments import health, progress, scoring
 from experiments.checkpoint import Weights, resume, save_run
 from experiments.optim import set_lr
-from experiments.represent import make_represent  # re-exported: older importers use it here
+from experiments.represent import (
+    carried_state,
+    load_carried_state,
+    make_represent,  # re-exported: older importers use it here
+)
 from experiments.resolve import ResolvedRun, identified, resolve
 from experiments.setup import Run, RunOptions, make_sink, set_up, to_device
 from experiments.spec import RunSpec
@@ -186,8 +190,15 @@ def train(
         while state.epoch < cfg.epochs and not _stopped_early(run, state):
             plan = batch_plan(sizes, cfg, epoch_seed(run.spec.seed, state.epoch))
             run.model.train()
+            lines = progress.run_label(run.spec) if run.eval_lines else None
             bar = progress.epoch_bar(
-                options.progress, run.spec.task, state.epoch, cfg.epochs, state.batch, len(plan)
+                options.progress,
+                run.spec.task,
+                state.epoch,
+                cfg.epochs,
+                state.batch,
+                len(plan),
+                lines,
             )
             for indices in plan[state.batch :]:
                 cpu, wall = time.process_time(), time.perf_counter()
@@ -260,18 +271,15 @@ def _evaluation_due(config: TrainConfig, state: LoopState, end_of_epoch: bool) -
 def _load(run: Run) -> LoopState | None:
     """The loop state of the run's checkpoint, the run's objects restored from it
     (:func:`experiments.checkpoint.resume`); ``None``: none, or a stale one (start afresh)."""
-    restored = resume(run)
+    carry = run.spec.state == "carry"
+    restored = resume(run, carried=carry)
     if restored is None:
         return None
     state = LoopState.from_json(restored.state, restored.best_weights)
+    if carry:  # the biLM goes on from the state it had when the checkpoint was written
+        load_carried_state(run.representation, restored.carried or {})
     logger.info("resumed %s at epoch %d, step %d", run.work, state.epoch, state.step)
-    if run.spec.state == "carry":  # the biLM's carried LSTM state is not in the checkpoint
-        logger.warning(
-            "%s: a carry run resumed after a stop: the biLM's carried state starts from zero "
-            "here, so its result can differ slightly from an uninterrupted run's (--rerun "
-            "trains it from the start)",
-            run.work,
-        )
+    progress.print_resumed(run.spec, state.epoch, state.step, run.train_config.epochs)
     return state
 
 
@@ -379,7 +387,8 @@ def _evaluate(run: Run, state: LoopState, sink: Sink, started: float) -> None:
         )
     _warn_if_dead(run, state)
     state.wall_s = time.perf_counter() - started
-    save_run(run, state.to_json(), state.best_weights)
+    carried = carried_state(run.representation) if run.spec.state == "carry" else None
+    save_run(run, state.to_json(), state.best_weights, carried)
 
 
 def _health(run: Run, state: LoopState) -> health.Health:

@@ -144,9 +144,12 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        """Whether the (Holm-adjusted when set) p-value is below :data:`ALPHA`."""
+        """Whether the difference is claimed: the (Holm-adjusted when set) p-value is below
+        :data:`ALPHA` and the test is not :attr:`conditional`. A conditional test (one seed on
+        a side, or the pooled scheme) says whether *these* trained models differ, not whether
+        training them does: its p-value is shown, marked conditional, never as significant."""
         p = self.adjusted_p if self.adjusted_p is not None else self.p_value
-        return p < ALPHA
+        return p < ALPHA and not self.conditional
 
     @property
     def seeds(self) -> int:

@@ -150,6 +150,12 @@ class RunSpec:
         """This spec's :func:`run_id`."""
         return run_id(self)
 
+    @property
+    def plugin(self) -> str | None:
+        """The representation when it is a plug-in, ``package.module:Factory`` (code that
+        building it imports and runs), else ``None``."""
+        return self.representation if ":" in self.representation else None
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (lists for tuples); inverse of :meth:`from_dict`."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

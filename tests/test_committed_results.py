@@ -38,6 +38,33 @@ def test_no_committed_table_rests_on_stale_records(report: committed.Report) -> 
     assert not report.stale, "\n".join(f"{n}: {why}" for n, why in report.stale.items())
 
 
+def test_the_real_set_tables_were_checked(report: committed.Report) -> None:
+    """The tables over the real sets render only where the sets are (``../shared/data``, or the
+    copy ``python -m experiments real-data fetch`` builds): skipped with the reason elsewhere."""
+    if report.skipped:
+        pytest.skip("; ".join(f"{n}: {why}" for n, why in report.skipped.items()))
+
+
+def test_an_entry_over_absent_real_sets_is_skipped_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the real sets a real-set entry is neither rendered (its rows would be missing)
+    nor counted as an orphan's owner-less files; re-rendering it in place is refused."""
+    monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path / "nowhere"))
+    real = committed.Entry(
+        "real", ("render", "real", "--data", "real", "--store", "results/real/runs"),
+        "results/real", "real-mini-real",
+    )  # fmt: skip
+    assert real.needs_real_sets and not SQUAD.needs_real_sets
+    report = committed.check(main, committed.REPO, [real])
+    assert report.ok or not report.differ  # nothing compared
+    assert not report.differ and not report.missing
+    assert "real-data fetch" in report.skipped["real"]
+    assert committed.committed_of(real) and not set(report.orphans) & committed.committed_of(real)
+    with pytest.raises(RuntimeError, match="cannot re-render real"):
+        committed.write(main, committed.REPO, [real])
+
+
 def _copy_of_squad(root: Path) -> Path:
     copy = root / "repo"
     shutil.copytree(committed.REPO / "results/runs/squad", copy / "results/runs/squad")

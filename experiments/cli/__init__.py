@@ -54,6 +54,7 @@ from experiments.cli import (
     tables,
 )
 from experiments.cli.errors import Parser, UsageError, exit_status
+from experiments.cli.trust import drop_working_folder
 
 __all__ = ["COMMANDS", "Command", "UsageError", "build_parser", "main"]
 
@@ -151,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     :func:`~experiments.cli.errors.exit_status`.
     """
     args = build_parser().parse_args(argv)
+    if args.command == "predict" or getattr(args, "spec", None) is not None:
+        drop_working_folder()  # a spec handed over is data: nothing from here is imported
     try:
         if getattr(args, "executor", None) == "ray":
             if importlib.util.find_spec("ray") is None:

@@ -71,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         print(f"committed: {len(entries)} entries rendered; {'ok' if report.ok else 'NOT ok'}")
         return 0 if report.ok else 1
+    blocked = [f"{e.name}: {why}" for e in entries if (why := committed.unavailable(e))]
+    if blocked:  # before any training or writing: rendered without its sets a table loses rows
+        raise UsageError(f"cannot re-render {'; '.join(blocked)} (or leave it out with --only)")
     if not args.render_only:
         for entry in entries:
             command = training_command(list(entry.argv), list(args.extra))

@@ -4,20 +4,39 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
+from bilm.bilm import STATE_POLICIES
 from experiments.cli.errors import UsageError
-from experiments.cli.options import comma_list
+from experiments.cli.options import comma_list, positive_int, seeds
 
 __all__ = ["configure", "run"]
 
 
 def _seeds(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(s) for s in comma_list(text))
-    except ValueError:
-        message = f"--seeds takes comma-separated integers, got {text!r}"
-        raise argparse.ArgumentTypeError(message) from None
+    """``--seeds``: as ``run`` takes them (``0,1,2``, ``0-4``), none negative (allennlp's
+    seeds)."""
+    found = seeds(text)
+    negative = [s for s in found if s < 0]
+    if negative:
+        raise argparse.ArgumentTypeError(f"--seeds must be >= 0, got {negative[0]}")
+    return found
+
+
+def _among(choices: tuple[str, ...], flag: str) -> Callable[[str], tuple[str, ...]]:
+    """A comma list of ``choices`` (at least one, each known): the type of ``flag``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        items = comma_list(text)
+        unknown = [i for i in items if i not in choices]
+        if unknown or not items:
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes a comma list of {', '.join(choices)}, got {text!r}"
+            )
+        return items
+
+    return parse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,19 +51,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--seeds", type=_seeds, default=(0, 1, 2))
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=positive_int, default=5)
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=positive_int,
         default=None,
         help="instances per batch, both sides (default: the task's peer's own, else 64)",
     )
     parser.add_argument(
-        "--repr", type=comma_list, default=("none", "elmo"), help="none, elmo or none,elmo"
+        "--repr",
+        type=_among(("none", "elmo"), "--repr"),
+        default=("none", "elmo"),
+        help="none, elmo or none,elmo",
     )
     parser.add_argument(
         "--state",
-        type=comma_list,
+        type=_among(STATE_POLICIES, "--state"),
         default=("carry", "reset"),
         help="the project's biLM states of its ELMo rows (the first is allennlp's: carry)",
     )
@@ -58,7 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--set takes it, or elmo.sites / elmo.mode / elmo.lam / elmo.layer_norm / elmo.dropout "
         "for the ELMo rows' point (with --repr elmo)",
     )
-    parser.add_argument("--max-parallel", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument(
+        "--max-parallel", type=positive_int, default=2, help="runs at once (default 2)"
+    )
     parser.add_argument("--out", type=Path, default=Path("results/peer"))
     parser.add_argument("--work", type=Path, default=Path("runs/peer"))
     parser.add_argument(
@@ -118,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
                 variant=tuple(args.variant),
             )
             _ = request.adapter  # a task without a peer: one line, before anything runs
+            request.spec.configure(request.preset, request.all_overrides)  # --set, before data
         except ValueError as error:
             raise UsageError(str(error)) from None
         run_request(request, args.out, args.work, max_parallel=args.max_parallel)

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.options import DEFAULT_STORE, DEFAULT_WORK
+from experiments.cli.trust import add_trust_option, require_trusted
 
 if TYPE_CHECKING:  # torch and the task registry load when the command runs
     import torch
@@ -141,6 +142,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="predict even where the data, representation or configuration the run was made "
         "from changed since (the differences are printed)",
     )
+    add_trust_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
     stored = _stored_run(args.store, args.run_id)
     spec = stored.spec
+    require_trusted(spec, args.trust_plugin, f"predict {args.run_id}")  # before any import
     checkpoint = args.work / spec.task / spec.run_id / "checkpoint.pt"
     _require_weights(checkpoint, stored)
     if not args.input.is_file():

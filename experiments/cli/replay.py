@@ -13,7 +13,10 @@ these files and these options give now:
 
 Any difference (or no ``env.json`` to compare with) refuses the replay in one line (exit status
 2) naming each difference, unless ``--allow-changed``: then the run trains and the differences
-are printed first. After the run, its metrics are compared with the recorded ``metrics.json``.
+are printed first. A spec is data: one whose representation is a plug-in
+(``package.module:Factory``) is refused before anything is imported unless ``--trust-plugin``
+names it (:mod:`experiments.cli.trust`), whatever ``env.json`` says and with or without
+``--allow-changed``. After the run, its metrics are compared with the recorded ``metrics.json``.
 
 The options that build a spec (the task, ``--repr``, ``--sites``, ``--set``, ``--seeds``,
 ``--data``, ...) are refused beside ``--spec``: the file is the whole spec. Where, how and into
@@ -32,6 +35,7 @@ from typing import Any
 
 from experiments import identity
 from experiments.cli.errors import UsageError, one_line
+from experiments.cli.trust import add_trust_option, require_trusted
 from experiments.spec import RunSpec
 
 __all__ = ["SPEC_OPTIONS", "add_replay_options", "differences", "read_spec", "replay"]
@@ -80,8 +84,10 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         "--allow-changed",
         action="store_true",
         help="with --spec: train even where what the run was made from changed (data, biLM, "
-        "configuration, code, device, precision, threads); the differences are printed",
+        "configuration, code, device, precision, threads); the differences are printed. It "
+        "never allows a plug-in representation: see --trust-plugin",
     )
+    add_trust_option(parser)
 
 
 def _given_spec_options(args: argparse.Namespace, default: Callable[[str], Any]) -> list[str]:
@@ -211,6 +217,7 @@ def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
             f"--spec replays a stored spec as it is: {', '.join(given)} cannot be given with it"
         )
     spec, file = read_spec(args.spec)
+    require_trusted(spec, args.trust_plugin, f"--spec {file}")  # before anything is imported
     resolver = resolver_of(args)  # the run resolved and identified once, for all that follows
     validate_specs([spec], resolver)  # the task is registered, its preset and options still valid
     env, absent = _recorded(file.parent)

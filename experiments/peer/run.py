@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bilm.bilm import STATE_POLICIES
 from bilm.files import write_json
 from bilm.pretrained import cache_root
 from experiments.peer.venv import PEER_SIDE, ensure_venv, peer_env, peer_venv
@@ -96,7 +97,9 @@ class PeerRequest:
             ``--sites``, ``--mode``, ``--lam``, ``--layer-norm``, ``--dropout``).
 
     Raises:
-        ValueError: an ``elmo.`` variant with a baseline row or with an unknown key or value.
+        ValueError: no seed or a negative one, epochs or batch size below 1, an unknown
+            representation or state, an ``elmo.`` variant with a baseline row or with an
+            unknown key or value.
     """
 
     task: str
@@ -111,6 +114,18 @@ class PeerRequest:
     variant: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.seeds or min(self.seeds) < 0:
+            raise ValueError(f"seeds must be one or more integers >= 0, got {self.seeds}")
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError(
+                f"epochs and batch_size must be >= 1, got {self.epochs} and {self.batch_size}"
+            )
+        if not self.representations or set(self.representations) - {"none", "elmo"}:
+            raise ValueError(
+                f"representations must be none and/or elmo, got {self.representations}"
+            )
+        if not self.states or set(self.states) - set(STATE_POLICIES):
+            raise ValueError(f"states must be among {STATE_POLICIES}, got {self.states}")
         _, elmo = split_variant(self.variant)
         if elmo and "none" in self.representations:
             raise ValueError(

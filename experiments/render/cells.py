@@ -353,11 +353,14 @@ def p_text(value: float) -> str:
 
 def adjusted_text(test: Comparison) -> str:
     """``Holm=0.012✱``: the Holm-adjusted p-value with the significance mark (the raw
-    ``p=…`` of a test not adjusted)."""
+    ``p=…`` of a test not adjusted); a conditional test (one seed on a side) is marked so and
+    never carries the mark, e.g. ``Holm<0.001, conditional on the seed``."""
     mark = SIGNIFICANT if test.significant else ""
-    if test.adjusted_p is None:
-        return f"p{p_text(test.p_value)}{mark}"
-    return f"Holm{p_text(test.adjusted_p)}{mark}"
+    p = f"p{p_text(test.p_value)}" if test.adjusted_p is None else f"Holm{p_text(test.adjusted_p)}"
+    if test.conditional:
+        single = test.seeds_a < 2 or test.seeds_b < 2
+        return f"{p}, conditional on the {'seed' if single else 'seeds'}"
+    return p + mark
 
 
 def comparison_text(test: Comparison, metric: MetricSpec) -> str:

@@ -59,6 +59,9 @@ class ReadStats:
         variant: what the reader detected about the files, in a few words (e.g.
             ``"IOB2, -DOCSTART- absent"``, ``"LitBank folder, '_' placeholders"``); shown when
             a run reads the split and stored with its record, so nothing is guessed silently.
+        parts: reason → what it drops of an example that is kept (e.g. ``"answer"``: one
+            unusable answer of a question kept with its others); such skips are exempt and
+            are reported apart from skipped examples.
     """
 
     examples: int = 0
@@ -66,24 +69,30 @@ class ReadStats:
     source: str = ""
     exempt: set[str] = field(default_factory=set)
     variant: str = ""
+    parts: dict[str, str] = field(default_factory=dict)
 
-    def skip(self, reason: str, *, exempt: bool = False) -> None:
+    def skip(self, reason: str, *, exempt: bool = False, part: str = "") -> None:
         """Count one skipped example (or example part) under ``reason``.
 
         Args:
             reason: why, in a few words; the key of :attr:`skipped`.
             exempt: the reason is a configured filter or drops only part of a kept example
                 (see :attr:`exempt`).
+            part: what the skip drops of a kept example (e.g. ``"answer"``); implies
+                ``exempt``; ``""``: the skip drops a whole example.
         """
         self.skipped[reason] += 1
-        if exempt:
+        if exempt or part:
             self.exempt.add(reason)
+        if part:
+            self.parts[reason] = part
 
     def merge(self, other: ReadStats) -> None:
         """Add ``other``'s counts (and its exempt reasons) to these; sources are joined."""
         self.examples += other.examples
         self.skipped.update(other.skipped)
         self.exempt |= other.exempt
+        self.parts.update(other.parts)
         if other.variant and other.variant not in self.variant.split("; "):
             self.variant = f"{self.variant}; {other.variant}" if self.variant else other.variant
         if other.source and other.source not in self.source.split(", "):
@@ -100,12 +109,14 @@ class ReadStats:
         total = self.examples + counted
         return counted / total if total else 0.0
 
-    def describe(self) -> str:
-        """The skip counts by reason, most frequent first, e.g.
+    def describe(self, reasons: Iterable[str] | None = None) -> str:
+        """The skip counts by reason (of ``reasons``, default all), most frequent first, e.g.
         ``"answer_offset_mismatch 12, empty_answer 1"`` (``"none"`` without skips)."""
-        if not self.skipped:
+        chosen = self.skipped if reasons is None else {r: self.skipped[r] for r in reasons}
+        chosen = {r: n for r, n in chosen.items() if n}
+        if not chosen:
             return "none"
-        ordered = sorted(self.skipped.items(), key=lambda item: (-item[1], item[0]))
+        ordered = sorted(chosen.items(), key=lambda item: (-item[1], item[0]))
         return ", ".join(f"{reason} {n:,}" for reason, n in ordered)
 
     def as_dict(self) -> dict[str, object]:
@@ -117,6 +128,8 @@ class ReadStats:
             out["exempt"] = sorted(self.exempt)
         if self.variant:
             out["variant"] = self.variant
+        if self.parts:
+            out["parts"] = dict(sorted(self.parts.items()))
         return out
 
     @classmethod
@@ -129,20 +142,31 @@ class ReadStats:
             source=str(data.get("source", "")),
             exempt={str(r) for r in data.get("exempt", ())},
             variant=str(data.get("variant", "")),
+            parts={str(k): str(v) for k, v in data.get("parts", {}).items()},
         )
 
     def summary(self, split: str, where: bool = True) -> str:
         """One line, the counts first: ``"train: 7,007 kept, 44 skipped (longer than max_tokens
         44); from F (IOB2, -DOCSTART- absent)"``, or ``"dev: 1,247 kept, 0 skipped; from F"``
-        (``where`` false: the counts alone, ``"train: 10 kept, 1 skipped (no gold 1)"``)."""
-        skipped = sum(self.skipped.values())
-        reasons = f" ({self.describe()})" if skipped else ""
+        (``where`` false: the counts alone, ``"train: 10 kept, 1 skipped (no gold 1)"``). Parts
+        dropped from kept examples are counted apart: ``"dev: 61 kept, 0 skipped, 1 answer
+        dropped (answer_offset_mismatch 1)"``."""
+        whole = [r for r in self.skipped if r not in self.parts]
+        skipped = sum(self.skipped[r] for r in whole)
+        text = f"{split}: {self.examples:,} kept, {skipped:,} skipped"
+        text += f" ({self.describe(whole)})" if skipped else ""
+        for part in sorted(set(self.parts.values())):
+            reasons = [r for r, p in self.parts.items() if p == part and self.skipped[r]]
+            dropped = sum(self.skipped[r] for r in reasons)
+            if dropped:
+                noun = part if dropped == 1 else f"{part}s"
+                text += f", {dropped:,} {noun} dropped ({self.describe(reasons)})"
         if not where:
-            return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}"
+            return text
         source = f" from {self.source}" if self.source else ""
         variant = f" ({self.variant})" if self.variant else ""
         read_from = f";{source}{variant}" if source or variant else ""
-        return f"{split}: {self.examples:,} kept, {skipped:,} skipped{reasons}{read_from}"
+        return f"{text}{read_from}"
 
 
 def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: float) -> None:

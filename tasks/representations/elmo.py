@@ -48,6 +48,14 @@ class ElmoRepresentation(nn.Module):
         """The biLM's LSTM state policy (``reset``, ``warm`` or ``carry``)."""
         return self.bilm.state
 
+    def carried_state(self) -> dict[str, Tensor]:
+        """The biLM's carried LSTM state (:meth:`bilm.BiLM.carried_state`)."""
+        return self.bilm.carried_state()
+
+    def load_carried_state(self, state: Mapping[str, Tensor]) -> None:
+        """Continue the biLM from a carried state (:meth:`bilm.BiLM.load_carried_state`)."""
+        self.bilm.load_carried_state(state)
+
     def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
         """``{"char_ids": (batch, time, max_chars)}`` (CPU, from :func:`bilm.batch_to_ids`)."""
         max_chars = self.bilm.options.char_cnn.max_characters_per_token

@@ -383,12 +383,12 @@ class SquadReader:
         kept: list[Answer] = []
         for text, start in answers:
             if not text.strip():
-                self.stats.skip(SKIP_EMPTY_ANSWER, exempt=True)  # question may stay
+                self.stats.skip(SKIP_EMPTY_ANSWER, part="answer")  # the question may stay
                 continue
             if not (0 <= start and context[start : start + len(text)] == text):
                 repaired = repair_offset(context, text, start)
                 if repaired is None:
-                    self.stats.skip(SKIP_OFFSET_MISMATCH, exempt=True)
+                    self.stats.skip(SKIP_OFFSET_MISMATCH, part="answer")
                     continue
                 self.repairs[REPAIRED] += 1
                 start = repaired

@@ -31,7 +31,12 @@ def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
         work=work,
         config_json=lambda: '{"task": {"word_vectors": "random:8"}, "train": {"epochs": 1}}',
         identity="",  # experiments.setup.Run.identity: no run identity checked
-        spec=SimpleNamespace(state="reset"),  # a carry run's resume warns (state not saved)
+        # what the loop's _load reads besides the parts: the state policy, the epoch budget,
+        # and the run's name for its "resumed" line
+        spec=SimpleNamespace(
+            state="reset", run_id="0123456789ab", task="toy", representation="none", seed=0
+        ),
+        train_config=SimpleNamespace(epochs=1),
     )
 
 

@@ -130,7 +130,9 @@ strip = without_timings
 
 
 def evaluation_lines(log: Path, run_id: str) -> int:
-    return sum(run_id in line and " epoch " in line for line in log.read_text().splitlines())
+    """The evaluation lines of ``run_id`` in a job's log (not its resumed or progress lines)."""
+    lines = log.read_text().splitlines()
+    return sum(run_id in line and " epoch " in line and "(best " in line for line in lines)
 
 
 @needs_submitit
@@ -162,6 +164,8 @@ def test_a_killed_job_resumes_from_its_checkpoint_when_submitted_again(
         evaluation_lines(f / f"{f.name}_0_log.err", spec.run_id) for f in job_folders(slurm.folder)
     ]
     assert sorted(counts) == sorted([2, len(stored.log) - 2])  # killed after 2; the rest after
+    logs = [(f / f"{f.name}_0_log.err").read_text() for f in job_folders(slurm.folder)]
+    assert sum("resumed from its checkpoint after epoch" in text for text in logs) == 1
 
 
 def alive(pid: int) -> bool:

@@ -381,3 +381,44 @@ def test_a_long_variant_row_is_lettered_with_its_changes_in_a_note(tmp_path: Pat
     assert "Variant A: `baseline` with `dropout=0.25`, `train.batching=shuffled`," in text
     full = "baseline + dropout=0.25 + train.batching=shuffled + train.optimizer.lr=0.002"
     assert full in (out / "ner.csv").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seeds=-1"], "--seeds must be >= 0, got -1"),
+        (["--seeds", ""], "--seeds needs at least one seed"),
+        (["--epochs", "0"], "argument --epochs: expected an integer >= 1"),
+        (["--epochs", "-2"], "argument --epochs: expected an integer >= 1"),
+        (["--batch-size", "0"], "argument --batch-size: expected an integer >= 1"),
+        (["--max-parallel", "0"], "argument --max-parallel: expected an integer >= 1"),
+        (["--repr", "bert"], "--repr takes a comma list of none, elmo"),
+        (["--state", "frozen"], "--state takes a comma list of reset, carry, warm"),
+        (["--set", "nokey=1"], "unknown config key 'nokey'"),
+    ],
+)
+def test_bad_arguments_stop_in_one_line_before_anything_is_written(
+    args: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Seeds, epochs, batch size, runs at once, rows, states and ``--set`` are checked before the
+    data is read or written, the inputs exported or the peer's venv built (exit status 2)."""
+    from experiments.cli import main
+    from experiments.peer import run as peer_run
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("reached work that a bad argument must prevent")
+
+    monkeypatch.setattr(peer_run, "run_request", never)
+    monkeypatch.setattr(peer_run, "prepare_inputs", never)
+    monkeypatch.setattr(peer_run, "ensure_venv", never)
+    where = ["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")]
+    with pytest.raises(SystemExit) as exited:  # argparse's own exit, or the command's status
+        raise SystemExit(main(["peer", "--task", "snli", "--data", "demo", *args, *where]))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "work").exists()

@@ -277,3 +277,34 @@ def test_sentence_examples_fill_gold_with_placeholders() -> None:
     )
     made = sentence_examples("sst5", [labelled(1, ("good",), 3)], [(4, ("bad", "film"))], "x")
     assert made == [labelled(4, ("bad", "film"), 3)]
+
+
+def test_a_stored_plugin_representation_is_refused_unless_trusted(
+    trained: Trained,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A store handed over is data: a run whose representation is a plug-in is not rebuilt (its
+    module imported and run) unless ``--trust-plugin`` names it; ``--allow-changed`` does not."""
+    from experiments.cli import predict as predict_module
+
+    pwned = tmp_path / "pwned"
+    real = predict_module._stored_run
+
+    def handed(store: Path, run_id: str) -> object:
+        stored = real(store, run_id)
+        config = {"command": f"echo PWNED > {pwned}"}
+        spec = dataclasses.replace(
+            stored.spec, representation="os:system", representation_config=config
+        )
+        return dataclasses.replace(stored, spec=spec)
+
+    monkeypatch.setattr(predict_module, "_stored_run", handed)
+    text = tmp_path / "in.txt"
+    text.write_text("a fine film .\n", encoding="utf-8")
+    for extra in ([], ["--allow-changed"]):
+        assert predict(trained, "sst5", "--input", str(text), "--format", "tokenized", *extra) == 2
+        err = capsys.readouterr().err
+        assert "representation is the plug-in 'os:system'" in err and "--trust-plugin" in err
+    assert not pwned.exists()

@@ -337,13 +337,14 @@ def test_ablation_columns_carry_a_paired_test_against_their_reference() -> None:
     cells = body_cells(text, "SNLI")
     deltas = body_cells(text, "↳ Δ vs Baseline")  # the tests: the row under the means
     assert (cells[1], cells[3], cells[5]) == ("50.0 (n=1)", "90.0 (n=1)", "51.0 (n=1)")
-    assert deltas[1] == "" and deltas[3] == "40.0 (Holm<0.001✱)"
+    # one seed a side: the difference and its p, conditional, never marked significant
+    assert deltas[1] == "" and deltas[3] == "40.0 (Holm<0.001, conditional on the seed)"
     assert deltas[5].startswith("1.0 (Holm=") and "✱" not in deltas[5]
     # the whole test of each cell: in the notes
     (last,) = [t for t in text.splitlines() if t.startswith("   - SNLI (acc), Last Only vs")]
     (lam1,) = [t for t in text.splitlines() if t.startswith("   - SNLI (acc), λ=1 vs")]
     assert last.startswith(
-        "   - SNLI (acc), Last Only vs Baseline: Δ 40.0 (p<0.001, Holm<0.001✱; 95 % CI ["
+        "   - SNLI (acc), Last Only vs Baseline: Δ 40.0 (p<0.001, Holm<0.001; 95 % CI ["
     )
     assert last.endswith("; 1 vs 1 seeds, 100 units)")
     assert lam1.startswith("   - SNLI (acc), λ=1 vs Baseline: Δ 1.0 (p=") and "✱" not in lam1
@@ -830,3 +831,18 @@ def test_a_table_leads_with_its_numbers_and_stays_narrow() -> None:
     assert all(c.endswith("✱)") for c in body_cells(text, "↳ Δ vs Baseline")[3:])
     assert "; 3 vs 3 seeds, 100 units)" in text  # each test in full, below the table
     assert prose(long_caption[0]) in prose(text.split(PROVENANCE_HEADING)[1])
+
+
+def test_a_one_seed_difference_is_shown_conditional_and_never_significant() -> None:
+    """With one seed a side the test holds the seeds fixed: its p says whether these two trained
+    models differ, not whether the training procedures do. The cell gives the difference and the
+    p-value marked conditional, without the significance mark, however small p is."""
+    metric = MetricSpec("f1", decimals=1)
+    one = Comparison(0.117, 0.09, 0.14, 1e-5, 500, 1, 1, 1000, True, None, "seed-aware", 1e-4)
+    three = dataclasses.replace(one, seeds_a=3, seeds_b=3, conditional=False)
+    assert not one.significant and three.significant
+    assert cells_module.adjusted_text(one) == "Holm<0.001, conditional on the seed"
+    assert cells_module.adjusted_text(three) == f"Holm<0.001{cells_module.SIGNIFICANT}"
+    pooled = dataclasses.replace(three, conditional=True, scheme="pooled")
+    assert cells_module.adjusted_text(pooled) == "Holm<0.001, conditional on the seeds"
+    assert cells_module.SIGNIFICANT not in cells_module.comparison_text(one, metric)

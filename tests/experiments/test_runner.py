@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
+import math
 import os
 import signal
 import subprocess
@@ -395,27 +395,44 @@ def test_a_resumed_run_counts_the_wall_time_of_its_earlier_sittings(
     assert resumed.seconds > seconds[-1] > before
 
 
-def test_a_resumed_carry_run_warns_that_its_carried_state_restarts(
-    toy: object, tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_a_carry_run_resumes_exactly(
+    toy: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The carried LSTM state is not checkpointed (#36: a CoNLL-2000 carry run resumed once
-    scored 93.08 F1, 93.13 uninterrupted): resuming one says so; a reset run's resume does not."""
+    """The biLM's carried LSTM state is in the checkpoint: a carry run stopped after its first
+    evaluation and resumed ends with the uninterrupted run's losses and metrics, to the bit (its
+    state went on from where it was, not from zero). A checkpoint without the state (written
+    before it was kept) is not resumed: the run starts afresh and still ends identical."""
+    from experiments.checkpoint import CHECKPOINT
     from tests.contract.helpers import write_tiny_checkpoint
 
     tiny = write_tiny_checkpoint(tmp_path)
-    for state in ("reset", "carry"):
-        spec = toy_spec(
-            representation="elmo",
-            representation_config={"checkpoint": str(tiny)},
-            sites=("input",),
-            state=state,
-            overrides=("train.epochs=2",),
-        )
-        train(spec, opts(tmp_path / state), stop_after_evals=1)
-        caplog.clear()
-        with caplog.at_level(logging.WARNING, logger=runner.logger.name):
-            train(spec, opts(tmp_path / state))
-        assert ("a carry run resumed" in caplog.text) == (state == "carry")
+    spec = toy_spec(
+        representation="elmo",
+        representation_config={"checkpoint": str(tiny)},
+        sites=("input",),
+        state="carry",
+        overrides=("train.epochs=3",),
+    )
+    whole = train(spec, opts(tmp_path / "whole"))
+    train(spec, opts(tmp_path / "stopped"), stop_after_evals=1)
+    saved = torch.load(
+        tmp_path / "stopped" / spec.task / spec.run_id / CHECKPOINT, weights_only=True
+    )
+    assert set(saved["carried"]) == {"h", "c"}  # (layers, 2, rows, width)
+    capsys.readouterr()
+    resumed = train(spec, opts(tmp_path / "stopped"))
+    assert "resumed from its checkpoint after epoch 1/3" in capsys.readouterr().err  # says so
+    assert [r["train_loss"] for r in resumed.log] == [r["train_loss"] for r in whole.log]
+    assert resumed.metrics == whole.metrics
+    # an older checkpoint: no carried state in it
+    train(spec, opts(tmp_path / "old"), stop_after_evals=1)
+    path = tmp_path / "old" / spec.task / spec.run_id / CHECKPOINT
+    payload = torch.load(path, weights_only=True)
+    del payload["carried"]
+    torch.save(payload, path)
+    again = train(spec, opts(tmp_path / "old"))
+    assert [r["train_loss"] for r in again.log] == [r["train_loss"] for r in whole.log]
+    assert again.metrics == whole.metrics
 
 
 def test_eval_lines_report_each_evaluation(
@@ -427,6 +444,29 @@ def test_eval_lines_report_each_evaluation(
     lines = [line for line in capsys.readouterr().err.splitlines() if spec.run_id in line]
     assert [line.split(" epoch ")[1].split(":")[0] for line in lines] == ["1/2", "2/2"]
     assert all("best" in line for line in lines)
+
+
+def test_off_a_terminal_training_prints_a_line_about_every_minute(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Between evaluations a run off a terminal is never silent for long: a line (batches done,
+    running loss, seconds) once :data:`experiments.progress.LINE_EVERY_S` has passed (here a
+    clock that moves 25 s a batch: a line every third batch)."""
+    from experiments import progress
+
+    ticks = iter(range(0, 100_000, 25))
+    monkeypatch.setattr(progress, "now", lambda: float(next(ticks)))
+    spec = toy_spec(overrides=("train.epochs=1",))
+    train(spec, opts(tmp_path, eval_lines=True))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "batch " in line and spec.run_id in line]
+    batches = math.ceil(160 / 16)  # the toy's training examples and batch size
+    assert len(lines) == batches // 3, err
+    assert lines[0].split(": ")[1].startswith("batch 3/10, loss ") and lines[0].endswith("75 s")
+    bar = progress.LineBar("r", 0, 1, 0, 5, every=60.0, clock=iter([0.0, 59.0, 61.0]).__next__)
+    bar.update()  # 59 s: nothing yet
+    bar.update()  # 61 s: a line
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 @pytest.mark.parametrize("eval_lines", [False, True])

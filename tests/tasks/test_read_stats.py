@@ -66,3 +66,31 @@ def test_squad_reader_counts_reach_the_caller_with_the_file(tmp_path: Path) -> N
     assert stats.examples == 1 and stats.source == str(tmp_path / "dev-v1.1.json")
     assert stats.skipped == {"answer_offset_mismatch": 1, "no_usable_answer": 1}
     assert stats.skipped_share() == 0.5  # the per-answer reason is exempt, the question is not
+
+
+def test_answers_dropped_from_kept_questions_are_counted_apart(tmp_path: Path) -> None:
+    """One unusable answer of a question that is kept is not a skipped question: the summary
+    line counts it as a dropped answer (``61 kept, 1 skipped`` read as a contradiction)."""
+    context = "The cat sat on the mat."
+    qas = [
+        {
+            "id": "a",
+            "question": "Where?",
+            "answers": [
+                {"text": "on the mat", "answer_start": 12},
+                {"text": "on a rug", "answer_start": 12},  # not in the context: dropped
+            ],
+        },
+    ]
+    doc = {"version": "1.1", "data": [{"paragraphs": [{"context": context, "qas": qas}]}]}
+    (tmp_path / "dev-v1.1.json").write_text(json.dumps(doc), encoding="utf-8")
+    stats = ReadStats()
+    assert [e.qid for e in load_squad("dev", tmp_path, stats=stats)] == ["a"]
+    line = stats.summary("dev", where=False)
+    assert line == "dev: 1 kept, 0 skipped, 1 answer dropped (answer_offset_mismatch 1)"
+    assert ReadStats.from_dict(stats.as_dict()).summary("dev", where=False) == line
+    stats.skip("no_usable_answer")
+    stats.skip("answer_offset_mismatch", part="answer")
+    assert stats.summary("dev", where=False) == (
+        "dev: 1 kept, 1 skipped (no_usable_answer 1), 2 answers dropped (answer_offset_mismatch 2)"
+    )
