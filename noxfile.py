@@ -341,7 +341,7 @@ def real_data(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 def peer(session: nox.Session) -> None:
     """A task's baseline and + ELMo beside allennlp-models 2.10.1 on the same data, epoch by
-    epoch (issue #34; docs/peer.md), e.g. `nox -s peer -- --task ner --data
+    epoch (docs/peer.md), e.g. `nox -s peer -- --task ner --data
     shared:dev/conll2000 --seeds 0,1,2 --epochs 5`. Builds the peer's own venv when missing
     or broken, from the repository's recipe (`experiments/peer/allennlp_side/venv.toml`, into
     `$PEER_VENV`, default the cache's `peer/venv`; `-- --build-plan` prints the steps; allennlp

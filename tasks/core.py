@@ -479,7 +479,7 @@ class TaskSpec:
             :meth:`finetune_for`). A ``--finetune-bilm`` on the command line wins.
         peer: how the reference implementation (allennlp-models) trains this task's baseline
             on the same data (:class:`tasks.common.peer.PeerAdapter`; ``nox -s peer``);
-            ``None`` where none is runnable (SQuAD).
+            ``None`` where none is runnable.
         title: the task and its model as targets and reports name them, e.g. ``"SQuAD (BiDAF +
             self-attention)"`` (``nox -l``); empty: the first table row's label
             (:attr:`heading`).

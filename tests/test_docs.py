@@ -60,3 +60,17 @@ def test_a_broken_link_outside_docs_fails(tmp_path: Path) -> None:
     page.write_text("# t\n\n[present](../present.txt) [absent](../absent.md)\n")
     done = _mkdocs_build(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0 and "../absent.md" in done.stderr, done.stderr[-2000:]
+
+
+def test_readme_peer_figures_are_the_summarys() -> None:
+    """Every final-epoch ``Δ (p)`` of the README's table beside allennlp is a line of
+    ``results/peer/summary.md`` (the committed-results check keeps that file what the records
+    give), so the front page cannot drift from the records."""
+    text = (REPO / "README.md").read_text("utf-8")
+    table = text[text.index("| task: model (data, epochs) |") :].split("\n\n")[0]
+    summary = (REPO / "results" / "peer" / "summary.md").read_text("utf-8")
+    finals = set(re.findall(r"\| ([+-]\d+\.\d+) \((\d\.\d{3})\*?\) \|", summary))
+    cited = re.findall(r"([+−-]\d+\.\d+) \((\d\.\d{3})\)", table)
+    assert len(cited) >= 10
+    missing = [f"{d} ({p})" for d, p in cited if (d.replace("−", "-"), p) not in finals]
+    assert not missing, f"README.md's peer table cites figures summary.md lacks: {missing}"

@@ -37,6 +37,7 @@ from experiments.peer.run import (
 from experiments.render.captions import Note
 from experiments.render.formats import numbered_notes
 from experiments.significance import Comparison, seed_aware_test
+from tasks.registry import get_task
 
 __all__ = [
     "DataComparison",
@@ -48,7 +49,8 @@ __all__ = [
     "requests_of",
 ]
 
-#: Parity target of issue #34: from the second epoch on, |Δ of the means| ≤ max(this, peer sd).
+#: Parity target (docs/peer.md, "Reading the table"): from the second epoch on, |Δ of the
+#: means| ≤ max(this, peer sd).
 GAP_POINTS = 1.0
 #: Target of the project's CPU seconds per training epoch over the peer's.
 TIME_RATIO = 0.7
@@ -290,11 +292,13 @@ def _cpus(requests: Sequence[PeerRequest], out: Path) -> tuple[set[str], float]:
     cpus: set[str] = set()
     native_gap = 0.0
     for request in requests:
+        peer = get_task(request.task).peer
+        scale = peer.native_scale if peer is not None else 1.0
         for record in peer_records(request, out):
             cpus.add(record.get("cpu", "?"))
             for e in record["epochs"]:
                 if e.get("native") is not None:
-                    native_gap = max(native_gap, abs(e["native"] - e["metric"]))
+                    native_gap = max(native_gap, abs(e["native"] * scale - e["metric"]))
     return cpus, native_gap
 
 
@@ -337,7 +341,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         f"seeds count, epochs and batch size; one thread each; CPU {', '.join(sorted(cpus))}. "
         f"p: the seed-aware test of Δ over dev's units at that epoch (* p < {ALPHA:g}).",
         "Data: " + "; ".join(data_notes) + ".",
-        f"Target (issue #34): from epoch 2, |Δ| ≤ max({GAP_POINTS:g} point, allennlp's seed "
+        f"Target (docs/peer.md): from epoch 2, |Δ| ≤ max({GAP_POINTS:g} point, allennlp's seed "
         f"sd); at the final epoch p > {ALPHA:g}; the project's CPU seconds per training epoch ≤ "
         f"{TIME_RATIO:g} × allennlp's.",
         "Both sides are scored by the project's own scorer (the task's official-parity "
@@ -473,8 +477,8 @@ EXPECTED_ROWS = ("baseline", "elmo carry", "elmo reset")
 def render_summary(out: Path) -> Path:
     """Write ``out/summary.md``: one line per task, data set and project row of every peer table
     under ``out`` (registry order) with the final-epoch Δ and p, the largest gap from epoch 2,
-    the epochs within the gap target, the median CPU time ratio and which of issue #34's
-    targets hold; rows not run yet are named.
+    the epochs within the gap target, the median CPU time ratio and which of the
+    targets of docs/peer.md hold; rows not run yet are named.
 
     Raises:
         FileNotFoundError: no peer records at all under ``out/runs``.

@@ -91,7 +91,8 @@ class PeerRequest:
         preset: the project's preset (``paper``).
         variant: project-side changes alone (``--set`` syntax): the project's rows become
             ``<row> + KEY=VALUE …``, a candidate cause of a gap tried one change at a time
-            against the same peer rows (issue #34 item 4); the peer runs are unchanged.
+            against the same peer rows (docs/peer.md, "Finding the cause of a gap"); the peer
+            runs are unchanged.
             ``elmo.KEY=VALUE`` (:data:`ELMO_VARIANT_KEYS`) changes the ELMo rows' point
             instead of the task configuration: its sites, mix or dropout (``run``'s
             ``--sites``, ``--mode``, ``--lam``, ``--layer-norm``, ``--dropout``).
@@ -162,7 +163,7 @@ class PeerRequest:
         """The data set's name: a real set's label, the bundled DEMO set as such (its numbers
         are labelled DEMO wherever they appear), else the data label itself."""
         if self.data == "demo":
-            return f"DEMO {self.task.upper()} (generated, not its dataset)"
+            return f"DEMO {self.spec.table_rows[0].label} (generated, not its dataset)"
         for item in real_sets([self.task]):
             if item.data == self.data:
                 return item.label

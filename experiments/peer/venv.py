@@ -27,10 +27,10 @@ implementation lives in a venv of its own, which :func:`ensure_venv` builds and 
   place under a lock with a completion marker written last, would leave a half-built venv at
   the final path after a crash; a rename cannot.
 * **The check** (``allennlp_side/peer_check.py``, run by the venv's Python): every pinned
-  version installed, ``allennlp.commands``, the five model families (``crf_tagger``, ``bcn``,
-  ``esim``, ``srl``, ``coref`` registered), transformers, ``_jsonnet`` and the stand-in
-  torchvision import, and the project's own peer-side modules (``peer_compat``,
-  ``peer_timing``) import with the callback registered. A passed check writes the stamp
+  version installed, ``allennlp.commands``, the six model families (``crf_tagger``, ``bcn``,
+  ``esim``, ``srl``, ``coref``, ``dialog_qa`` registered), transformers, ``_jsonnet`` and the
+  stand-in torchvision import, and the project's own peer-side modules (``peer_compat``,
+  ``peer_qa``, ``peer_timing``) import with the callback registered. A passed check writes the stamp
   ``peer-venv.json`` into the venv: the recipe's digest, the check's digest (the check
   script, the recipe's check section and the peer-side modules) and the modification time of
   ``site-packages``. While all three match, a venv is taken without starting a process. A

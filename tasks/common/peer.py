@@ -105,6 +105,8 @@ class PeerAdapter:
             defaults to GloVe 840B: both sides then read the embedded GloVe 6B 50-d.
         batch_size: the one batch size the peer's model takes (coreference: one document per
             batch), the default of ``--batch-size`` for this task; ``None``: any (default 64).
+        native_scale: allennlp's own number times this is in the project's metric units (a
+            fraction): 0.01 where the peer reports percent (``dialog_qa``'s F1).
     """
 
     model: str
@@ -118,6 +120,7 @@ class PeerAdapter:
     predictions: Callable[[Sequence[Mapping[str, Any]], Sequence[Any]], Any]
     overrides: tuple[str, ...] = ()
     batch_size: int | None = None
+    native_scale: float = 1.0
 
 
 def check_count(outputs: Sequence[Any], examples: Sequence[Any], did: str, what: str) -> None:

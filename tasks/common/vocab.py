@@ -133,6 +133,32 @@ def word_vectors(source: str, vocab: Sequence[str], lowercase: bool) -> torch.Te
     return torch.cat([torch.zeros(2, table.shape[1]), table])
 
 
+def fill_missing_vectors(vectors: torch.Tensor) -> torch.Tensor:
+    """A copy of ``vectors`` whose rows without a pre-trained vector are drawn at random.
+
+    Rows ``1:`` that are all zero (the unknown row and words the vector file lacks:
+    :func:`tasks.common.vocab.word_vectors` leaves them 0) are drawn from ``N(mean, std)`` of all
+    the values of the other rows ``1:``, as allennlp initialises the words of its vocabulary that
+    its pre-trained file lacks; row 0 (padding) is left as it is. Draws from torch's global
+    generator (seeded by the runner). Without any pre-trained row, the copy is returned as is.
+
+    Args:
+        vectors: (vocab, dim) with row 0 padding, row 1 unknown.
+
+    Returns:
+        (vocab, dim) the filled copy.
+    """
+    out = vectors.detach().clone().float()  # (vocab, dim)
+    rows = out[1:]  # (vocab - 1, dim), a view
+    missing = (rows == 0).all(dim=1)  # (vocab - 1,)
+    found = rows[~missing]  # (found, dim)
+    if found.numel() == 0 or not bool(missing.any()):
+        return out
+    mean, std = float(found.mean()), float(found.std(unbiased=False))  # numpy.mean / numpy.std
+    rows[missing] = torch.randn(int(missing.sum()), out.shape[1]) * std + mean
+    return out
+
+
 def package_vectors() -> VectorStore:
     """The embedded GloVe 6B 50-d package as a memory-mapped :class:`VectorStore`."""
     import numpy as np

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from tasks.common.vocab import GLOVE_840B
-from tasks.core import Optimizer, Schedule, TrainConfig
+from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 #: ``turian_vectors`` value of the paper preset until a file is given (``--turian PATH``).
 TURIAN_50D = "turian-50d"
@@ -77,6 +77,12 @@ class CorefConfig:
     # and test documents are never refused for their length (scored whole).
     max_document_tokens: int | None = None
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+    # The head attention's values: the lexical text (e2e-coref: head_emb, GloVe and characters,
+    # its ELMo in context_emb alone), or that text with the input site's representation beside
+    # it (allennlp-models coref.py: the head attention reads the whole text field embedding).
+    head_reads_elmo: bool = added_field(
+        False, why="the head attention also reads the input site's representation (allennlp)"
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 < self.spans_per_word <= 1.0:

@@ -377,10 +377,11 @@ class SpanRankingCoref(nn.Module):
             nn.Embedding(config.max_span_width, f) if config.use_features else None
         )
         self.head_scorer = nn.Linear(context_dim, 1) if config.model_heads else None
+        head_dim = text_dim + (injector.extra_dim("input") if config.head_reads_elmo else 0)
         self.span_dim = (
             2 * context_dim
             + (f if config.use_features else 0)
-            + (text_dim if config.model_heads else 0)
+            + (head_dim if config.model_heads else 0)
         )
         self.mention_scorer = ffnn(
             self.span_dim, config.ffnn_size, config.ffnn_depth, config.dropout
@@ -436,8 +437,9 @@ class SpanRankingCoref(nn.Module):
         )
 
     def encode(self, batch: CorefBatch) -> tuple[Tensor, Tensor, Tensor]:
-        """Steps 1–2: flattened ``context`` (T, context_dim), ``text`` (T, text_dim) and the
-        sentence index of each token (T,)."""
+        """Steps 1–2: flattened ``context`` (T, context_dim), the head attention's values (T,
+        text_dim; with ``head_reads_elmo`` the encoder's input, text + the input site's
+        representation) and the sentence index of each token (T,)."""
         mask = batch.mask
         injected = self.injector(batch.layers)
         words = [table(batch.words) for table in self.word_tables]  # each (n, t, dim)
@@ -448,7 +450,8 @@ class SpanRankingCoref(nn.Module):
         h = self.dropout(self.encoder(x, mask))  # (n, t, 2·hidden)
         h = self.injector.concat("output", h, injected)  # (n, t, context_dim)
         rows = torch.arange(mask.shape[0], device=mask.device)[:, None].expand_as(mask)
-        return h[mask], text[mask], rows[mask]  # (T, ·), (T, ·), (T,)
+        values = x if self.config.head_reads_elmo else text  # (n, t, head_dim)
+        return h[mask], values[mask], rows[mask]  # (T, ·), (T, ·), (T,)
 
     def span_embeddings(
         self, context: Tensor, text: Tensor, starts: Tensor, ends: Tensor

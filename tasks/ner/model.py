@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from tasks.common.crf import ConditionalRandomField
 from tasks.common.inject import Injector
 from tasks.common.layers import BiLSTM, CharCNNEncoder, VariationalDropout
+from tasks.common.vocab import fill_missing_vectors
 from tasks.ner.config import NerConfig
 from tasks.representations import Layers
 
@@ -70,32 +71,6 @@ def make_dropout(kind: Literal["variational", "elementwise"], p: float) -> nn.Mo
     if kind == "elementwise":
         return nn.Dropout(p)
     raise ValueError(f"dropout_kind must be 'variational' or 'elementwise', got {kind!r}")
-
-
-def fill_missing_vectors(vectors: Tensor) -> Tensor:
-    """A copy of ``vectors`` whose rows without a pre-trained vector are drawn at random.
-
-    Rows ``1:`` that are all zero (the unknown row and words the vector file lacks:
-    :func:`tasks.common.vocab.word_vectors` leaves them 0) are drawn from ``N(mean, std)`` of all
-    the values of the other rows ``1:``, as allennlp initialises the words of its vocabulary that
-    its pre-trained file lacks; row 0 (padding) is left as it is. Draws from torch's global
-    generator (seeded by the runner). Without any pre-trained row, the copy is returned as is.
-
-    Args:
-        vectors: (vocab, dim) with row 0 padding, row 1 unknown.
-
-    Returns:
-        (vocab, dim) the filled copy.
-    """
-    out = vectors.detach().clone().float()  # (vocab, dim)
-    rows = out[1:]  # (vocab - 1, dim), a view
-    missing = (rows == 0).all(dim=1)  # (vocab - 1,)
-    found = rows[~missing]  # (found, dim)
-    if found.numel() == 0 or not bool(missing.any()):
-        return out
-    mean, std = float(found.mean()), float(found.std(unbiased=False))  # numpy.mean / numpy.std
-    rows[missing] = torch.randn(int(missing.sum()), out.shape[1]) * std + mean
-    return out
 
 
 class CrfTagger(nn.Module):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tasks.common.vocab import GLOVE_840B
-from tasks.core import Optimizer, Schedule, TrainConfig
+from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 #: The paper's training (TASKS_SPEC §3.2, paper A.3 [R]; Chen et al. 2017 §4.1): Adam lr 4e-4,
 #: batch 32, gradient-norm clipping 5.0 [R A.3; allennlp esim.jsonnet uses 10], the learning rate
@@ -74,6 +74,14 @@ class SnliConfig:
     dev_file: str | None = None
     test_file: str | None = None
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+    # update the word vectors; allennlp esim.jsonnet: trainable (Chen et al. updated them too);
+    # the paper (A.3 [R]) fixed them
+    train_word_vectors: bool = added_field(False, why="the word vectors are updated")
+    # words without a pre-trained vector start from N(mean, std) of the found vectors' values
+    # (allennlp's embedding) instead of zeros
+    fill_missing_words: bool = added_field(
+        False, why="words without a vector start from N(mean, std) instead of zeros"
+    )
 
     def __post_init__(self) -> None:
         for name in ("dropout", "attention_dropout", "output_dropout"):

@@ -38,6 +38,7 @@ from torch import Tensor, nn
 
 from tasks.common.inject import Injector
 from tasks.common.layers import BiLSTM, VariationalDropout, masked_softmax
+from tasks.common.vocab import fill_missing_vectors
 from tasks.representations import Layers
 from tasks.snli.config import SnliConfig
 
@@ -121,7 +122,11 @@ class ESIM(nn.Module):
         self.represented = bool(injector.active_sites)
         self.weight_l2 = config.weight_l2 if self.represented else 0.0
         h = config.hidden
-        self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
+        if config.fill_missing_words:  # allennlp's embedding: N(mean, std) for the gaps
+            word_vectors = fill_missing_vectors(word_vectors)
+        self.words = nn.Embedding.from_pretrained(
+            word_vectors, freeze=not config.train_word_vectors, padding_idx=0
+        )
         embed_dim = word_vectors.shape[1] + injector.extra_dim("input")
         self.rnn_dropout = VariationalDropout(config.dropout)
         self.encoder = BiLSTM(embed_dim, h)

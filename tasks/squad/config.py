@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from tasks.common.vocab import GLOVE_840B
-from tasks.core import Optimizer, Schedule, TrainConfig
+from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 #: The paper's training: Adadelta lr 1.0 (TF defaults ρ 0.95, ε 1e-8 as in document-qa), batch
 #: 45, 24 epochs, EMA 0.999 of the weights at test time, no clipping; source: paper A.4 and
@@ -56,6 +56,14 @@ class SquadConfig:
     # paragraphs and drops training questions whose answer lies beyond the cut (counted)
     max_context_tokens: int | None = None
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+    # "document-qa": every task parameter drawn as document-qa draws it (model.py); "torch":
+    # the modules' PyTorch defaults, as allennlp-models' DialogQA leaves them (its
+    # InitializerApplicator is empty in dialog_qa.jsonnet)
+    init: str = added_field("document-qa", why="'torch' keeps PyTorch's default initialisation")
+
+    def __post_init__(self) -> None:
+        if self.init not in ("document-qa", "torch"):
+            raise ValueError(f"init must be 'document-qa' or 'torch', got {self.init!r}")
 
 
 def mini() -> SquadConfig:

@@ -241,7 +241,8 @@ class BiDAFSelfAttention(nn.Module):
         self.start_out = nn.Linear(2 * h, 1)
         self.end_gru = BiGRU(2 * h + 2 * h, h)
         self.end_out = nn.Linear(2 * h, 1)
-        self.init_like_document_qa()
+        if config.init == "document-qa":
+            self.init_like_document_qa()
 
     def init_like_document_qa(self) -> None:
         """Re-draw every task parameter as document-qa initialises it (the fixed word vectors,

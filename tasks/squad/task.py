@@ -59,6 +59,7 @@ from tasks.squad.model import (
     attention_bytes,
     longest_fitting_context,
 )
+from tasks.squad.peer import PEER
 from tasks.squad.synthetic import SYNTHETIC
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class SquadRecipe(RecipeBase):
     read_stats: dict[str, ReadStats] = field(default_factory=dict)  # split → reading + policy
 
     # -------------------------------------------------------------- tokens
-    def _context(self, ex: SquadExample) -> tuple[str, ...]:
+    def context(self, ex: SquadExample) -> tuple[str, ...]:
         """The context tokens, cut at ``max_context_tokens`` when it is set (not in ``paper``)."""
         cut = self.config.max_context_tokens
         return ex.context_tokens if cut is None else ex.context_tokens[:cut]
@@ -106,13 +107,13 @@ class SquadRecipe(RecipeBase):
         """Context and question tokens (the LM reads the whole paragraph, as document-qa)."""
         out: list[list[str]] = []
         for ex in examples:
-            out.append(list(self._context(ex)))
+            out.append(list(self.context(ex)))
             out.append(list(ex.question_tokens))
         return out
 
     def size(self, example: SquadExample) -> int:
         """Context length: document-qa clusters batches by it."""
-        return len(self._context(example))
+        return len(self.context(example))
 
     @property
     def ids(self) -> TokenIds:
@@ -169,7 +170,7 @@ class SquadRecipe(RecipeBase):
     # -------------------------------------------------------------- batches
     def collate(self, examples: Sequence[SquadExample], represent: Represent) -> SquadBatch:
         """Padded context and question ids, gold spans when every example has one, layers."""
-        contexts = [self._context(ex) for ex in examples]
+        contexts = [self.context(ex) for ex in examples]
         questions = [ex.question_tokens for ex in examples]
         ids = self.ids
         cw, cc, cm = ids.pad(contexts)
@@ -297,11 +298,11 @@ def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SquadR
     recipe = SquadRecipe(config, splits, truncated=truncated, read_stats=stats)
     recipe.words = word_index(
         splits,
-        lambda ex: (*recipe._context(ex), *ex.question_tokens),
+        lambda ex: (*recipe.context(ex), *ex.question_tokens),
         WORD_SPLITS,
         config.lowercase_words,
     )
-    recipe.chars = question_char_vocabulary(splits["train"], recipe._context, config.char_min_count)
+    recipe.chars = question_char_vocabulary(splits["train"], recipe.context, config.char_min_count)
     recipe.vectors = word_vectors(config.word_vectors, list(recipe.words), config.lowercase_words)
     return recipe
 
@@ -324,6 +325,7 @@ TASK = TaskSpec(
     data_help="a folder with train-v1.1.json and dev-v1.1.json, or hf:rajpurkar/squad (the "
     "Hugging Face Hub); SQuAD's test set is hidden (scored by the leaderboard), so only dev can "
     "be scored here",
+    peer=PEER,  # allennlp-models' dialog_qa, single-turn (nox -s peer)
     title="SQuAD (BiDAF + self-attention)",
     synthetic=SYNTHETIC,
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from tasks.core import Optimizer, Schedule, TrainConfig
+from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 #: The word vectors of the paper preset: GloVe 6B 100-d (lowercased), which must be given as a
 #: file (``--glove PATH/glove.6B.100d.txt``). Source: allennlp-models ``srl.jsonnet``
@@ -59,6 +59,9 @@ class SrlConfig:
             ``sentence_too_long``); dev and test sentences are always kept; ``None`` keeps
             everything.
         train: training loop configuration.
+        fill_missing_words: words without a pre-trained vector start from ``N(mean, std)`` of
+            the found vectors' values, as allennlp's ``embedding`` initialises them
+            (:func:`tasks.common.vocab.fill_missing_vectors`), instead of zeros.
     """
 
     word_vectors: str = GLOVE_6B_100D
@@ -70,6 +73,9 @@ class SrlConfig:
     recurrent_dropout: float = 0.1  # source: srl.jsonnet recurrent_dropout_probability 0.1
     max_length: int | None = None  # source: allennlp reads every sentence
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
+    fill_missing_words: bool = added_field(
+        False, why="words without a vector start from N(mean, std) instead of zeros"
+    )
 
     def __post_init__(self) -> None:
         if self.layers < 1 or self.hidden < 1 or self.predicate_dim < 1:

@@ -41,6 +41,7 @@ from torch import Tensor, nn
 
 from tasks.common.crf import allowed_transitions, viterbi_decode
 from tasks.common.inject import Injector
+from tasks.common.vocab import fill_missing_vectors
 from tasks.representations import Layers
 from tasks.srl.config import SrlConfig
 
@@ -239,6 +240,8 @@ class SrlTagger(nn.Module):
     ) -> None:
         super().__init__()
         self.config, self.injector, self.labels = config, injector, tuple(labels)
+        if config.fill_missing_words:  # allennlp's embedding: N(mean, std) for the gaps
+            word_vectors = fill_missing_vectors(word_vectors)
         self.words = nn.Embedding.from_pretrained(
             word_vectors, freeze=not config.train_word_vectors, padding_idx=0
         )

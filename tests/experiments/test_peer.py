@@ -295,6 +295,7 @@ def test_both_sides_train_and_render_on_a_tiny_set(tmp_path: Path) -> None:
 
 def test_the_bundled_demo_set_is_labelled_demo_in_peer_tables() -> None:
     assert PeerRequest("snli", "demo").data_label.startswith("DEMO SNLI")
+    assert PeerRequest("squad", "demo").data_label.startswith("DEMO SQuAD (")  # its table label
     assert PeerRequest("ner", "some/folder").data_label == "some/folder"
 
 

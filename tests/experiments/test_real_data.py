@@ -13,7 +13,9 @@ import os
 import re
 import shutil
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,6 +166,16 @@ def _quiet(_: str) -> None:
 # --------------------------------------------------------------------------- the converters
 
 
+def _converted(source: Path, tmp_path: Path, name: str, convert_set: Callable[..., Any]) -> Path:
+    """The set ``name`` of the manifest at ``source``, gathered and converted into a new folder."""
+    entry = _load(_write_manifest(source, tmp_path)).sets[name]
+    files = _by_path(sources.gather(entry.files, source=source, cache=tmp_path / "cache"))
+    out = tmp_path / "out"
+    out.mkdir()
+    convert_set(files, out)
+    return out
+
+
 def test_litbank_split_sorts_names_as_strings() -> None:
     names = [*LITBANK_TRAIN, *LITBANK_DEV, LITBANK_HELD_BACK]
     splits = convert.litbank_split(list(reversed(names)))
@@ -178,11 +190,7 @@ def test_litbank_split_sorts_names_as_strings() -> None:
 def test_litbank_documents_are_copied_unchanged_into_train_and_dev(
     name: str, kind: str, source: Path, tmp_path: Path
 ) -> None:
-    entry = _load(_write_manifest(source, tmp_path)).sets[name]
-    files = _by_path(sources.gather(entry.files, source=source, cache=tmp_path / "cache"))
-    out = tmp_path / "out"
-    out.mkdir()
-    convert.convert_litbank(files, out)
+    out = _converted(source, tmp_path, name, convert.convert_litbank)
     assert sorted(p.name for p in (out / "dev").iterdir()) == [f"{LITBANK_DEV[0]}.{kind}"]
     assert len(list((out / "train").iterdir())) == len(LITBANK_TRAIN)
     assert not list(out.rglob(f"{LITBANK_HELD_BACK}*"))
@@ -190,11 +198,7 @@ def test_litbank_documents_are_copied_unchanged_into_train_and_dev(
 
 
 def test_propbank_matches_the_hand_checked_golden(source: Path, tmp_path: Path) -> None:
-    entry = _load(_write_manifest(source, tmp_path)).sets["propbank-srl"]
-    files = _by_path(sources.gather(entry.files, source=source, cache=tmp_path / "cache"))
-    out = tmp_path / "out"
-    out.mkdir()
-    propbank.convert_propbank(files, out)
+    out = _converted(source, tmp_path, "propbank-srl", propbank.convert_propbank)
     assert _same_tree(out, EXPECTED / "propbank-srl") == []
 
 
@@ -235,11 +239,7 @@ def test_treebank_words_are_split_to_the_ontonotes_tokens(
 
 
 def test_conll2000_files_are_copied_unchanged(source: Path, tmp_path: Path) -> None:
-    entry = _load(_write_manifest(source, tmp_path)).sets["conll2000-chunking"]
-    files = _by_path(sources.gather(entry.files, source=source, cache=tmp_path / "cache"))
-    out = tmp_path / "out"
-    out.mkdir()
-    convert.convert_conll2000(files, out)
+    out = _converted(source, tmp_path, "conll2000-chunking", convert.convert_conll2000)
     assert sorted(p.name for p in out.iterdir()) == ["test.txt", "train.txt"]
     for name in ("train.txt", "test.txt"):
         assert (out / name).read_bytes() == (
@@ -248,11 +248,7 @@ def test_conll2000_files_are_copied_unchanged(source: Path, tmp_path: Path) -> N
 
 
 def test_sentence_polarity_matches_the_hand_checked_golden(source: Path, tmp_path: Path) -> None:
-    entry = _load(_write_manifest(source, tmp_path)).sets["sentence-polarity"]
-    files = _by_path(sources.gather(entry.files, source=source, cache=tmp_path / "cache"))
-    out = tmp_path / "out"
-    out.mkdir()
-    convert.convert_sentence_polarity(files, out)
+    out = _converted(source, tmp_path, "sentence-polarity", convert.convert_sentence_polarity)
     assert _same_tree(out, EXPECTED / "sentence_polarity") == []
 
 

@@ -351,3 +351,20 @@ def test_clusters_from_antecedents() -> None:
         [(2, 3), (6, 6)],
     ]
     assert clusters_from_antecedents(starts, ends, [-1] * 5) == []
+
+
+@pytest.mark.parametrize("sites", [frozenset(), frozenset({"input"})])
+def test_head_reads_elmo_widens_the_head_by_the_input_site(sites: frozenset[str]) -> None:
+    plain = _model(sites)
+    config = dataclasses.replace(CONFIG, head_reads_elmo=True)
+    model = _model(sites, config).train()
+    extra = model.injector.extra_dim("input")
+    assert model.span_dim == plain.span_dim + extra  # head values: text (+ the input site's)
+    batch = _batch()
+    context, values, _ = model.encode(batch)
+    assert values.shape == (sum(LENGTHS), 4 + 2 + 3 * 2 + extra)
+    out = model(batch)
+    assert out.loss is not None and torch.isfinite(out.loss)
+    out.loss.backward()
+    if sites:  # the mix is reached through the head values too
+        assert all(p.grad is not None for p in model.injector.parameters())

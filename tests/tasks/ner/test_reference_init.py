@@ -12,8 +12,9 @@ import torch
 
 from tasks.common.crf import allowed_transitions
 from tasks.common.inject import Injector
+from tasks.common.vocab import fill_missing_vectors
 from tasks.ner.config import PRESETS, NerConfig
-from tasks.ner.model import CrfTagger, fill_missing_vectors, make_dropout
+from tasks.ner.model import CrfTagger, make_dropout
 from tasks.representations import build_representation
 
 LABELS = ["O", "B-NP", "I-NP", "L-NP", "U-NP"]

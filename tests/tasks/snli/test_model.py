@@ -206,3 +206,21 @@ def test_runs_with_a_cove_shaped_representation(tmp_path) -> None:  # type: igno
     batch = recipe.collate(pairs, lambda seqs: cove(cove.featurize(seqs)))
     out = model(batch)
     assert out.logits.shape == (2, 3) and out.loss is not None and torch.isfinite(out.loss)
+
+
+def test_allennlps_embedding_options() -> None:
+    """``train_word_vectors`` updates the vectors (esim.jsonnet: trainable; default fixed, as
+    the paper); ``fill_missing_words`` draws the rows without a vector from N(mean, std) of the
+    found values (allennlp's embedding; default zeros); the padding row stays zero."""
+    injector = Injector(build_representation("none"), frozenset(), dropout=0.0)
+    vectors = torch.randn(VOCAB, WORD_DIM, generator=torch.Generator().manual_seed(1))
+    vectors[0] = 0.0
+    vectors[3] = 0.0  # a word without a pre-trained vector
+    plain = ESIM(CONFIG, vectors, N_LABELS, injector)
+    assert not plain.words.weight.requires_grad and not plain.words.weight[3].any()
+    torch.manual_seed(0)
+    config = dataclasses.replace(CONFIG, train_word_vectors=True, fill_missing_words=True)
+    tuned = ESIM(config, vectors, N_LABELS, injector)
+    assert tuned.words.weight.requires_grad
+    assert tuned.words.weight[3].abs().sum() > 0 and not tuned.words.weight[0].any()
+    assert torch.equal(tuned.words.weight[5], vectors[5])

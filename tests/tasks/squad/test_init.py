@@ -101,3 +101,19 @@ def test_paper_preset_scores_dev_every_1200_steps() -> None:
     assert PRESETS["paper"]().train.eval_every == 1200  # document-qa eval_period=1200
     assert PRESETS["paper"]().train.bucket_noise == 0.0  # ClusteredBatcher: fixed clusters
     assert PRESETS["mini"]().train.eval_every is None  # mini: once per epoch
+
+
+def test_torch_init_keeps_pytorch_defaults() -> None:
+    torch.manual_seed(0)
+    vectors = torch.randn(12, WORD_DIM)
+    injector = Injector(build_representation("none"), frozenset(), dropout=0.0)
+    config = dataclasses.replace(CONFIG, init="torch")
+    model = BiDAFSelfAttention(config, vectors, N_CHARS, injector)
+    bound = 1.0 / math.sqrt(CONFIG.hidden)  # nn.GRU: U(±1/√hidden), biases included
+    for gru in _grus(model):
+        params = torch.cat([p.flatten() for p in gru.parameters()])
+        assert params.abs().max() <= bound
+        assert (params.abs() > 2 * GRU_STD).float().mean() > 0.1  # not the truncated normal
+        assert all(torch.count_nonzero(p) > 0 for n, p in gru.named_parameters() if "bias" in n)
+    with pytest.raises(ValueError, match="init must be"):
+        SquadConfig(init="xavier")

@@ -175,3 +175,17 @@ def test_decoding_is_the_best_valid_sequence() -> None:
                     best, best_score = list(seq), score
             assert decoded[row] == best, trial
             assert is_valid([LABELS[i] for i in decoded[row]], "IOB2")
+
+
+def test_words_without_a_vector_start_from_the_found_values_distribution() -> None:
+    """``fill_missing_words`` (allennlp's embedding): the zero rows of the table but padding are
+    drawn from N(mean, std) of the found values; by default they stay zero."""
+    injector = Injector(build_representation("none"), frozenset(), dropout=0.0)
+    vectors = torch.randn(VOCAB, WORD_DIM, generator=torch.Generator().manual_seed(1))
+    vectors[0], vectors[1] = 0.0, 0.0  # padding, and the unknown word: no pre-trained vector
+    torch.manual_seed(0)
+    assert not SrlTagger(CONFIG, vectors, LABELS, injector).words.weight[1].any()
+    config = dataclasses.replace(CONFIG, fill_missing_words=True)
+    filled = SrlTagger(config, vectors, LABELS, injector).words.weight
+    assert filled[1].abs().sum() > 0 and not filled[0].any()
+    assert torch.equal(filled[2], vectors[2])

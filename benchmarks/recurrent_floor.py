@@ -1,0 +1,193 @@
+"""How much of a stored run's training epoch its recurrent layers alone cost.
+
+Usage::
+
+    python benchmarks/recurrent_floor.py --spec results/peer/project-runs/squad/<id>/spec.json
+        [--batches N] [--repeats 3] [--threads 1] [--device cpu]
+
+The run is set up from its spec exactly as ``python -m experiments run --spec`` sets it up
+(:func:`experiments.setup.setup_data`, :func:`experiments.setup.set_up`; a spec that names a
+plug-in representation is refused), then one epoch of its own batch plan (seeded as epoch 0;
+the first ``--batches`` batches) runs through the loop's training step (``experiments.runner``:
+forward, loss, backward, clipping, optimizer step) after one untimed warm-up batch. Every call
+of a ``torch.nn`` RNN module (``nn.GRU``, ``nn.LSTM``) in that epoch is recorded (its input, a
+packed sequence or a tensor, copied); then the same calls are replayed alone, forward and
+backward against a fixed output gradient, with the run's own modules and weights. Printed, as
+medians over ``--repeats`` rounds of process CPU seconds: the epoch, the recurrent replay and
+its share of the epoch, and the building of the batches (with a live biLM, as the ``carry``
+rows run it, its forward pass).
+
+The replay is the recurrent layers' own work at the epoch's exact shapes: another
+implementation that runs the same layers (and the same frozen biLM) on the same kernels needs at
+least as long for them, so a CPU time target beside it is read against this floor (docs/peer.md,
+"Speed").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.common import machine_info  # noqa: E402
+from experiments import runner  # noqa: E402
+from experiments.resolve import resolve  # noqa: E402
+from experiments.setup import Run, RunOptions, seed_everything, set_up, setup_data  # noqa: E402
+from experiments.spec import RunSpec  # noqa: E402
+from tasks.core import batch_plan  # noqa: E402
+
+#: One recorded call: the module and a detached copy of its input.
+Call = tuple[nn.RNNBase, Any]
+
+
+def _copy(value: Any) -> Any:
+    """A detached copy of an RNN input (a packed sequence or a tensor)."""
+    if isinstance(value, PackedSequence):
+        return PackedSequence(
+            value.data.detach().clone(),
+            value.batch_sizes,
+            value.sorted_indices,
+            value.unsorted_indices,
+        )
+    return value.detach().clone()
+
+
+def _with_grad(value: Any) -> Any:
+    """``value`` whose data requires a gradient, as it does inside the model."""
+    if isinstance(value, PackedSequence):
+        data = value.data.clone().requires_grad_(True)
+        return PackedSequence(data, value.batch_sizes, value.sorted_indices, value.unsorted_indices)
+    return value.clone().requires_grad_(True)
+
+
+def record_epoch(run: Run, plan: Sequence[Sequence[int]]) -> tuple[float, float, list[Call]]:
+    """Train ``plan`` through the loop's step: its process CPU seconds, those of building the
+    batches (with a live biLM, its forward pass) and every RNN call."""
+    calls: list[Call] = []
+
+    def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
+        calls.append((module, _copy(args[0])))  # type: ignore[arg-type]
+
+    handles = [
+        m.register_forward_pre_hook(hook) for m in run.model.modules() if isinstance(m, nn.RNNBase)
+    ]
+    state = runner.LoopState(lr=run.train_config.optimizer.lr)
+    train = run.splits["train"]
+    run.model.train()
+    collate = 0.0
+    try:
+        cpu = time.process_time()
+        for indices in plan:
+            started = time.process_time()
+            batch = run.recipe.collate([train[i] for i in indices], run.represent)
+            collate += time.process_time() - started
+            runner._train_batch(run, state, batch)
+        cpu = time.process_time() - cpu
+    finally:
+        for handle in handles:
+            handle.remove()
+    return cpu, collate, calls
+
+
+def replay(calls: Sequence[Call]) -> float:
+    """Process CPU seconds of every call's forward and backward, alone."""
+    generator = torch.Generator().manual_seed(0)
+    total = 0.0
+    for module, value in calls:
+        inputs = _with_grad(value)
+        started = time.process_time()
+        output = module(inputs)[0]
+        data = output.data if isinstance(output, PackedSequence) else output
+        grad = torch.randn(data.shape, generator=generator, dtype=data.dtype)
+        data.backward(grad)
+        total += time.process_time() - started
+        module.zero_grad(set_to_none=True)
+    return total
+
+
+def measure(
+    spec: RunSpec, batches: int | None, repeats: int, device: str, work: Path
+) -> dict[str, Any]:
+    """Medians over ``repeats`` rounds: the epoch's CPU seconds and its RNN calls' alone."""
+    if spec.plugin is not None:
+        raise SystemExit(f"error: {spec.task}: a plug-in representation is not set up here")
+    resolved = resolve(spec)
+    seed_everything(spec.seed)
+    data = setup_data(resolved, max_skipped=1.0)
+    run = set_up(resolved, RunOptions(work_root=work, device=device, progress=False), data)
+    train = run.splits["train"]
+    plan = batch_plan(
+        [run.recipe.size(e) for e in train], run.train_config, runner.epoch_seed(spec.seed, 0)
+    )
+    plan = plan[:batches] if batches else plan
+    record_epoch(run, plan[:1])  # warm-up: allocations, lazy set-up
+    epochs, batching, alone = [], [], []
+    for _ in range(repeats):
+        cpu, collate, calls = record_epoch(run, plan)
+        epochs.append(cpu)
+        batching.append(collate)
+        alone.append(replay(calls))
+    return {
+        "batches": len(plan),
+        "rnn_calls": len(calls),
+        "epoch_cpu_s": statistics.median(epochs),
+        "batch_cpu_s": statistics.median(batching),
+        "recurrent_cpu_s": statistics.median(alone),
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--spec", type=Path, required=True, help="a run's spec.json")
+    parser.add_argument("--batches", type=int, default=None, help="first N batches (all)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds (median)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (peer runs: 1)")
+    parser.add_argument("--device", default="cpu")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    spec = RunSpec.from_dict(json.loads(args.spec.read_text()))
+    info = machine_info()
+    print(
+        f"{spec.task} {spec.preset} {spec.representation} ({args.spec}); {info['cpu']}, "
+        f"{args.threads} thread(s), torch {torch.__version__}"
+    )
+    with tempfile.TemporaryDirectory() as work:
+        result = measure(spec, args.batches, args.repeats, args.device, Path(work))
+    share = result["recurrent_cpu_s"] / result["epoch_cpu_s"]
+    print(
+        f"one epoch: {result['batches']} batches, {result['epoch_cpu_s']:.2f} CPU s "
+        f"(median of {args.repeats})"
+    )
+    print(
+        f"its {result['rnn_calls']} RNN calls alone, forward + backward: "
+        f"{result['recurrent_cpu_s']:.2f} CPU s = {share:.1%} of the epoch"
+    )
+    batch = result["batch_cpu_s"]
+    print(
+        f"building its batches (a live biLM's forward included): {batch:.2f} CPU s; "
+        f"with the RNN calls {result['recurrent_cpu_s'] + batch:.2f} CPU s = "
+        f"{(result['recurrent_cpu_s'] + batch) / result['epoch_cpu_s']:.1%} of the epoch"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    main()
