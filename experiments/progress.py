@@ -97,13 +97,13 @@ class LineBar:
     def update(self, n: int = 1) -> None:
         """``n`` more batches; a line when ``every`` seconds have passed since the last."""
         self.done += n
-        now = self.clock()
-        if now - self.last >= self.every:
-            self.last = now
+        at = self.clock()
+        if at - self.last >= self.every:
+            self.last = at
             extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
             print(
                 f"  {self.label} epoch {self.epoch + 1}/{self.epochs}: batch "
-                f"{self.done}/{self.total}{extra}, {now - self.started:.0f} s",
+                f"{self.done}/{self.total}{extra}, {at - self.started:.0f} s",
                 file=sys.stderr,
                 flush=True,
             )

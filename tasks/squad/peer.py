@@ -38,6 +38,7 @@ from tasks.common.peer import (
     PeerRun,
     as_requested,
     check_count,
+    elmo_embedder,
     glove_embedder,
 )
 
@@ -115,9 +116,9 @@ def _joined(tokens: Sequence[str]) -> tuple[str, list[int]]:
 
 
 def _answer(tokens: Sequence[str], starts: Sequence[int], span: tuple[int, int]) -> dict[str, Any]:
+    """The gold span as a SQuAD answer: its joined text and its character start."""
     start, end = span
-    begin, finish = starts[start], starts[end] + len(tokens[end])
-    return {"text": " ".join(tokens[start : end + 1]), "answer_start": begin, "end": finish}
+    return {"text": " ".join(tokens[start : end + 1]), "answer_start": starts[start]}
 
 
 def write_data(recipe: Any, folder: Path) -> dict[str, Path]:
@@ -144,13 +145,11 @@ def write_data(recipe: Any, folder: Path) -> dict[str, Path]:
                     raise ValueError(
                         f"{split} question {example.qid!r}: no gold span in its paragraph"
                     )
-                answer = _answer(context, starts, example.span)
-                del answer["end"]
                 qas.append(
                     {
                         "id": example.qid,
                         "question": " ".join(example.question_tokens),
-                        "answers": [answer],
+                        "answers": [_answer(context, starts, example.span)],
                         "yesno": YESNO,
                         "followup": FOLLOWUP,
                     }
@@ -212,13 +211,8 @@ def config(
     embedded = GLOVE_DIM + CHAR_FILTERS
     if run.elmo:
         indexers["elmo"] = {"type": "elmo_characters"}
-        embedders["elmo"] = {
-            "type": "elmo_token_embedder",
-            "options_file": str(inputs.elmo_options),
-            "weight_file": str(inputs.elmo_weights),
-            "do_layer_norm": False,
-            "dropout": 0.2,
-        }
+        # dialog_qa.jsonnet's ELMo keeps a dropout of 0.2 on the mixed vectors
+        embedders["elmo"] = {"type": "elmo_token_embedder", **elmo_embedder(inputs), "dropout": 0.2}
         embedded += inputs.elmo_dim
     encoded = 2 * HIDDEN
     model = {
