@@ -83,6 +83,13 @@ class CorefConfig:
     head_reads_elmo: bool = added_field(
         False, why="the head attention also reads the input site's representation (allennlp)"
     )
+    # What the representation reads: each sentence as a sequence (e2e-coref ``cache_elmo.py``
+    # runs the biLM sentence by sentence), or the whole document as one token sequence
+    # (allennlp-models coref: one text field per document, so its ELMo embedder reads the
+    # document at once and the forward LM sees the sentences before each one).
+    document_as_one_sequence: bool = added_field(
+        False, why="the representation reads each document as one token sequence (allennlp)"
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 < self.spans_per_word <= 1.0:

@@ -51,6 +51,7 @@ from tasks.coref.metric import (
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
 from tasks.coref.peer import PEER
 from tasks.coref.synthetic import SYNTHETIC
+from tasks.representations import Layers
 
 VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: Lee et al. (2017) span ranking (e2e-coref `best`), DEMO set v1 from the public-domain corpus
@@ -105,7 +106,10 @@ class CorefRecipe(RecipeBase):
         )
 
     def sequences(self, examples: Sequence[CorefDocument]) -> list[list[str]]:
-        """Every sentence: the biLM reads sentence by sentence (e2e-coref ``cache_elmo.py``)."""
+        """Every sentence, as e2e-coref's ``cache_elmo.py`` runs the biLM; with
+        ``document_as_one_sequence`` every document's tokens as one sequence instead."""
+        if self.config.document_as_one_sequence:
+            return [[w for words in doc.sentences for w in words] for doc in examples]
         return [list(words) for doc in examples for words in doc.sentences]
 
     def size(self, example: CorefDocument) -> int:
@@ -136,8 +140,22 @@ class CorefRecipe(RecipeBase):
             gold_starts=gold[:, 0],
             gold_ends=gold[:, 1],
             gold_clusters=gold[:, 2],
-            layers=represent(sentences),
+            layers=self._layers(sentences, mask, represent),
         )
+
+    def _layers(
+        self, sentences: list[list[str]], mask: torch.Tensor, represent: Represent
+    ) -> Layers:
+        """The representation's layers in the sentences' padded shape (L, n, t, d): read per
+        sentence, or (``document_as_one_sequence``) read as one sequence and cut into them."""
+        if not self.config.document_as_one_sequence:
+            return represent(sentences)
+        whole = represent([[w for words in sentences for w in words]])  # (L, 1, T, d)
+        tensors = whole.tensors.new_zeros(
+            whole.tensors.shape[0], *mask.shape, whole.tensors.shape[-1]
+        )  # (L, n, t, d)
+        tensors[:, mask.to(tensors.device)] = whole.tensors[:, 0, : int(mask.sum())]  # row-major
+        return Layers(tensors, mask.to(tensors.device))
 
     def build_model(self, injector: Injector) -> nn.Module:
         return SpanRankingCoref(

@@ -4,6 +4,7 @@ properties, learning included, are in tests/contract/test_tasks.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,32 @@ def test_split_folders(tmp_path: Path) -> None:
     found = split_files(tmp_path / "conll-2012", "dev")
     assert [p.name for p in found] == ["a.v4_gold_conll"]
     assert split_files(tmp_path, "test") == []
+
+
+def _position_layers(sequences) -> Layers:  # type: ignore[no-untyped-def]
+    """A stand-in representation whose value at a token is its position in its sequence."""
+    lengths = [len(s) for s in sequences]
+    empty = Layers.empty(lengths)
+    positions = torch.arange(empty.mask.shape[1], dtype=torch.float32)  # (t,)
+    tensors = (positions[None, None, :, None] * empty.mask[None, :, :, None]).expand(
+        1, *empty.mask.shape, 2
+    )  # (1, b, t, 2)
+    return Layers(tensors.contiguous(), empty.mask)
+
+
+def test_a_document_read_as_one_sequence_is_cut_back_into_its_sentences(recipe) -> None:  # type: ignore[no-untyped-def]
+    doc = next(d for d in recipe.splits["train"] if len(d.sentences) >= 3)
+    lengths = [len(s) for s in doc.sentences]
+    whole = replace(recipe, config=replace(recipe.config, document_as_one_sequence=True))
+    assert whole.sequences([doc]) == [[w for s in doc.sentences for w in s]]
+    assert len(recipe.sequences([doc])) == len(lengths)
+    by_sentence = recipe.collate([doc], _position_layers).layers
+    by_document = whole.collate([doc], _position_layers).layers
+    assert by_document.tensors.shape == by_sentence.tensors.shape  # (1, n, t, 2)
+    assert torch.equal(by_document.mask, by_sentence.mask)
+    offsets = [sum(lengths[:i]) for i in range(len(lengths))]
+    for i, (offset, n) in enumerate(zip(offsets, lengths, strict=True)):
+        expected = torch.arange(offset, offset + n, dtype=torch.float32)  # (n,)
+        assert torch.equal(by_document.tensors[0, i, :n, 0], expected)
+        assert torch.equal(by_sentence.tensors[0, i, :n, 0], expected - offset)
+        assert not by_document.tensors[0, i, n:].any()  # padding stays 0
