@@ -74,3 +74,24 @@ def test_readme_peer_figures_are_the_summarys() -> None:
     assert len(cited) >= 10
     missing = [f"{d} ({p})" for d, p in cited if (d.replace("−", "-"), p) not in finals]
     assert not missing, f"README.md's peer table cites figures summary.md lacks: {missing}"
+
+
+def test_every_summary_line_off_target_points_at_an_entry_that_names_its_variant() -> None:
+    """A line of ``results/peer/summary.md`` off any target links its task's deviations entry,
+    and that entry (the README table row with the anchor) names the line's variant
+    (``KEY=VALUE``), so every candidate cause that was measured is written where it is read."""
+    summary = (REPO / "results" / "peer" / "summary.md").read_text("utf-8")
+    lines = [line for line in summary.splitlines() if re.match(r"\| [A-Z0-9]+: `", line)]
+    assert lines
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        task, row, targets, link = cells[0].split(":")[0].lower(), cells[3], cells[8], cells[9]
+        within, epochs = cells[6].split(" of ")
+        if "**no**" not in targets and within == epochs:
+            assert link == "–", line
+            continue
+        assert link == f"[{task} deviations](../../tasks/{task}/README.md#reference-parity)", line
+        readme = (REPO / "tasks" / task / "README.md").read_text("utf-8")
+        entry = next(r for r in readme.splitlines() if 'id="reference-parity"' in r)
+        for variant in re.findall(r"\+ (\S+=\S*)", row):
+            assert variant in entry, f"tasks/{task}/README.md's entry does not name {variant}"

@@ -16,6 +16,7 @@ from the same comparisons (:func:`compare_task`).
 from __future__ import annotations
 
 import csv
+import inspect
 import io
 import json
 import statistics
@@ -472,6 +473,18 @@ def summary_line(rows: Sequence[EpochRow], metric: Any) -> str:
 SUMMARY = "summary.md"
 #: The rows every data set of a peer table should have (a missing one is named in the summary).
 EXPECTED_ROWS = ("baseline", "elmo carry", "elmo reset")
+#: The anchor of the entry in a task README's deviations table that explains each gap to its
+#: peer (the measured curves, the variant rows tried and what they showed).
+DEVIATIONS_ANCHOR = "reference-parity"
+
+
+def deviations_link(task: str) -> str:
+    """A Markdown link to ``task``'s deviations entry (the anchor in the README of the task's
+    folder: the folder of the module that defines its ``setup``), relative to the summary's
+    committed place, ``results/peer/`` (the same bytes wherever it is rendered)."""
+    folder = Path(inspect.getfile(get_task(task).setup)).resolve().parent
+    readme = f"../../{folder.parent.name}/{folder.name}/README.md"
+    return f"[{task} deviations]({readme}#{DEVIATIONS_ANCHOR})"
 
 
 def render_summary(out: Path) -> Path:
@@ -507,7 +520,10 @@ def render_summary(out: Path) -> Path:
                 if row not in f.compared
             ]
             for row, rows in f.compared.items():
-                lines.append(_summary_row(name, task.peer.model, where, f.names[row], rows, metric))
+                link = deviations_link(name)
+                lines.append(
+                    _summary_row(name, task.peer.model, where, f.names[row], rows, metric, link)
+                )
     if not lines:
         raise FileNotFoundError(f"no peer records under {out / 'runs'}")
     cpus, _ = _cpus(requests, out)
@@ -515,8 +531,9 @@ def render_summary(out: Path) -> Path:
         "# Each `paper` preset beside allennlp-models: the final epoch, the largest gap and the "
         "time, per task, data set and row",
         "| task: allennlp model | data | epochs, batch | row | final Δ (p) | largest gap, "
-        "epoch ≥ 2 | epochs within | CPU ratio | targets: final p, CPU |",
-        "|---|---|---|---|---:|---:|---:|---:|:---:|",
+        "epoch ≥ 2 | epochs within | CPU ratio | targets: final p, CPU | "
+        "off target: explained in |",
+        "|---|---|---|---|---:|---:|---:|---:|:---:|---|",
     ]
     notes: list[str] = [
         "Δ = project − allennlp on dev, both sides scored by the project's own scorer; p: the "
@@ -524,7 +541,9 @@ def render_summary(out: Path) -> Path:
         f"from epoch 2 on; epochs within: those from epoch 2 with |Δ| ≤ max({GAP_POINTS:g} point, "
         "allennlp's seed sd). CPU ratio: the project's CPU seconds per training epoch over "
         f"allennlp's, median over epochs (target ≤ {TIME_RATIO:g}). Targets: final p > {ALPHA:g}, "
-        f"CPU ratio ≤ {TIME_RATIO:g}. One thread each; CPU {', '.join(sorted(cpus))}.",
+        f"CPU ratio ≤ {TIME_RATIO:g}. One thread each; CPU {', '.join(sorted(cpus))}. A line off "
+        "any target links its task's deviations entry: the measured curves, the variant rows "
+        "tried as candidate causes and what each showed (links relative to results/peer/).",
         "Rows: `baseline`; `elmo carry` (the like-for-like row: the biLM's state carried across "
         "batches, as allennlp's); `elmo reset` (the project's default); `ROW + KEY=VALUE` a "
         "project-side change (`--variant`) against the same allennlp row."
@@ -541,7 +560,13 @@ def render_summary(out: Path) -> Path:
 
 
 def _summary_row(
-    task: str, model: str, where: str, row: str, rows: Sequence[EpochRow], metric: Any
+    task: str,
+    model: str,
+    where: str,
+    row: str,
+    rows: Sequence[EpochRow],
+    metric: Any,
+    deviations: str,
 ) -> str:
     final, worst, ratio = rows[-1], largest_gap(rows), _ratio(rows)
     targets = [r.within for r in rows if r.within is not None]
@@ -551,12 +576,13 @@ def _summary_row(
 
     p_ok = None if final.comparison is None else final.comparison.p_value > ALPHA
     cpu_ok = None if ratio is None else ratio <= TIME_RATIO
+    on_target = all(targets) and p_ok is not False and cpu_ok is not False
     return (
         f"| {task.upper()}: `{model}` | {where} | {row} | {_signed(final.difference, metric)} "
         f"({_p(final.comparison)}) | {_signed(worst.difference, metric)} (epoch {worst.epoch}) | "
         f"{sum(targets)} of {len(targets)} | "
         + (f"{ratio:.3f}×" if ratio is not None else "–")
-        + f" | {held(p_ok)}, {held(cpu_ok)} |"
+        + f" | {held(p_ok)}, {held(cpu_ok)} | {'–' if on_target else deviations} |"
     )
 
 

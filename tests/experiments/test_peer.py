@@ -209,7 +209,7 @@ def test_the_summary_has_a_line_per_row_with_its_targets_and_names_rows_not_run(
     assert cells[1:4] == ["some/folder", "2, 64", "baseline"]
     assert cells[4].startswith("+0.00 (")  # both sides 30.5 of 40 at the final epoch
     assert cells[5:8] == ["+0.00 (epoch 2)", "1 of 1", "0.500×"]  # CPU 50 s / 100 s
-    assert cells[8] == "yes, yes"
+    assert cells[8] == "yes, yes" and cells[9] == "–"  # on every target: nothing to explain
     text = " ".join(line.strip() for line in lines)  # the notes unwrapped
     assert (
         "Not run yet: NER some/folder (2 epochs) elmo carry; NER some/folder (2 epochs) elmo reset."
@@ -423,3 +423,21 @@ def test_bad_arguments_stop_in_one_line_before_anything_is_written(
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists() and not (tmp_path / "work").exists()
+
+
+def test_a_line_off_target_links_its_tasks_deviations_entry(tmp_path: Path) -> None:
+    out, _ = stored(tmp_path)
+    link = render.deviations_link("ner")
+    text, target = link[1:].split("](")
+    readme, anchor = target.rstrip(")").split("#")
+    assert text == "ner deviations" and anchor == render.DEVIATIONS_ANCHOR
+    committed = Path(render.__file__).resolve().parents[2] / "results" / "peer"
+    assert f'id="{anchor}"' in (committed / readme).resolve().read_text(encoding="utf-8")
+    found = render.compare_task("ner", out)[0][0]
+    rows = found.compared["baseline"]
+    late = [replace(r, within=False) if r.epoch == 2 else r for r in rows]
+    metric = render.get_task("ner").metric
+    line = render._summary_row("ner", "crf_tagger", "x | 2, 64", "baseline", late, metric, link)
+    assert line.endswith(f"| {link} |") and "0 of 1" in line
+    on = render._summary_row("ner", "crf_tagger", "x | 2, 64", "baseline", rows, metric, link)
+    assert on.endswith("| – |")
