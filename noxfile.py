@@ -114,7 +114,7 @@ def bench_tasks(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, default=False)
 def bench_significance(session: nox.Session) -> None:
-    """Calibration of the seed-aware significance test (experiments/significance.py) against
+    """Calibration of the seed-aware significance test (experiments/report/significance.py) against
     the pooled bootstrap on simulated SQuAD-like and NER-like comparisons: rate of p < 0.05 per
     seed spread, seed count and true difference; PASS/MISS for a false-positive rate ≤ 0.06
     (issue #20). About 8 minutes on one core. Extra arguments go to
@@ -218,7 +218,7 @@ def sweep(session: nox.Session) -> None:
 # One set of reproduction targets per registered task (tasks/registry.py), named and described
 # from its TaskSpec: `<task>_baseline`, `<task>_elmo` (its Table 1 row beside the paper's numbers
 # for the same split), `<task>_ablations` where the paper's Table 2 or 3 has the task and
-# `<task>_cove` where its CoVe comparison does (experiments/paper.toml). A new task gets its
+# `<task>_cove` where its CoVe comparison does (experiments/report/paper.toml). A new task gets its
 # targets from its registry line. Reading the registry needs the project importable (the README's
 # set-up installs it into the environment that runs nox); elsewhere only the other targets exist.
 WHAT = {
@@ -241,7 +241,7 @@ def task_targets() -> dict[str, tuple[str, str, tuple[str, ...]]]:
     if here not in sys.path:
         sys.path.insert(0, here)  # this checkout's packages, not another installed copy
     try:
-        from experiments.named import table_tasks
+        from experiments.report.reproductions import table_tasks
         from tasks.registry import TASKS
     except ImportError as error:
         print(
@@ -326,8 +326,8 @@ for _name, _what in TABLE_TARGETS.items():
 def real_data(session: nox.Session) -> None:
     """The real public sets (`../shared/data` beside the repository, $ELMO_BENCH_SHARED/data, or
     the copy `python -m experiments real-data fetch` rebuilds from their public sources, checksums
-    pinned; `experiments/real_sets.toml`): per set the baseline, ELMo (the shipped small biLM), the
-    random-weight biLM and the bundled MiniLM, then static vs per-token layer weights, 3 seeds,
+    pinned; `experiments/data/real_sets.toml`): per set the baseline, ELMo (the shipped small biLM),
+    the random-weight biLM and the bundled MiniLM, then static vs per-token layer weights, 3 seeds,
     `mini`, each on its held-out split (dev where the test split is held back), with the
     seed-aware tests and wall times. Trains into the committed `results/real/runs` (finished runs
     whose identity still matches are reused, so it can be built up over several sittings) and

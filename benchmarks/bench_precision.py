@@ -8,8 +8,8 @@ Usage::
 
 The model is the published architecture (``BiLMOptions()``: 2 × 4096/512, 2,048-filter CNN, 2
 highway layers) with random weights (``init_weights(seed)``), so nothing is downloaded; the
-batches are ``B × 20`` tokens of the bundled DEMO sentences (``experiments/demo_data``), state
-``reset``, eval, ``torch.inference_mode``, TF32 off (:func:`bilm.devices.exact_fp32`).
+batches are ``B × 20`` tokens of the bundled DEMO sentences (``experiments/analyses/demo_data``),
+state ``reset``, eval, ``torch.inference_mode``, TF32 off (:func:`bilm.devices.exact_fp32`).
 
 * **CPU** (``--device cpu``): :meth:`BiLM.to_precision` ``"bf16"`` against ``"fp32"``, timed in
   alternating pairs (medians; the speed-up is the median of the per-pair ratios), and the largest

@@ -1,4 +1,5 @@
-"""Calibration and power of the significance tests in ``experiments/significance.py`` (issue #20).
+"""Calibration and power of the significance tests in ``experiments/report/significance.py`` (issue
+#20).
 
 Usage::
 
@@ -31,8 +32,9 @@ false positive of a test about the training procedures.
 Per setting (metric × σ_seed ∈ {0, 0.5, 1} × seeds ∈ {3, 5} × Δ ∈ {0, 0.5, 1, 2} points, plus
 3 seeds for A vs 5 for B at Δ = 0) it reports the rate of p < 0.05 for
 
-- ``pooled``: :func:`~experiments.significance.pooled_bootstrap` (the scheme before issue #20);
-- ``seed-aware``: :func:`~experiments.significance.seed_aware_test` (the new default);
+- ``pooled``: :func:`~experiments.report.significance.pooled_bootstrap` (the scheme before issue
+#20);
+- ``seed-aware``: :func:`~experiments.report.significance.seed_aware_test` (the new default);
 - ``additive``: the seed-aware test with the full unit bootstrap variance (the seed × unit
   interaction counted in both terms; the scheme first proposed in issue #20, shown to justify
   counting it once).
@@ -69,7 +71,7 @@ if str(REPO) not in sys.path:  # run as a script: make ``experiments`` importabl
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import cpu_name  # noqa: E402
-from experiments.significance import (  # noqa: E402
+from experiments.report.significance import (  # noqa: E402
     ALPHA,
     SAMPLES,
     _pooled,
@@ -322,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     print(
         "bench_significance: rate of p < 0.05, pooled bootstrap vs seed-aware test "
-        "(experiments/significance.py)"
+        "(experiments/report/significance.py)"
     )
     print(
         f"CPU: {cpu_name()}; numpy {np.__version__}; one thread; python {platform.python_version()}"

@@ -19,11 +19,11 @@ then one evaluation of as many dev batches through the loop's model selection st
 when the preset has EMA, the task's official-parity scorer).
 
 The loop's components run as in ``python -m experiments run``: the recipe's ``collate``, the
-run's set-up (:func:`experiments.setup.set_up`: representation through the feature cache or
+run's set-up (:func:`experiments.run.setup.set_up`: representation through the feature cache or
 live, model, optimizer), the runner's ``_train_batch`` (autocast, loss + λ penalty, non-finite
 guard, backward, clipping, optimizer step, EMA) and the dev scoring of model selection
-(:func:`experiments.scoring.score_dev`). Hooks on the model and the optimizer mark where each phase
-starts, so the split is measured on that code (on CUDA every mark waits for the device):
+(:func:`experiments.run.scoring.score_dev`). Hooks on the model and the optimizer mark where each
+phase starts, so the split is measured on that code (on CUDA every mark waits for the device):
 
 * training: ``batch`` (collate without the representation: ids, padding, labels),
   ``repr`` (cache lookup, or featurize + the live biLM), ``h2d`` (the batch to the device),
@@ -76,10 +76,10 @@ from bilm.devices import (  # noqa: E402
     resolve_precision,
     synchronize,
 )
-from experiments import runner, scoring  # noqa: E402
-from experiments.resolve import resolve  # noqa: E402
-from experiments.setup import Run, RunData, RunOptions, seed_everything, set_up  # noqa: E402
-from experiments.spec import RunSpec  # noqa: E402
+from experiments.run import runner, scoring  # noqa: E402
+from experiments.run.resolve import resolve  # noqa: E402
+from experiments.run.setup import Run, RunData, RunOptions, seed_everything, set_up  # noqa: E402
+from experiments.run.spec import RunSpec  # noqa: E402
 from tasks.core import Represent, TaskRecipe, TaskSpec, batch_plan  # noqa: E402
 from tasks.registry import TASKS, get_task  # noqa: E402
 
@@ -259,7 +259,7 @@ def _spec(task: TaskSpec, preset: str, options_file: Path) -> RunSpec:
 
 
 def _build(setting: Setting, root: Path, precision: str) -> tuple[Run, dict[str, float]]:
-    """The run's objects over synthetic splits (:func:`experiments.setup.set_up` with them as
+    """The run's objects over synthetic splits (:func:`experiments.run.setup.set_up` with them as
     its data), and the set-up seconds (``cache build``: the feature cache, ``cached`` only)."""
     task = get_task(setting.task)
     options_file = root / "full_size_options.json"

@@ -6,9 +6,9 @@ Usage::
         [--batches N] [--repeats 3] [--threads 1] [--device cpu]
 
 The run is set up from its spec exactly as ``python -m experiments run --spec`` sets it up
-(:func:`experiments.setup.setup_data`, :func:`experiments.setup.set_up`; a spec that names a
+(:func:`experiments.run.setup.setup_data`, :func:`experiments.run.setup.set_up`; a spec that names a
 plug-in representation is refused), then one epoch of its own batch plan (seeded as epoch 0;
-the first ``--batches`` batches) runs through the loop's training step (``experiments.runner``:
+the first ``--batches`` batches) runs through the loop's training step (``experiments.run.runner``:
 forward, loss, backward, clipping, optimizer step) after one untimed warm-up batch. Every call
 of a ``torch.nn`` RNN module (``nn.GRU``, ``nn.LSTM``) in that epoch is recorded (its input, a
 packed sequence or a tensor, copied); then the same calls are replayed alone, forward and
@@ -44,10 +44,10 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import machine_info  # noqa: E402
-from experiments import runner  # noqa: E402
-from experiments.resolve import resolve  # noqa: E402
-from experiments.setup import Run, RunOptions, seed_everything, set_up, setup_data  # noqa: E402
-from experiments.spec import RunSpec  # noqa: E402
+from experiments.run import runner  # noqa: E402
+from experiments.run.resolve import resolve  # noqa: E402
+from experiments.run.setup import Run, RunOptions, seed_everything, set_up, setup_data  # noqa: E402
+from experiments.run.spec import RunSpec  # noqa: E402
 from tasks.core import batch_plan  # noqa: E402
 
 #: One recorded call: the module and a detached copy of its input.

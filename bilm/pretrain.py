@@ -209,7 +209,8 @@ class LanguageModel(nn.Module):
 
 # ------------------------------------------------------------------------------ checkpointing
 #: ``torch.save`` to a temporary file, fsync, rename: readers see the old or the new file. Kept
-#: under this name for ``experiments.runner``; :func:`bilm.files.save_torch` is the one definition.
+#: under this name for ``experiments.run.runner``; :func:`bilm.files.save_torch` is the one
+#: definition.
 atomic_save = save_torch
 
 

@@ -1,22 +1,20 @@
-"""ELMo Bench experiments layer: ``RunSpec → run → store → render`` (STYLE.md §3.4).
+"""ELMo Bench experiments layer: ``RunSpec → run → store → render``, in folders by concern.
 
-* :mod:`experiments.spec`: :class:`RunSpec`, :func:`run_id`, :func:`expand_sweep`.
-* :mod:`experiments.store`: :class:`ResultsStore` (append-only, atomic), :class:`RunRecord`,
-  :func:`collect_env`.
-* :mod:`experiments.render`: :class:`TableSpec` → Markdown / LaTeX / CSV, paper numbers beside ours.
-* :mod:`experiments.plots`: layer-weight bars and learning curves (matplotlib, lazily).
-* :mod:`experiments.executors`: :func:`run_sweep`, locally or on Ray (lazily).
-* :mod:`experiments.resolve`: a run resolved once (task, configuration, representation, data,
-  identity); :mod:`experiments.setup` builds its objects, :mod:`experiments.optim` its
-  optimizer and EMA.
-* :mod:`experiments.runner`: the one training loop (imported on demand: it loads the models).
-* :mod:`experiments.wandb_sink`: W&B logging (wandb imported only when asked for).
+* :mod:`experiments.run`: the run side: a spec resolved once, set up, trained by the one loop,
+  checkpointed, scored and stored under its identity; executors for many runs.
+* :mod:`experiments.data`: the real data sets (registry, ``shared:`` labels, rebuilding them).
+* :mod:`experiments.report`: tables, figures, the HTML page and the committed-results check, from
+  stored runs alone.
+* :mod:`experiments.analyses`: the paper's §5.3 probes and nearest neighbours.
+* :mod:`experiments.peer`: each baseline trained beside allennlp-models (``nox -s peer``).
+* :mod:`experiments.cli`: ``python -m experiments`` / ``elmo-bench``, the commands over all of it.
 
-This package names no task: everything task-specific comes through :class:`tasks.core.TaskSpec`.
+The run side imports nothing from report, analyses, peer or the CLI (``tests/test_boundaries.py``);
+the package names no task: everything task-specific comes through :class:`tasks.core.TaskSpec`.
+This module re-exports the small public API below; docs/architecture.md draws the whole.
 """
 
-from experiments.executors import SweepError, SweepResult, run_sweep
-from experiments.render import (
+from experiments.report.render import (
     IncreaseColumn,
     Row,
     RunsColumn,
@@ -27,7 +25,8 @@ from experiments.render import (
     table2,
     table3,
 )
-from experiments.spec import (
+from experiments.run.executors import SweepError, SweepResult, run_sweep
+from experiments.run.spec import (
     MixSpec,
     RunSpec,
     baseline_of,
@@ -36,7 +35,7 @@ from experiments.spec import (
     expand_sweep,
     run_id,
 )
-from experiments.store import (
+from experiments.run.store import (
     Provenance,
     ResultsStore,
     RunExistsError,

@@ -1,11 +1,12 @@
 """Golden runs: one tiny training run per task that pins the result versions.
 
 ``python scripts/golden_runs.py`` trains, for every registered task, one tiny run with ELMo (the
-shipped small biLM at the task's default sites, as :func:`experiments.named.base_spec` builds it)
-and its baseline through the real training loop (:func:`experiments.runner.train`): the DEMO data,
-preset ``mini``, the first :data:`LIMIT` examples of each split, :data:`EPOCHS` epochs, seed 0, one
-CPU thread. Per task it records the task's ``TaskSpec.version``, the harness's
-:data:`experiments.identity.HARNESS_RESULT_VERSION`, and per run the spec's run id, the dev
+shipped small biLM at the task's default sites, as
+:func:`experiments.report.reproductions.base_spec` builds it) and its baseline through the real
+training loop (:func:`experiments.run.runner.train`): the DEMO data, preset ``mini``, the first
+:data:`LIMIT` examples of each split, :data:`EPOCHS` epochs, seed 0, one CPU thread. Per task it
+records the task's ``TaskSpec.version``, the harness's
+:data:`experiments.run.identity.HARNESS_RESULT_VERSION`, and per run the spec's run id, the dev
 metrics and the training loss of each evaluation, into ``tests/goldens/golden_runs.json``.
 
 ``--check`` trains the same runs and compares them with the file instead (exit 1, listing the
@@ -37,10 +38,10 @@ if str(REPO) not in sys.path:  # ``python scripts/golden_runs.py`` puts scripts/
 
 import torch  # noqa: E402
 
-from experiments.identity import HARNESS_RESULT_VERSION  # noqa: E402
-from experiments.named import base_spec  # noqa: E402
-from experiments.runner import RunOptions, train  # noqa: E402
-from experiments.spec import RunSpec, baseline_of  # noqa: E402
+from experiments.report.reproductions import base_spec  # noqa: E402
+from experiments.run.identity import HARNESS_RESULT_VERSION  # noqa: E402
+from experiments.run.runner import RunOptions, train  # noqa: E402
+from experiments.run.spec import RunSpec, baseline_of  # noqa: E402
 from tasks.registry import TASKS, get_task  # noqa: E402
 
 GOLDENS = REPO / "tests" / "goldens" / "golden_runs.json"
@@ -307,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if any("version changed" not in line for line in problems):
             print(
                 "numbers changed without a version bump: bump the task's VERSION "
-                "(tasks/<task>/task.py) or experiments.identity.HARNESS_RESULT_VERSION, and "
+                "(tasks/<task>/task.py) or experiments.run.identity.HARNESS_RESULT_VERSION, and "
                 "regenerate the goldens with `python scripts/golden_runs.py`"
             )
         return 1 if problems else 0

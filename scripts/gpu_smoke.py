@@ -46,8 +46,8 @@ if str(REPO) not in sys.path:
 from benchmarks.bench_precision import demo_sentences, gpu_figures, print_gpu  # noqa: E402
 from bilm import BiLM, BiLMOptions, batch_to_ids, init_weights  # noqa: E402
 from bilm.devices import autocast, exact_fp32, resolve_device  # noqa: E402
-from experiments.runner import RunOptions, train  # noqa: E402
-from experiments.spec import RunSpec  # noqa: E402
+from experiments.run.runner import RunOptions, train  # noqa: E402
+from experiments.run.spec import RunSpec  # noqa: E402
 from tasks.registry import TASKS, get_task  # noqa: E402
 
 

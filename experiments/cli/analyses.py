@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bilm.files import write_text
-from experiments import neighbours, probes, report
+from experiments.analyses import neighbours, probes
+from experiments.analyses.probes import ProbeConfig, TaggedSentence, WsdExample
 from experiments.cli.errors import UsageError
 from experiments.cli.naming import request_hash
 from experiments.cli.options import DEFAULT_STORE, comma_list, representation_config, seeds
-from experiments.probes import ProbeConfig, TaggedSentence, WsdExample
+from experiments.report import page
 
 if TYPE_CHECKING:
     from tasks.representations import Representation
@@ -91,8 +92,8 @@ def report_path(args: argparse.Namespace) -> Path:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """Write the report (:func:`experiments.report.write_report`) to :func:`report_path`."""
-    path = report.write_report(
+    """Write the report (:func:`experiments.report.page.write_report`) to :func:`report_path`."""
+    path = page.write_report(
         args.store,
         report_path(args),
         seeds=args.seeds,

@@ -1,5 +1,5 @@
 """``committed``: every committed table and plot, from the committed records
-(:mod:`experiments.committed`; ``nox -s committed_results``)."""
+(:mod:`experiments.report.committed`; ``nox -s committed_results``)."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def training_command(argv: list[str], extra: list[str]) -> list[str] | None:
 
 def run(args: argparse.Namespace) -> int:
     """Train what is missing (unless ``--render-only`` or ``--check``), then re-render."""
-    from experiments import committed
     from experiments.cli import main
+    from experiments.report import committed
 
     entries = committed.load()
     if args.only is not None:

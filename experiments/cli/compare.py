@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from experiments import named
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.naming import COMPARE, output_stem, standard_args, standard_seeds
 from experiments.cli.options import (
@@ -23,9 +22,10 @@ from experiments.cli.options import (
 )
 from experiments.cli.tables import at_stored_versions, expected_ids, write_tables
 from experiments.cli.training import raise_failed, run_for_tables
-from experiments.render import TableSpec
-from experiments.store import ResultsStore
-from experiments.wandb_sink import log_outputs
+from experiments.report import reproductions
+from experiments.report.render import TableSpec
+from experiments.run.store import ResultsStore
+from experiments.run.wandb_sink import log_outputs
 
 __all__ = ["configure", "run"]
 
@@ -68,7 +68,7 @@ def _table(args: argparse.Namespace) -> TableSpec:
         for name, options in (new, against):
             if name != "none":
                 check_options(name, options)
-        return named.compare_table(
+        return reproductions.compare_table(
             new,
             against,
             args.config,
@@ -101,10 +101,10 @@ def run(args: argparse.Namespace) -> int:
     if args.render_only:
         store, failure = ResultsStore(args.store), None
     else:
-        store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
+        store, failure = run_for_tables(reproductions.expected_specs(table), args, group=stem)
     if args.reuse_stale:  # records made before a task's version bump: at their own version
         table = at_stored_versions(table, store.records())
-    lines = named.weights_lines(table, store.records())
+    lines = reproductions.weights_lines(table, store.records())
     table = dataclasses.replace(table, caption=(*table.caption, *lines))
     written = write_tables(
         [table],

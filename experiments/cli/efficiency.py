@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from experiments import named
 from experiments.cli.naming import output_stem, standard_args
 from experiments.cli.options import (
     add_run_family_options,
@@ -18,9 +17,10 @@ from experiments.cli.options import (
 )
 from experiments.cli.tables import expected_ids, print_written, table_runs, write_tables
 from experiments.cli.training import raise_failed, run_for_tables
-from experiments.plots import efficiency_plots
-from experiments.render import TableSpec
-from experiments.wandb_sink import log_outputs
+from experiments.report import reproductions
+from experiments.report.plots import efficiency_plots
+from experiments.report.render import TableSpec
+from experiments.run.wandb_sink import log_outputs
 
 __all__ = ["configure", "run"]
 
@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _table(args: argparse.Namespace) -> TableSpec:
     """The figure's table for ``args`` (no run starts)."""
-    return named.sample_efficiency_table(
+    return reproductions.sample_efficiency_table(
         args.config,
         task_data(args.data),
         args.seeds,
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
-    store, failure = run_for_tables(named.expected_specs(table), args, group=stem)
+    store, failure = run_for_tables(reproductions.expected_specs(table), args, group=stem)
     written = write_tables(
         [table],
         store,

@@ -4,7 +4,7 @@
   key that does not exist, missing data, a device that is not there): one line
   ``error: ...`` on stderr, exit status 2, and no run starts. Argument parsing errors follow
   the same rule (:class:`Parser`).
-* **A failed run** (:class:`~experiments.executors.SweepError`: the other runs are stored):
+* **A failed run** (:class:`~experiments.run.executors.SweepError`: the other runs are stored):
   ``error: N of M runs failed`` and one line per failed run id, exit status 1.
 * **Ctrl-C** (``KeyboardInterrupt``): the line :data:`INTERRUPTED`, exit status 130; finished
   runs are stored and the interrupted one resumes from its checkpoint.
@@ -18,7 +18,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from experiments.executors import SweepError
+from experiments.run.executors import SweepError
 
 __all__ = ["INTERRUPTED", "USER_MISTAKES", "Parser", "UsageError", "exit_status", "one_line"]
 

@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from experiments.cli.errors import UsageError
-from experiments.real_sets import REAL, is_shared
+from experiments.data.real_sets import REAL, is_shared
 
 __all__ = [
     "COMPARE",

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from experiments.cli.errors import UsageError, one_line
-from experiments.executors import EXECUTORS
-from experiments.render import PAPER_PRESET, PUBLISHED_ELMO
+from experiments.report.render import PAPER_PRESET, PUBLISHED_ELMO
+from experiments.run.executors import EXECUTORS
 
 __all__ = [
     "DEFAULT_OUT",
@@ -163,7 +163,7 @@ def _per_task(text: str) -> bool:
 
 
 def task_data(text: str) -> str | dict[str, str]:
-    """A ``--data`` value as a table's data (:data:`experiments.named.Data`).
+    """A ``--data`` value as a table's data (:data:`experiments.report.reproductions.Data`).
 
     ``demo``, ``real``, ``shared:NAME``, ``hf:NAME`` and a folder stay one label for every task,
     as before. ``TASK=DATA,TASK=DATA`` and a TOML file (``[data]`` with ``TASK = "DATA"``;
@@ -265,7 +265,7 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
         help="data folder, 'demo' (default), shared:FOLDER (below ../shared/data); per task: "
         'TASK=DIR,TASK=DIR or a FILE.toml with [data] TASK = "DIR" (tables leave out the '
         "tasks it does not name); or, for compare and reproduce, 'real': a row per real set "
-        "(experiments/real_sets.toml)",
+        "(experiments/data/real_sets.toml)",
     )
     parser.add_argument("--config", default="mini", help="the task's preset: mini (default), paper")
     parser.add_argument(
@@ -587,7 +587,7 @@ def check_options(name: str, options: Mapping[str, object]) -> None:
     Raises:
         UsageError: an unknown representation, an unknown option or a missing one (one line).
     """
-    from experiments.represent import builder_options
+    from experiments.run.represent import builder_options
     from tasks.representations import check_representation
 
     options = builder_options(options)

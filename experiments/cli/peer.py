@@ -47,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         help="the data both sides train on: shared:FOLDER (a real set of "
-        "experiments/real_sets.toml brings its own --set changes) or a folder",
+        "experiments/data/real_sets.toml brings its own --set changes) or a folder",
     )
     parser.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--seeds", type=_seeds, default=(0, 1, 2))

@@ -2,7 +2,7 @@
 
 The run is found in ``--store`` (``<store>/<task>/<run_id>/spec.json`` and ``env.json``); its
 selected (best-dev) weights in the training loop's checkpoint, ``<work>/<task>/<run_id>/
-checkpoint.pt`` (:mod:`experiments.checkpoint`: the store keeps no weights). The run is rebuilt
+checkpoint.pt`` (:mod:`experiments.run.checkpoint`: the store keeps no weights). The run is rebuilt
 as it trained: the task's recipe from the spec's preset, ``--set`` overrides and data (its
 vocabularies and label set), the representation from the spec (the task-tuned biLM from its
 cache when the spec fine-tuned one), the injector and the model; the checkpoint's best weights
@@ -14,7 +14,7 @@ of the run's ``predictions-dev`` (``TaskRecipe.write_predictions``).
 
 Before anything is built, the record's identity is compared with now on what the numbers are
 *of* (data, representation, resolved configuration, result versions:
-:data:`~experiments.identity.PORTABLE_FIELDS`); a difference refuses the command in one line
+:data:`~experiments.run.identity.PORTABLE_FIELDS`); a difference refuses the command in one line
 unless ``--allow-changed`` (a changed data folder can change a vocabulary under the weights).
 
 Input formats (``--format``):
@@ -71,7 +71,7 @@ if TYPE_CHECKING:  # torch and the task registry load when the command runs
     import torch
     from torch import nn
 
-    from experiments.spec import RunSpec
+    from experiments.run.spec import RunSpec
     from tasks.core import TaskRecipe
 
 __all__ = [
@@ -218,7 +218,7 @@ def _stored_run(store: Path, run_id: str) -> _Stored:
     Raises:
         UsageError: no such run there.
     """
-    from experiments.store import ResultsStore
+    from experiments.run.store import ResultsStore
 
     results = ResultsStore(store)
     folder = results.path_of(run_id)
@@ -246,12 +246,13 @@ def _require_weights(checkpoint: Path, stored: _Stored) -> None:
 
 
 def _check_unchanged(stored: _Stored, device: str, precision: str, allow: bool) -> None:
-    """Compare what the run was made of with now (:data:`~experiments.identity.PORTABLE_FIELDS`).
+    """Compare what the run was made of with now
+    (:data:`~experiments.run.identity.PORTABLE_FIELDS`).
 
     Raises:
         UsageError: a difference, without ``allow`` (printed to stderr with it).
     """
-    from experiments.identity import PORTABLE_FIELDS, reuse_differences, run_identity
+    from experiments.run.identity import PORTABLE_FIELDS, reuse_differences, run_identity
 
     now = run_identity(stored.spec, device, precision)
     reasons = reuse_differences(stored.identity, now, PORTABLE_FIELDS)
@@ -286,8 +287,8 @@ def _load_weights(model: nn.Module, checkpoint: Path, stored: _Stored) -> None:
     """
     import torch
 
-    from experiments.checkpoint import tensor_reference
-    from experiments.identity import reuse_key
+    from experiments.run.checkpoint import tensor_reference
+    from experiments.run.identity import reuse_key
 
     device = next(iter(model.state_dict().values())).device
     try:
@@ -330,7 +331,7 @@ def _load_weights(model: nn.Module, checkpoint: Path, stored: _Stored) -> None:
 # ------------------------------------------------------------------------------- the rebuilt run
 @dataclass
 class _Rebuilt:
-    """The objects of a rebuilt run (as :func:`experiments.setup.set_up` sets them up)."""
+    """The objects of a rebuilt run (as :func:`experiments.run.setup.set_up` sets them up)."""
 
     recipe: TaskRecipe
     representation: Any
@@ -341,7 +342,7 @@ class _Rebuilt:
 
 def _run_splits(spec: RunSpec, recipe: TaskRecipe) -> dict[str, list[Any]]:
     """The training and dev examples the run used (``limit``, ``train_fraction``)."""
-    from experiments.setup import training_subset
+    from experiments.run.setup import training_subset
 
     splits = {s: list(recipe.splits[s])[: spec.limit] for s in ("train", "dev")}
     if spec.train_fraction is not None:
@@ -356,9 +357,9 @@ def _rebuild(spec: RunSpec, device: torch.device, precision: str) -> _Rebuilt:
     Raises:
         UsageError: the spec is of another version of its task.
     """
-    from experiments.real_sets import data_path
-    from experiments.represent import build_spec_representation, finetuned_bilm
-    from experiments.setup import seed_everything
+    from experiments.data.real_sets import data_path
+    from experiments.run.represent import build_spec_representation, finetuned_bilm
+    from experiments.run.setup import seed_everything
     from tasks.common.inject import Injector
     from tasks.registry import get_task
 
@@ -394,8 +395,8 @@ def _predict(rebuilt: _Rebuilt, examples: Sequence[Any], cache: Path | None) -> 
     import torch
 
     from bilm.devices import autocast
-    from experiments.represent import make_represent
-    from experiments.setup import to_device
+    from experiments.run.represent import make_represent
+    from experiments.run.setup import to_device
 
     recipe, device = rebuilt.recipe, rebuilt.device
     represent = make_represent(
@@ -642,7 +643,7 @@ def _task_examples(
         UsageError: the run's dev split is not a file or folder of its data, or the reader
             refuses the input (its message, naming the input).
     """
-    from experiments.real_sets import data_path
+    from experiments.data.real_sets import data_path
     from tasks.registry import get_task
 
     task = get_task(spec.task)

@@ -4,11 +4,11 @@
     python -m experiments real-data status [--out DIR]
     python -m experiments real-data list
 
-``fetch`` downloads each set's source files at pinned commits (``experiments/real_sources.toml``;
-every file's SHA-256 checked), converts them and installs each set atomically below ``--out``
-(default: ``shared/data`` in the project's cache, where ``--data real`` looks when neither
-``$ELMO_BENCH_SHARED`` nor ``../shared/data`` is there). ``--from DIR`` reads the sources from a
-local folder instead (offline). The library: :mod:`experiments.real_data`.
+``fetch`` downloads each set's source files at pinned commits
+(``experiments/data/real_sources.toml``; every file's SHA-256 checked), converts them and installs
+each set atomically below ``--out`` (default: ``shared/data`` in the project's cache, where ``--data
+real`` looks when neither ``$ELMO_BENCH_SHARED`` nor ``../shared/data`` is there). ``--from DIR``
+reads the sources from a local folder instead (offline). The library: :mod:`experiments.data.fetch`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from experiments.cli.errors import UsageError
 from experiments.cli.options import comma_list
 
 if TYPE_CHECKING:
-    from experiments.real_data import Manifest
+    from experiments.data.fetch import Manifest
 
 __all__ = ["configure", "run"]
 
@@ -64,7 +64,7 @@ def _add_out(parser: argparse.ArgumentParser, default_text: str | None = None) -
         type=Path,
         default=None,
         metavar="DIR",
-        help="the data root (each set in its folder of experiments/real_sets.toml); default: "
+        help="the data root (each set in its folder of experiments/data/real_sets.toml); default: "
         + (default_text or "shared/data in the project's cache ($ELMO_BENCH_CACHE)"),
     )
 
@@ -75,7 +75,7 @@ def _say(line: str) -> None:
 
 def _how_found(root: Path) -> str:
     """Whether ``--data real`` reads ``root``, and why (or what would make it)."""
-    from experiments.real_sets import fetch_command, fetched_data_root, shared_data_root
+    from experiments.data.real_sets import fetch_command, fetched_data_root, shared_data_root
 
     reads = shared_data_root()
     if not root.is_dir():
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         ValueError: a fetch that failed (a download, a checksum, a malformed source): one line
             naming the file or URL, exit status 2.
     """
-    from experiments.real_data import load_manifest
+    from experiments.data.fetch import load_manifest
 
     manifest = load_manifest()
     if args.action == "list":
@@ -132,8 +132,8 @@ def _list(manifest: Manifest) -> int:
 
 
 def _status(manifest: Manifest, out: Path | None) -> int:
-    from experiments.real_data import set_state
-    from experiments.real_sets import shared_data_root
+    from experiments.data.fetch import set_state
+    from experiments.data.real_sets import shared_data_root
 
     root = (shared_data_root() if out is None else out).expanduser()
     states = [set_state(entry, root) for entry in manifest.sets.values()]
@@ -145,8 +145,8 @@ def _status(manifest: Manifest, out: Path | None) -> int:
 
 
 def _fetch(manifest: Manifest, args: argparse.Namespace) -> int:
-    from experiments.real_data import fetch
-    from experiments.real_sets import fetched_data_root
+    from experiments.data.fetch import fetch
+    from experiments.data.real_sets import fetched_data_root
 
     source = None if args.source is None else args.source.expanduser()
     if source is not None and not source.is_dir():

@@ -2,14 +2,14 @@
 
 The spec file of a stored run (``<store>/<task>/<run_id>/spec.json``, :meth:`RunSpec.to_dict`)
 is read as it is and trained into ``--store`` under the same run id. The ``env.json`` beside it
-says what the run was made from (``provenance.identity``, :mod:`experiments.identity`) and with
+says what the run was made from (``provenance.identity``, :mod:`experiments.run.identity`) and with
 which code (``provenance.code``); before anything trains, both are compared with what this code,
 these files and these options give now:
 
-* the identity's fields (:data:`~experiments.identity.REUSE_FIELDS`: data, representation,
+* the identity's fields (:data:`~experiments.run.identity.REUSE_FIELDS`: data, representation,
   resolved configuration, device kind, precision, threads, result versions);
 * the hash of the sources of ``bilm``, ``tasks`` and ``experiments``
-  (:class:`~experiments.identity.CodeVersion`).
+  (:class:`~experiments.run.identity.CodeVersion`).
 
 Any difference (or no ``env.json`` to compare with) refuses the replay in one line (exit status
 2) naming each difference, unless ``--allow-changed``: then the run trains and the differences
@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments import identity
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.trust import add_trust_option, require_trusted
-from experiments.spec import RunSpec
+from experiments.run import identity
+from experiments.run.spec import RunSpec
 
 __all__ = ["SPEC_OPTIONS", "add_replay_options", "differences", "read_spec", "replay"]
 
@@ -150,8 +150,8 @@ def differences(
     Args:
         spec: the spec read from the file.
         env: the record's ``env.json``.
-        now: :func:`~experiments.identity.run_identity` of ``spec`` with this command's options.
-        code: :func:`~experiments.identity.code_version` of this process.
+        now: :func:`~experiments.run.identity.run_identity` of ``spec`` with this command's options.
+        code: :func:`~experiments.run.identity.code_version` of this process.
     """
     provenance = env.get("provenance")
     provenance = provenance if isinstance(provenance, Mapping) else {}

@@ -8,7 +8,6 @@ import json
 from collections.abc import Sequence
 
 from bilm.scalar_mix import MIX_MODES
-from experiments import named
 from experiments.cli.errors import Parser, UsageError, one_line
 from experiments.cli.naming import output_stem
 from experiments.cli.options import (
@@ -25,9 +24,10 @@ from experiments.cli.options import (
 from experiments.cli.replay import add_replay_options, replay
 from experiments.cli.tables import write_tables
 from experiments.cli.training import base_spec, describe, run_all
-from experiments.render import Row, RunsColumn, TableSpec
-from experiments.spec import RunSpec, derive, expand_sweep
-from experiments.wandb_sink import log_outputs
+from experiments.report import reproductions
+from experiments.report.render import Row, RunsColumn, TableSpec
+from experiments.run.spec import RunSpec, derive, expand_sweep
+from experiments.run.wandb_sink import log_outputs
 
 __all__ = ["configure_run", "configure_sweep", "run", "train_specs"]
 
@@ -103,7 +103,7 @@ def _representation_config(args: argparse.Namespace, name: str) -> dict[str, obj
     """
     config = {**run_config(args, name), **representation_options(args.repr_set)}
     if name == "elmo":  # the preset's fine-tuning unless --finetune-bilm says otherwise
-        config = named.bilm_config_for(args.task, args.config, config)
+        config = reproductions.bilm_config_for(args.task, args.config, config)
     check_options(name, config)
     return config
 
@@ -113,7 +113,7 @@ def _run_point(args: argparse.Namespace, base: RunSpec) -> RunSpec:
     if args.repr == "none":
         if args.repr_set:
             raise UsageError("--repr-set does not apply to --repr none (the baseline)")
-        return named.baseline(base)
+        return reproductions.baseline(base)
     point: dict[str, object] = {
         "representation": args.repr,
         "representation_config": _representation_config(args, args.repr),
@@ -145,7 +145,7 @@ def _sweep_specs(args: argparse.Namespace, base: RunSpec) -> list[RunSpec]:
     specs: list[RunSpec] = []
     for rep in args.repr:
         if rep == "none":
-            specs += expand_sweep(named.baseline(base), seed=list(args.seeds))
+            specs += expand_sweep(reproductions.baseline(base), seed=list(args.seeds))
         else:
             config = _representation_config(args, rep)
             changes = {"representation": rep, "representation_config": config}
@@ -191,20 +191,21 @@ def _grid_table(
     task: str, specs: Sequence[RunSpec], seeds: tuple[int, ...], split: str
 ) -> TableSpec:
     """One row per grid point (seeds averaged), one column: the task's main metric; the title
-    says DEMO data (and :func:`~experiments.render.render` smoke runs), the caption the setup."""
+    says DEMO data (and :func:`~experiments.report.render.render` smoke runs), the caption the
+    setup."""
     points: dict[str, RunSpec] = {}
     for spec in specs:
         point = derive(spec, {"seed": seeds[0]})
         points.setdefault(point.run_id, point)
     first_point = next(iter(points.values()))
-    first = named.rows(task, first_point, split)[0]
+    first = reproductions.rows(task, first_point, split)[0]
     rows = tuple(
         Row(describe(p).rsplit(" seed=", 1)[0], p, first.metric, paper_key=None)
         for p in points.values()
     )
     column = RunsColumn(f"{split} {first.metric.label or first.metric.key}", {})
     elmo = [p for p in points.values() if p.representation == "elmo"]
-    setup = named.describe_setup(
+    setup = reproductions.describe_setup(
         elmo[0].representation_config if elmo else {},
         first_point.preset,
         first_point.data,

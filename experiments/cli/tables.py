@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bilm.files import write_text
-from experiments import named
 from experiments.cli.naming import output_stem, standard_args, standard_seeds
 from experiments.cli.options import (
     add_run_family_options,
@@ -22,12 +21,13 @@ from experiments.cli.options import (
     task_overrides,
 )
 from experiments.cli.training import raise_failed, run_for_tables
-from experiments.identity import current_records
-from experiments.plots import table_plots
-from experiments.real_sets import REAL
-from experiments.render import Format, Row, TableSpec, load_paper, render_formats
-from experiments.store import CorruptRecordError, ResultsStore, RunRecord
-from experiments.wandb_sink import log_outputs
+from experiments.data.real_sets import REAL
+from experiments.report import reproductions
+from experiments.report.plots import table_plots
+from experiments.report.render import Format, Row, TableSpec, load_paper, render_formats
+from experiments.run.identity import current_records
+from experiments.run.store import CorruptRecordError, ResultsStore, RunRecord
+from experiments.run.wandb_sink import log_outputs
 
 __all__ = [
     "SUFFIXES",
@@ -47,14 +47,14 @@ SUFFIXES: dict[Format, str] = {"markdown": "md", "latex": "tex", "csv": "csv"}
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """``reproduce NAME``: the named table and the options of a command that trains."""
-    parser.add_argument("name", choices=sorted(named.reproductions()))
+    parser.add_argument("name", choices=sorted(reproductions.reproductions()))
     add_tasks_option(parser)
     add_run_family_options(parser, seeds=None)
 
 
 def configure_render(parser: argparse.ArgumentParser) -> None:
     """``render NAME``: as ``reproduce``, plus ``--format``, without the training options."""
-    parser.add_argument("name", choices=sorted(named.reproductions()))
+    parser.add_argument("name", choices=sorted(reproductions.reproductions()))
     parser.add_argument("--format", default="markdown", choices=tuple(SUFFIXES))
     add_tasks_option(parser)
     add_run_family_options(parser, seeds=None, train=False)
@@ -63,7 +63,7 @@ def configure_render(parser: argparse.ArgumentParser) -> None:
 def _tables(args: argparse.Namespace) -> list[TableSpec]:
     """The named tables ``args`` asks for (no run starts, nothing is read from the store)."""
     cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
-    return named.tables(
+    return reproductions.tables(
         args.name,
         args.config,
         task_data(args.data),
@@ -81,7 +81,7 @@ def _tables(args: argparse.Namespace) -> list[TableSpec]:
 
 def expected_ids(tables: Sequence[TableSpec]) -> set[str]:
     """The run ids the tables expect."""
-    return {s.run_id for t in tables for s in named.expected_specs(t)}
+    return {s.run_id for t in tables for s in reproductions.expected_specs(t)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     missing), write them and their plots, log them to W&B when asked."""
     tables = _tables(args)
     if (args.name == "cove" or args.name.endswith("_cove")) and not args.cove:
-        print(named.COVE_MISSING, file=sys.stderr)
+        print(reproductions.COVE_MISSING, file=sys.stderr)
     plain = f"{args.name}-{args.config}-{data_label(REAL if args.name == 'real' else args.data)}"
     stem = output_stem(
         plain,
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     )
     failure = None
     if args.command == "reproduce":
-        specs = [s for t in tables for s in named.expected_specs(t)]
+        specs = [s for t in tables for s in reproductions.expected_specs(t)]
         _, failure = run_for_tables(specs, args, group=stem)
     fmt: Format = args.format if args.command == "render" else "markdown"
     store = ResultsStore(args.store)
@@ -112,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
             needed = expected_ids(tables)
             tables = [at_stored_versions(t, store.records(needed=needed)) for t in tables]
         if args.name == "real":  # wall times and the machines, from the records
-            lines = named.wall_time_lines(tables[0], store.records(needed=expected_ids(tables)))
+            lines = reproductions.wall_time_lines(
+                tables[0], store.records(needed=expected_ids(tables))
+            )
             tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
         written = write_tables(
             tables,
@@ -146,7 +148,7 @@ def at_stored_versions(table: TableSpec, records: Sequence[RunRecord]) -> TableS
 
     def held(row: Row) -> int:
         one = dataclasses.replace(table, rows=(row,))
-        return sum(s.run_id in stored for s in named.expected_specs(one))
+        return sum(s.run_id in stored for s in reproductions.expected_specs(one))
 
     rows = []
     for row in table.rows:
@@ -164,7 +166,7 @@ def at_stored_versions(table: TableSpec, records: Sequence[RunRecord]) -> TableS
 def _current_records(
     tables: Sequence[TableSpec], records: Sequence[RunRecord], reuse_stale: bool
 ) -> tuple[list[RunRecord], frozenset[str]]:
-    """The records the tables may use (:func:`experiments.identity.current_records` over the
+    """The records the tables may use (:func:`experiments.run.identity.current_records` over the
     tables' runs), and the stale ones among them; prints the runs left out."""
     wanted = expected_ids(tables)
     found = current_records(records, reuse_stale, only=wanted)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bilm.pretrained import cache_root
-from experiments import named
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.options import run_config, task_data, task_overrides
-from experiments.executors import (
+from experiments.report import reproductions
+from experiments.run.executors import (
     SLURM_INSTALL,
     Reuse,
     SlurmJobError,
@@ -26,14 +26,14 @@ from experiments.executors import (
     SweepError,
     run_sweep,
 )
-from experiments.resolve import Resolver
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore, RunRecord, StoreUnusableError
-from experiments.wandb_sink import WandbOptions
+from experiments.run.resolve import Resolver
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore, RunRecord, StoreUnusableError
+from experiments.run.wandb_sink import WandbOptions
 from tasks.common.progress import on_terminal
 
 if TYPE_CHECKING:  # the set-up imports torch: loaded when a command trains
-    from experiments.setup import RunOptions
+    from experiments.run.setup import RunOptions
 
 __all__ = [
     "base_spec",
@@ -50,7 +50,7 @@ __all__ = [
 
 def validate_specs(specs: Sequence[RunSpec], resolver: Resolver | None = None) -> None:
     """Check every spec before any run starts by resolving it
-    (:meth:`~experiments.resolve.Resolver.resolve`): task registered, preset valid, the
+    (:meth:`~experiments.run.resolve.Resolver.resolve`): task registered, preset valid, the
     representation and its options known (no weights loaded), the ``--set`` overrides applied to
     the task's configuration (key exists, value parses and validates; no data read).
 
@@ -77,12 +77,12 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
     Raises:
         UsageError: naming the missing folders and how to supply them.
     """
-    from experiments.real_sets import REAL, missing_folders, missing_hint
+    from experiments.data.real_sets import REAL, missing_folders, missing_hint
 
     if any(spec.data == REAL for spec in specs):
         raise UsageError(
             "--data real makes one table row per real set (compare, reproduce); one run reads "
-            "one of them with --data shared:FOLDER (a folder of experiments/real_sets.toml)"
+            "one of them with --data shared:FOLDER (a folder of experiments/data/real_sets.toml)"
         )
     missing = missing_folders(spec.data for spec in specs)
     if missing:
@@ -114,8 +114,10 @@ def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
     """
     splits = ("dev", "test") if args.eval_split == "test" else ("dev",)
     try:
-        data = named.data_of(task_data(args.data), task)  # a per-task --data: the task's entry
-        return named.base_spec(
+        data = reproductions.data_of(
+            task_data(args.data), task
+        )  # a per-task --data: the task's entry
+        return reproductions.base_spec(
             task, args.config, data, run_config(args), task_overrides(args), splits
         )
     except (KeyError, ValueError) as error:
@@ -123,7 +125,7 @@ def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
 
 
 def resolver_of(args: argparse.Namespace) -> Resolver:
-    """The :class:`~experiments.resolve.Resolver` of the command's device, precision and
+    """The :class:`~experiments.run.resolve.Resolver` of the command's device, precision and
     threads: each run resolved and identified once, for the check, the reuse decision and the
     run (:func:`run_all`)."""
     return Resolver(args.device, args.precision, args.threads or None)
@@ -131,7 +133,7 @@ def resolver_of(args: argparse.Namespace) -> Resolver:
 
 @dataclass(frozen=True)
 class _RunOne:
-    """``run_one`` of :func:`~experiments.executors.run_sweep`: the resolver's run of a spec,
+    """``run_one`` of :func:`~experiments.run.executors.run_sweep`: the resolver's run of a spec,
     trained into a record (picklable: spawned workers, Ray and Slurm get it without the
     resolver's runs, and resolve theirs where they run)."""
 
@@ -139,15 +141,15 @@ class _RunOne:
     options: RunOptions
 
     def __call__(self, spec: RunSpec) -> RunRecord:
-        from experiments.runner import run_spec
+        from experiments.run.runner import run_spec
 
         record: RunRecord = run_spec(self.resolver(spec), self.options)
         return record
 
 
 def _options(args: argparse.Namespace, group: str) -> RunOptions:
-    """The :class:`~experiments.setup.RunOptions` of the command's training options."""
-    from experiments.setup import RunOptions
+    """The :class:`~experiments.run.setup.RunOptions` of the command's training options."""
+    from experiments.run.setup import RunOptions
 
     in_workers = args.executor != "local" or args.max_parallel > 1
     return RunOptions(
@@ -169,7 +171,7 @@ def _options(args: argparse.Namespace, group: str) -> RunOptions:
 
 
 def slurm_options(args: argparse.Namespace) -> SlurmOptions:
-    """The :class:`~experiments.executors.SlurmOptions` of ``--slurm-*``, ``--cpus-per-run``
+    """The :class:`~experiments.run.executors.SlurmOptions` of ``--slurm-*``, ``--cpus-per-run``
     and ``--gpus-per-run`` (jobs' folder: ``slurm/`` under ``--work`` unless given).
 
     Raises:
@@ -290,7 +292,7 @@ def run_for_tables(
     """:func:`run_all` for a command that renders tables: failed runs do not stop it.
 
     Returns:
-        The store, and the :class:`~experiments.executors.SweepError` of the runs that failed
+        The store, and the :class:`~experiments.run.executors.SweepError` of the runs that failed
         (``None``: none did): the command writes its tables with those rows marked failed,
         then calls :func:`raise_failed` (exit status 1).
 
@@ -305,7 +307,7 @@ def run_for_tables(
 
 def raise_failed(failure: SweepError | None) -> None:
     """After the tables are written: say that they show the failed runs, and raise their
-    :class:`~experiments.executors.SweepError` (exit status 1); nothing when ``None``.
+    :class:`~experiments.run.executors.SweepError` (exit status 1); nothing when ``None``.
 
     Raises:
         SweepError: ``failure``.

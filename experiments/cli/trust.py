@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.cli.errors import UsageError
-from experiments.spec import RunSpec
+from experiments.run.spec import RunSpec
 
 __all__ = ["add_trust_option", "drop_working_folder", "require_trusted"]
 

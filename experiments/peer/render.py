@@ -4,9 +4,9 @@ records only.
 One section per data set the task's peer records cover. Per row (baseline; ELMo with the
 project's ``carry`` state, like allennlp's; ELMo with the default ``reset``) and epoch: each
 side's mean ± sd over seeds, the difference (project − allennlp) with the seed-aware test
-(:func:`experiments.significance.seed_aware_test` over dev's units at that epoch), whether the
-issue's parity target holds, and the median CPU seconds of the training pass with their ratio.
-The layout follows the result tables' (:mod:`experiments.render`): the title, the table (its
+(:func:`experiments.report.significance.seed_aware_test` over dev's units at that epoch), whether
+the issue's parity target holds, and the median CPU seconds of the training pass with their ratio.
+The layout follows the result tables' (:mod:`experiments.report.render`): the title, the table (its
 first row on line 4), the numbered notes wrapped to 160 characters; the CSV beside it
 (``<task>.csv``) carries every figure, the tests' intervals and seed counts too. The summary
 across tasks (``summary.md``, :func:`render_summary`) draws one line per task, data set and row
@@ -35,9 +35,9 @@ from experiments.peer.run import (
     collect,
     peer_records,
 )
-from experiments.render.captions import Note
-from experiments.render.formats import numbered_notes
-from experiments.significance import Comparison, seed_aware_test
+from experiments.report.render.captions import Note
+from experiments.report.render.formats import numbered_notes
+from experiments.report.significance import Comparison, seed_aware_test
 from tasks.registry import get_task
 
 __all__ = [

@@ -39,8 +39,8 @@ from typing import Any
 from bilm.bilm import STATE_POLICIES
 from bilm.files import write_json
 from bilm.pretrained import cache_root
+from experiments.data.real_sets import data_path, portable_source, real_sets
 from experiments.peer.venv import PEER_SIDE, ensure_venv, peer_env, peer_venv
-from experiments.real_sets import data_path, portable_source, real_sets
 from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun
 from tasks.core import TaskSpec
 from tasks.registry import get_task
@@ -80,7 +80,7 @@ class PeerRequest:
     Attributes:
         task: a registered task with a peer (``TaskSpec.peer``).
         data: the data label (``shared:dev/conll2000``, a folder); a real set's own overrides
-            (``experiments/real_sets.toml``) are applied first.
+            (``experiments/data/real_sets.toml``) are applied first.
         overrides: more task configuration changes (``--set``), both sides' data readers.
         seeds: the seeds of each side.
         epochs: epochs of every run (no early stopping).
@@ -666,7 +666,7 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
     """Both sides' series from the stored records alone: the peer's (``out/runs/<task>``) and
     the project's (``out/project-runs``, at the task's current version); missing runs are
     left out (a table can be built over several sittings)."""
-    from experiments.store import ResultsStore
+    from experiments.run.store import ResultsStore
 
     task = request.spec
     series: dict[tuple[str, str], Series] = {}
@@ -737,7 +737,7 @@ def base_row(row: str) -> str:
     return row.split(" + ")[0]
 
 
-#: ``--variant elmo.KEY=VALUE``: the ELMo point's field (a :class:`~experiments.spec.RunSpec`
+#: ``--variant elmo.KEY=VALUE``: the ELMo point's field (a :class:`~experiments.run.spec.RunSpec`
 #: or :class:`~bilm.scalar_mix.MixSpec` field) that ``run``'s option of the same name sets.
 ELMO_VARIANT_KEYS = ("sites", "mode", "lam", "layer_norm", "dropout")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from benchmarks import recurrent_floor
-from experiments.spec import RunSpec, baseline_of
+from experiments.run.spec import RunSpec, baseline_of
 from tasks.registry import get_task
 
 

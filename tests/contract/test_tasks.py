@@ -7,7 +7,7 @@
 4. written predictions score by the task's official evaluator (``python -m tasks.<task>.evaluate``,
    run in-process) exactly as ``recipe.score``;
 5. the unit statistics reproduce the selection metric (``metric_from_totals`` of their sums);
-6. a few epochs of the one training loop (:func:`experiments.runner.train`) on DEMO data clearly
+6. a few epochs of the one training loop (:func:`experiments.run.runner.train`) on DEMO data clearly
    beat a trivial system.
 
 A new task gets all of it from its registry line. A row in :data:`CASES` makes the checks quick
@@ -28,8 +28,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
+from experiments.run.runner import RunOptions, train
+from experiments.run.spec import RunSpec
 from tasks.common.inject import Injector
 from tasks.core import Forward, TaskSpec, TrainConfig
 from tasks.registry import TASKS

@@ -9,9 +9,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from experiments import runner
 from experiments.cli import main as cli_main
-from experiments.setup import Run
+from experiments.run import runner
+from experiments.run.setup import Run
 
 
 def main(argv: Sequence[str]) -> int:

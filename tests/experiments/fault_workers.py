@@ -7,10 +7,10 @@ import os
 import signal
 from pathlib import Path
 
-from experiments import runner
-from experiments.setup import Run
-from experiments.spec import RunSpec
-from experiments.store import RunRecord
+from experiments.run import runner
+from experiments.run.setup import Run
+from experiments.run.spec import RunSpec
+from experiments.run.store import RunRecord
 from tests.experiments.toy_task import make_task
 
 

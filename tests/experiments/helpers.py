@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.spec import MixSpec, RunSpec
-from experiments.store import Provenance, RunRecord
+from experiments.run.spec import MixSpec, RunSpec
+from experiments.run.store import Provenance, RunRecord
 
 PROVENANCE = Provenance(
     git_sha="0" * 40,
@@ -74,7 +74,7 @@ def cli_dirs(tmp_path: Path) -> list[str]:
     ]
 
 
-#: A log line's timings: they differ between two runs of the same spec (experiments.runner).
+#: A log line's timings: they differ between two runs of the same spec (experiments.run.runner).
 TIMINGS = ("seconds", "train_cpu_s", "train_s", "peak_rss_mb")
 
 

@@ -18,9 +18,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.identity import RunIdentity
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore, RunExistsError, RunRecord
+from experiments.run.identity import RunIdentity
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore, RunExistsError, RunRecord
 from tests.experiments.helpers import make_record, make_spec
 
 #: How long a worker waits for its "go" file before giving up (a test that died).

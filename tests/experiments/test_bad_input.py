@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
+from experiments.run.runner import RunOptions, train
+from experiments.run.spec import RunSpec
 from tasks.common.io import DataError, ReadStats
 from tasks.squad.task import VERSION as SQUAD_VERSION
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments.runner import RunOptions, epoch_seed, train
-from experiments.spec import RunSpec
+from experiments.run.runner import RunOptions, epoch_seed, train
+from experiments.run.spec import RunSpec
 from tasks.core import Batching, TrainConfig, batch_plan
 from tests.conftest import REPO
 from tests.experiments.helpers import without_timings
@@ -139,8 +139,8 @@ def test_a_noisy_run_killed_mid_epoch_resumes_exactly(toy: object, tmp_path: Pat
 import os, signal, torch
 torch.set_num_threads({torch.get_num_threads()})
 from pathlib import Path
-from experiments import runner
-from experiments.spec import RunSpec
+from experiments.run import runner
+from experiments.run.spec import RunSpec
 from tests.experiments.toy_task import registered
 real = runner._train_batch
 count = {{"n": 0}}

@@ -11,13 +11,13 @@ import torch
 from torch import nn
 
 from bilm.devices import make_scaler
-from experiments import runner
-from experiments.checkpoint import CHECKPOINT, save_run
-from experiments.runner import LoopState
+from experiments.run import runner
+from experiments.run.checkpoint import CHECKPOINT, save_run
+from experiments.run.runner import LoopState
 
 
 def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
-    """The parts of a run that :func:`~experiments.checkpoint.save_run` and the loop's
+    """The parts of a run that :func:`~experiments.run.checkpoint.save_run` and the loop's
     ``_load`` use: a model with frozen word vectors."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding.from_pretrained(vectors, freeze=True), nn.Linear(8, 2))
@@ -30,7 +30,7 @@ def fake_run(work: Path, vectors: torch.Tensor) -> SimpleNamespace:
         device=torch.device("cpu"),
         work=work,
         config_json=lambda: '{"task": {"word_vectors": "random:8"}, "train": {"epochs": 1}}',
-        identity="",  # experiments.setup.Run.identity: no run identity checked
+        identity="",  # experiments.run.setup.Run.identity: no run identity checked
         # what the loop's _load reads besides the parts: the state policy, the epoch budget,
         # and the run's name for its "resumed" line
         spec=SimpleNamespace(

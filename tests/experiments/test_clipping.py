@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import runner
-from experiments.resolve import resolve
-from experiments.setup import Run, RunOptions
-from experiments.setup import set_up as set_up_run
-from experiments.spec import RunSpec
+from experiments.run import runner
+from experiments.run.resolve import resolve
+from experiments.run.setup import Run, RunOptions
+from experiments.run.setup import set_up as set_up_run
+from experiments.run.spec import RunSpec
 from tasks.common.inject import mix_penalty
 from tasks.core import loss_of
 from tests.experiments.toy_task import registered

@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from experiments.executors import (
+from experiments.run.executors import (
     SLURM_INSTALL,
     SlurmJobError,
     SlurmOptions,
     SweepError,
     run_sweep,
 )
-from experiments.identity import RunIdentity
-from experiments.runner import RunOptions, run_spec
-from experiments.spec import RunSpec, expand_sweep
-from experiments.store import ResultsStore, RunRecord
+from experiments.run.identity import RunIdentity
+from experiments.run.runner import RunOptions, run_spec
+from experiments.run.spec import RunSpec, expand_sweep
+from experiments.run.store import ResultsStore, RunRecord
 from tests.experiments.fault_workers import run_toy
 from tests.experiments.helpers import cli_dirs, make_spec, without_timings
 from tests.experiments.store_workers import fake_identity, identified_record
@@ -197,7 +197,7 @@ def sigint_default() -> Iterator[None]:
 @pytest.mark.usefixtures("sigint_default")
 def test_ctrl_c_cancels_the_jobs_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No job trains on, unclaimed, after the driver was interrupted."""
-    from experiments import executors
+    from experiments.run import executors
     from tests.experiments.fault_workers import sleepy
 
     pids, spec = tmp_path / "pids", make_spec()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.executors import SweepError, SweepResult, run_sweep
-from experiments.identity import RunIdentity
-from experiments.spec import RunSpec, expand_sweep
-from experiments.store import Claim, ResultsStore, RunRecord
+from experiments.run.executors import SweepError, SweepResult, run_sweep
+from experiments.run.identity import RunIdentity
+from experiments.run.spec import RunSpec, expand_sweep
+from experiments.run.store import Claim, ResultsStore, RunRecord
 from tests.experiments.helpers import fake_run, make_record, make_spec
 from tests.experiments.store_workers import await_ready, fake_identity, identified_record, start
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments import store as store_module
-from experiments.executors import SweepError, run_sweep
-from experiments.runner import RunOptions, run_spec
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore, StoreWriteError
+from experiments.run import store as store_module
+from experiments.run.executors import SweepError, run_sweep
+from experiments.run.runner import RunOptions, run_spec
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore, StoreWriteError
 from tests.conftest import REPO
 from tests.experiments.fault_workers import run_toy
 from tests.experiments.helpers import make_record, make_spec, without_timings
@@ -115,8 +115,8 @@ def test_local_workers_end_when_the_sweep_is_killed(tmp_path: Path) -> None:
     driver = f"""
 import functools
 from pathlib import Path
-from experiments.executors import run_sweep
-from experiments.store import ResultsStore
+from experiments.run.executors import run_sweep
+from experiments.run.store import ResultsStore
 from tests.experiments.fault_workers import sleepy
 from tests.experiments.helpers import make_spec
 specs = [make_spec(seed=s) for s in range(2)]

@@ -1,4 +1,4 @@
-"""Dead runs (experiments/health.py): the rules on logs, the loop's hooks (per-evaluation
+"""Dead runs (experiments/run/health.py): the rules on logs, the loop's hooks (per-evaluation
 gradient norms and distinct predictions, one warning line, the record's flag and reasons) on the
 toy task, and the tables' mark, footnote and ``exclude_dead``."""
 
@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import torch
 
-from experiments import runner
-from experiments.health import (
+from experiments.report.render import Row, RunsColumn, TableSpec, compute_cells, render
+from experiments.run import runner
+from experiments.run.health import (
     DEAD_KEY,
     DEAD_MARK,
     HEALTH_FILE,
@@ -23,10 +24,9 @@ from experiments.health import (
     prediction_values,
     record_reasons,
 )
-from experiments.render import Row, RunsColumn, TableSpec, compute_cells, render
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
-from experiments.store import RunRecord
+from experiments.run.runner import RunOptions, train
+from experiments.run.spec import RunSpec
+from experiments.run.store import RunRecord
 from tasks.core import MetricSpec
 from tests.experiments import toy_task
 from tests.experiments.helpers import PROVENANCE, make_spec

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import named
-from experiments.identity import (
+from experiments.report import reproductions
+from experiments.run.identity import (
     HARNESS_RESULT_VERSION,
     PORTABLE_FIELDS,
     REUSE_FIELDS,
@@ -21,13 +21,13 @@ from experiments.identity import (
     reuse_differences,
     run_identity,
 )
-from experiments.spec import RunSpec
+from experiments.run.spec import RunSpec
 from tasks.registry import get_task
 
 
 def sst5_baseline(data: str = "demo", overrides: tuple[str, ...] = ()) -> RunSpec:
     """The sst5 baseline of the mini preset, as ``run sst5 --repr none`` builds it."""
-    spec = named.baseline(named.base_spec("sst5", "mini", data, {}, overrides))
+    spec = reproductions.baseline(reproductions.base_spec("sst5", "mini", data, {}, overrides))
     assert spec.representation == "none"
     return spec
 
@@ -147,7 +147,7 @@ def test_a_file_a_representation_option_names_is_fingerprinted_by_content(
     weights = tmp_path / "weights.safetensors"
     weights.write_bytes(b"\0weights, version 1")
     spec = dataclasses.replace(
-        named.base_spec("sst5", "mini", "demo", {"checkpoint": str(weights)}), seed=0
+        reproductions.base_spec("sst5", "mini", "demo", {"checkpoint": str(weights)}), seed=0
     )
     before = identity(spec)
     assert identity(spec) == before
@@ -171,7 +171,8 @@ def test_a_user_factory_s_source_is_part_of_the_representation(
     module.write_text("def Factory(**options):\n    return None\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = dataclasses.replace(
-        named.base_spec("sst5", "mini", "demo", {}), representation="identity_test_factory:Factory"
+        reproductions.base_spec("sst5", "mini", "demo", {}),
+        representation="identity_test_factory:Factory",
     )
     before = identity(spec)
     assert identity(spec) == before
@@ -243,7 +244,7 @@ def test_folder_digests_and_code_version(tmp_path: Path) -> None:
 def test_a_field_added_compatibly_counts_only_away_from_its_default() -> None:
     """``added_field``: at its default the configuration fingerprints as it did before the
     field existed (stored runs stay valid); another value changes the fingerprint."""
-    from experiments.identity import _plain
+    from experiments.run.identity import _plain
     from tasks.core import added_field
 
     @dataclasses.dataclass(frozen=True)

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments.runner import RunOptions, train
-from experiments.spec import RunSpec
+from experiments.run.runner import RunOptions, train
+from experiments.run.spec import RunSpec
 from tasks.common.io import DataError, ReadStats
 from tests.experiments.toy_task import registered
 
@@ -76,7 +76,7 @@ def test_quiet_prints_one_read_line_only_when_something_was_skipped_or_cut(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Issue #36: under --quiet the skips showed only in read-stats.json."""
-    from experiments.progress import report_reads
+    from experiments.run.progress import report_reads
 
     spec = dataclasses.replace(toy_spec(), data="some/folder")
     clean = SimpleNamespace(read_stats={"train": ReadStats(5), "dev": ReadStats(2)})

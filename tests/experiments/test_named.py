@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import named
+from experiments.report import reproductions
 from tasks import registry
 from tests.experiments import toy_task
 
@@ -17,12 +17,12 @@ def test_seeds_and_elmo_dropout_come_from_the_task(
 ) -> None:
     task = dataclasses.replace(toy_task.make_task(tmp_path), elmo_dropout=0.1, seeds=5)
     monkeypatch.setitem(registry.TASKS, task.name, task)
-    assert named.default_seeds("toy_elmo") == (0, 1, 2, 3, 4)
-    assert named.base_spec("toy", "mini", "demo", {}).dropout == 0.1
+    assert reproductions.default_seeds("toy_elmo") == (0, 1, 2, 3, 4)
+    assert reproductions.base_spec("toy", "mini", "demo", {}).dropout == 0.1
     plain = dataclasses.replace(task, elmo_dropout=0.5, seeds=3)
     monkeypatch.setitem(registry.TASKS, task.name, plain)
-    assert named.default_seeds("toy_baseline") == (0, 1, 2)
-    assert named.base_spec("toy", "mini", "demo", {}).dropout == 0.5
+    assert reproductions.default_seeds("toy_baseline") == (0, 1, 2)
+    assert reproductions.base_spec("toy", "mini", "demo", {}).dropout == 0.5
 
 
 def test_task_spec_checks_its_defaults(tmp_path: Path) -> None:
@@ -41,22 +41,22 @@ def test_cove_reproduction_columns_and_paper_split(
     task = toy_task.make_task(tmp_path)
     monkeypatch.setitem(registry.TASKS, task.name, task)
     cove = {"weights": "w.pth", "glove_path": "g.txt"}
-    (table,) = named.tables("toy_cove", "mini", "demo", (0, 1), {}, cove_config=cove)
+    (table,) = reproductions.tables("toy_cove", "mini", "demo", (0, 1), {}, cove_config=cove)
     labels = [c.label for c in table.columns]
     assert labels == ["Baseline", "CoVe, last layer", "CoVe, λ=1", "ELMo", "Increase"]
-    specs = named.expected_specs(table)
+    specs = reproductions.expected_specs(table)
     coves = [s for s in specs if s.representation == "cove"]
     assert len(specs) == 8 and len(coves) == 4  # 4 run columns × 2 seeds
     assert {(s.mix.mode, s.mix.lam) for s in coves} == {("last", 0.0), ("all", 1.0)}
     assert all(s.representation_config == cove and s.sites == ("input",) for s in coves)
     assert table.paper_split is None  # the toy task has no CoVe numbers in paper.toml
-    (bare,) = named.tables("toy_cove", "mini", "demo", (0,), {})
+    (bare,) = reproductions.tables("toy_cove", "mini", "demo", (0,), {})
     assert [c.label for c in bare.columns] == ["Baseline", "ELMo", "Increase"]
-    assert bare.caption[-1] == named.COVE_MISSING
+    assert bare.caption[-1] == reproductions.COVE_MISSING
 
 
 def test_cove_paper_numbers_carry_their_split() -> None:
-    from experiments.render import load_paper
+    from experiments.report.render import load_paper
 
     cove = load_paper()["cove"]
     assert {task: cove[task]["split"] for task in ("sst5", "snli", "srl")} == {
@@ -69,15 +69,15 @@ def test_cove_paper_numbers_carry_their_split() -> None:
 def test_whole_tables_take_their_rows_seeds_and_splits_from_the_tasks() -> None:
     """table1: every task, each with its own seeds (NER and SST-5: 5) and split (SQuAD dev,
     the others test); table2 / cove: the tasks of the paper's table; --tasks restricts."""
-    assert named.table_tasks("table1") == list(registry.TASKS)
-    assert named.table_tasks("table2") == ["squad", "snli", "srl"]
-    assert named.table_tasks("cove") == ["snli", "srl", "sst5"]
-    assert named.table_tasks("table1", ["ner", "squad"]) == ["squad", "ner"]
+    assert reproductions.table_tasks("table1") == list(registry.TASKS)
+    assert reproductions.table_tasks("table2") == ["squad", "snli", "srl"]
+    assert reproductions.table_tasks("cove") == ["snli", "srl", "sst5"]
+    assert reproductions.table_tasks("table1", ["ner", "squad"]) == ["squad", "ner"]
     with pytest.raises(KeyError, match="unknown task"):
-        named.table_tasks("table1", ["nope"])
+        reproductions.table_tasks("table1", ["nope"])
     with pytest.raises(KeyError, match="one task"):
-        named.table_tasks("squad_elmo", ["squad"])
-    (t1,) = named.tables("table1", "mini", "demo", None, {}, tasks=["squad", "ner"])
+        reproductions.table_tasks("squad_elmo", ["squad"])
+    (t1,) = reproductions.tables("table1", "mini", "demo", None, {}, tasks=["squad", "ner"])
     by_task = {row.base.task: row for row in t1.rows}
     assert by_task["squad"].seeds == tuple(range(registry.TASKS["squad"].seeds))
     assert by_task["ner"].seeds == (0, 1, 2, 3, 4)
@@ -88,18 +88,18 @@ def test_whole_tables_take_their_rows_seeds_and_splits_from_the_tasks() -> None:
     )
     assert "(dev: squad; test: ner; preset mini)" in t1.title
     assert "0, 1, 2, 3, 4 (5 per cell: ner)" in " ".join(t1.caption)
-    (one,) = named.tables("table1", "mini", "demo", (0,), {}, tasks=["squad", "ner"])
+    (one,) = reproductions.tables("table1", "mini", "demo", (0,), {}, tasks=["squad", "ner"])
     assert {row.seeds for row in one.rows} == {(0,)}
-    (t2,) = named.tables("table2", "mini", "demo", None, {})
+    (t2,) = reproductions.tables("table2", "mini", "demo", None, {})
     assert {row.base.task for row in t2.rows} == {"squad", "snli", "srl"}
     assert {c.versus for c in t2.columns if hasattr(c, "versus")} == {None, "Baseline"}
-    (cove,) = named.tables("cove", "mini", "demo", (0,), {}, cove_config={"weights": "w"})
+    (cove,) = reproductions.tables("cove", "mini", "demo", (0,), {}, cove_config={"weights": "w"})
     splits = {row.base.task: row.split for row in cove.rows}
     assert splits == {"snli": "dev", "srl": "dev", "sst5": "test"}
 
 
 def test_sample_efficiency_table_is_figure_1() -> None:
-    table = named.sample_efficiency_table("mini", "demo", (0,), {})
+    table = reproductions.sample_efficiency_table("mini", "demo", (0,), {})
     assert [(r.base.task, r.base.train_fraction) for r in table.rows] == [
         (task, fraction) for task in ("snli", "srl") for fraction in (0.001, 0.01, 0.1, None)
     ]
@@ -108,27 +108,29 @@ def test_sample_efficiency_table_is_figure_1() -> None:
         ("ELMo", "Baseline"),
     ]
     assert "0.1 % of train" in table.rows[0].label and table.split == "dev"
-    specs = named.expected_specs(table)
+    specs = reproductions.expected_specs(table)
     assert len(specs) == 16 and {s.representation for s in specs} == {"none", "elmo"}
     with pytest.raises(ValueError, match="fractions"):
-        named.sample_efficiency_table("mini", "demo", (0,), {}, fractions=(0.0,))
+        reproductions.sample_efficiency_table("mini", "demo", (0,), {}, fractions=(0.0,))
 
 
 def test_row_seeds_are_each_task_s_own_count(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every table's rows take their seed count from the task (SNLI: 5 runs in the paper, as
     its TaskSpec says); nothing in ``named`` fixes a count per task."""
     for name in ("table1", "table2", "table3", "cove"):
-        (table,) = named.tables(name, "mini", "demo", None, {})
+        (table,) = reproductions.tables(name, "mini", "demo", None, {})
         for row in table.rows:
             assert row.seeds == tuple(range(registry.TASKS[row.base.task].seeds)), (name, row)
     for seeds in (5, 2):
         snli = dataclasses.replace(registry.TASKS["snli"], seeds=seeds)
         monkeypatch.setitem(registry.TASKS, "snli", snli)
-        (t2,) = named.tables("table2", "mini", "demo", None, {})
+        (t2,) = reproductions.tables("table2", "mini", "demo", None, {})
         assert {r.seeds for r in t2.rows if r.base.task == "snli"} == {tuple(range(seeds))}
         assert f"({seeds} per cell" in " ".join(t2.caption)
-        assert named.default_seeds("snli_elmo") == tuple(range(seeds))
-        specs = named.expected_specs(named.tables("snli_elmo", "mini", "demo", None, {})[0])
+        assert reproductions.default_seeds("snli_elmo") == tuple(range(seeds))
+        specs = reproductions.expected_specs(
+            reproductions.tables("snli_elmo", "mini", "demo", None, {})[0]
+        )
         assert sorted({s.seed for s in specs}) == list(range(seeds))
 
 
@@ -136,7 +138,7 @@ def test_dynamic_table_tests_per_token_weights_against_each_tasks_static_mix() -
     """``reproduce dynamic``: every task on Table 1's split, the task's own λ and sites (so the
     static column is Table 1's ELMo column); the dynamic column differs from it in the mix mode
     only and is tested against it."""
-    (table,) = named.tables("dynamic", "mini", "demo", (0, 1), {})
+    (table,) = reproductions.tables("dynamic", "mini", "demo", (0, 1), {})
     assert [row.base.task for row in table.rows] == list(registry.TASKS)
     assert table.paper_split is None
     assert [row.metric.key.split("_")[0] for row in table.rows] == [
@@ -156,8 +158,8 @@ def test_bilm_table_tests_warm_carry_and_fine_tuning_against_reset() -> None:
     run (so it is reused), warm and carry differ from it in the state policy only, the
     fine-tuned column in its biLM configuration only; each is tested against reset."""
     config = {"checkpoint": "lm.pt"}
-    (table,) = named.tables("bilm", "mini", "demo", (0, 1), config)
-    (t1,) = named.tables("table1", "mini", "demo", (0, 1), config)
+    (table,) = reproductions.tables("bilm", "mini", "demo", (0, 1), config)
+    (t1,) = reproductions.tables("table1", "mini", "demo", (0, 1), config)
     assert [row.base.task for row in table.rows] == list(registry.TASKS)
     reset, warm, carry, tuned = table.columns
     assert [c.versus for c in table.columns] == [None, reset.label, reset.label, reset.label]
@@ -184,22 +186,27 @@ def test_paper_preset_fine_tunes_the_biLM_where_the_paper_did() -> None:
     tuned = {n for n, t in registry.TASKS.items() if t.finetune_for("paper")}
     assert tuned == {"squad", "snli", "ner", "sst5"}
     for name in registry.TASKS:
-        paper = named.base_spec(name, "paper", "demo", {"checkpoint": "x"})
+        paper = reproductions.base_spec(name, "paper", "demo", {"checkpoint": "x"})
         want = {"checkpoint": "x", "finetune": 1.0} if name in tuned else {"checkpoint": "x"}
         assert paper.representation_config == want, name
-        off = named.base_spec(name, "paper", "demo", {"checkpoint": "x", "finetune": 0.0})
+        off = reproductions.base_spec(name, "paper", "demo", {"checkpoint": "x", "finetune": 0.0})
         assert off.representation_config == {"checkpoint": "x"}, name
-        assert "finetune" not in named.base_spec(name, "mini", "demo", {}).representation_config
-        two = named.base_spec(name, "mini", "demo", {"finetune": 2.0})
+        assert (
+            "finetune"
+            not in reproductions.base_spec(name, "mini", "demo", {}).representation_config
+        )
+        two = reproductions.base_spec(name, "mini", "demo", {"finetune": 2.0})
         assert two.representation_config == {"finetune": 2.0}
-    line = named.finetune_line([named.base_spec(n, "paper", "demo", {}) for n in registry.TASKS])
+    line = reproductions.finetune_line(
+        [reproductions.base_spec(n, "paper", "demo", {}) for n in registry.TASKS]
+    )
     assert "squad, snli" in line and "not fine-tuned: srl, coref" in line
 
 
 def test_tables_name_the_representation_and_the_data_they_compare() -> None:
     """Issue #36: a column names the model (``all-MiniLM-L6-v2 (hf)``, a factory by its name),
     a row the data set whenever it is not the bundled DEMO set."""
-    from experiments.named import data_name
+    from experiments.report.reproductions import data_name
     from tasks.representations import representation_label
 
     assert representation_label("hf") == "all-MiniLM-L6-v2 (hf)"
@@ -213,8 +220,8 @@ def test_tables_name_the_representation_and_the_data_they_compare() -> None:
     assert data_name("/data/subj") == "subj"
     assert data_name("hf:SetFit/subj") == "SetFit/subj"
     assert data_name("shared:dev/sentence_polarity") == "Sentence polarity (BCN, 2 classes)"
-    base = named.base_spec("sst5", "mini", "demo", {}, ())
-    (demo,) = named.rows("sst5", base, "test")
+    base = reproductions.base_spec("sst5", "mini", "demo", {}, ())
+    (demo,) = reproductions.rows("sst5", base, "test")
     assert demo.label == "SST-5 (accuracy) — DEMO data"
-    (row,) = named.rows("sst5", dataclasses.replace(base, data="/data/subj"), "test")
+    (row,) = reproductions.rows("sst5", dataclasses.replace(base, data="/data/subj"), "test")
     assert row.label == "SST-5 task model on subj (accuracy)"

@@ -1,4 +1,4 @@
-"""Table 4 nearest neighbours (experiments/neighbours.py) on tiny hand-made data."""
+"""Table 4 nearest neighbours (experiments/analyses/neighbours.py) on tiny hand-made data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import neighbours as nb
+from experiments.analyses import neighbours as nb
 from tasks.representations import GloveRepresentation, Layers
 
 

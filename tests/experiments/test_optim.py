@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from experiments.optim import build_optimizer
+from experiments.run.optim import build_optimizer
 from tasks.core import Optimizer, TrainConfig
 
 #: Every optimizer the presets declare, with non-default arguments where it has them.

@@ -27,8 +27,8 @@ from experiments.peer.run import (
     split_variant,
     variant_row,
 )
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore, RunRecord
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore, RunRecord
 from tasks.common.prf import span_f1_from_totals
 from tasks.ner.peer import PEER
 from tasks.ner.task import VERSION as NER_VERSION

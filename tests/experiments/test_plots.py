@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.plots import (
+from experiments.report.plots import (
     Panel,
     layer_weights,
     learning_bands,
@@ -20,7 +20,7 @@ from experiments.plots import (
     sample_efficiency_curves,
     series_label,
 )
-from experiments.spec import MixSpec, baseline_of
+from experiments.run.spec import MixSpec, baseline_of
 from tests.experiments.helpers import make_record, make_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -17,7 +17,7 @@ import pytest
 from experiments.cli import main
 from experiments.cli.errors import UsageError
 from experiments.cli.predict import sentence_examples
-from experiments.store import ResultsStore
+from experiments.run.store import ResultsStore
 from tasks.registry import get_task
 
 #: Each run trains one epoch on the first LIMIT examples of each split of the DEMO set, with the

@@ -1,4 +1,5 @@
-"""Layer probes (experiments/probes.py): readers, the linear POS probe, the WSD 1-NN, the demo."""
+"""Layer probes (experiments/analyses/probes.py): readers, the linear POS probe, the WSD 1-NN, the
+demo."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import probes
-from experiments.probes import (
+from experiments.analyses import probes
+from experiments.analyses.probes import (
     ProbeConfig,
     ProbeDataError,
     TaggedSentence,

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from bilm.pretrained import sha256_of
-from experiments import real_sets
-from experiments.real_data import convert, formats, install, manifest, propbank, sources
-from experiments.real_data import fetch as fetch_sets
-from experiments.real_data.formats import FormatError
+from experiments.data import real_sets
+from experiments.data.fetch import convert, formats, install, manifest, propbank, sources
+from experiments.data.fetch import fetch as fetch_sets
+from experiments.data.fetch.formats import FormatError
 from tests.conftest import SHARED
 
 SAMPLES = Path(__file__).with_name("real_data_samples")

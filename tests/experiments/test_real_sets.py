@@ -1,4 +1,4 @@
-"""The real sets registry (``experiments/real_sets.toml``) and ``--data real`` tables."""
+"""The real sets registry (``experiments/data/real_sets.toml``) and ``--data real`` tables."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments import named, real_sets
 from experiments.cli.errors import UsageError
 from experiments.cli.training import validate_specs
-from experiments.render import paper_comparable
+from experiments.data import real_sets
+from experiments.report import reproductions
+from experiments.report.render import paper_comparable
 from tasks import registry
 
 
@@ -51,7 +52,7 @@ def test_data_labels_resolve_against_the_shared_root(
 
 def test_real_tables_have_a_row_per_set_on_its_folder_and_split() -> None:
     sets = real_sets.real_sets()
-    table = named.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1), {})
+    table = reproductions.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1), {})
     assert [row.base.data for row in table.rows] == [s.data for s in sets]
     for row, item in zip(table.rows, sets, strict=True):
         assert row.base.task == item.task and row.split == item.split
@@ -62,7 +63,7 @@ def test_real_tables_have_a_row_per_set_on_its_folder_and_split() -> None:
     assert table.paper_split is None
     caption = " ".join(table.caption)
     assert all(s.reference in caption for s in sets)
-    (t1,) = named.tables("table1", "mini", "real", (0,), {}, tasks=["coref"])
+    (t1,) = reproductions.tables("table1", "mini", "real", (0,), {}, tasks=["coref"])
     coref_sets = [s for s in sets if s.task == "coref"]
     assert len(t1.rows) == len(coref_sets) * len(registry.TASKS["coref"].table_rows)
 
@@ -70,11 +71,11 @@ def test_real_tables_have_a_row_per_set_on_its_folder_and_split() -> None:
 def test_real_is_refused_for_one_run_and_missing_folders_are_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = named.base_spec("sst5", "mini", "real", {})
+    base = reproductions.base_spec("sst5", "mini", "real", {})
     with pytest.raises(UsageError, match="shared:FOLDER"):
         validate_specs([base])
     monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path))
-    shared = named.base_spec("sst5", "mini", "shared:dev/sentence_polarity", {})
+    shared = reproductions.base_spec("sst5", "mini", "shared:dev/sentence_polarity", {})
     with pytest.raises(UsageError, match="ELMO_BENCH_SHARED") as caught:
         validate_specs([shared])
     assert str(tmp_path / "data" / "dev" / "sentence_polarity") in str(caught.value)
@@ -97,7 +98,7 @@ def test_reproduce_real_shares_its_runs_with_compare_and_dynamic() -> None:
     MiniLM (tested against ELMo), 3 seeds per set; its MiniLM and ELMo runs are exactly those
     of ``compare --repr hf --data real`` and ``reproduce dynamic --data real`` (one set of
     runs serves all three tables)."""
-    (table,) = named.tables("real", "mini", "demo", None, {})
+    (table,) = reproductions.tables("real", "mini", "demo", None, {})
     assert table.seeds == (0, 1, 2) and table.paper_split is None
     assert [c.label for c in table.columns] == [
         "Baseline",
@@ -107,20 +108,20 @@ def test_reproduce_real_shares_its_runs_with_compare_and_dynamic() -> None:
     ]
     assert [c.versus for c in table.columns] == [None, "Baseline", "ELMo", "ELMo"]
     assert all(c.paper_key is None for c in table.columns)
-    compare = named.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1, 2), {})
-    (dynamic,) = named.tables("dynamic", "mini", "real", (0, 1, 2), {})
-    ours = {s.run_id for s in named.expected_specs(table)}
-    assert {s.run_id for s in named.expected_specs(compare)} <= ours
+    compare = reproductions.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1, 2), {})
+    (dynamic,) = reproductions.tables("dynamic", "mini", "real", (0, 1, 2), {})
+    ours = {s.run_id for s in reproductions.expected_specs(table)}
+    assert {s.run_id for s in reproductions.expected_specs(compare)} <= ours
     static = dynamic.columns[0]
     assert {s.run_id for r in dynamic.rows for s in dynamic.expected(r, static)} <= ours
     with pytest.raises(ValueError, match="real sets"):
-        named.tables("real", "mini", "/my/data", None, {})
+        reproductions.tables("real", "mini", "/my/data", None, {})
 
 
 def test_wall_time_lines_give_medians_and_the_machine() -> None:
     from types import SimpleNamespace
 
-    (table,) = named.tables("real", "mini", "demo", (0, 1, 2), {}, tasks=["sst5"])
+    (table,) = reproductions.tables("real", "mini", "demo", (0, 1, 2), {}, tasks=["sst5"])
     row, elmo = table.rows[0], table.columns[1]
     records = [
         SimpleNamespace(
@@ -130,7 +131,7 @@ def test_wall_time_lines_give_medians_and_the_machine() -> None:
         )
         for spec, wall in zip(table.expected(row, elmo), (100.0, 300.0, 200.0), strict=True)
     ]
-    (line,) = named.wall_time_lines(table, records)
+    (line,) = reproductions.wall_time_lines(table, records)
     assert "AMD EPYC (AVX2), cpu, 1 thread" in line
     assert "dev/sentence_polarity: ELMo 200" in line
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from experiments.render import (
+from experiments.report.render import (
     CSV_FIELDS,
     PROVENANCE_HEADING,
     IncreaseColumn,
@@ -31,14 +31,14 @@ from experiments.render import (
     table1,
     table2,
 )
-from experiments.significance import Comparison, holm
-from experiments.spec import RunSpec, baseline_fields, baseline_of, derive
-from experiments.store import Provenance, RunRecord
+from experiments.report.significance import Comparison, holm
+from experiments.run.spec import RunSpec, baseline_fields, baseline_of, derive
+from experiments.run.store import Provenance, RunRecord
 from tasks.core import MetricSpec
 from tests.conftest import REPO
 from tests.experiments.helpers import PROVENANCE, make_record, make_spec
 
-cells_module = importlib.import_module("experiments.render.cells")  # where the tests are run
+cells_module = importlib.import_module("experiments.report.render.cells")  # where the tests are run
 GOLDENS = REPO / "tests" / "experiments" / "goldens"
 ACC = MetricSpec("accuracy", scale=100, decimals=1)
 DEV_ACC = MetricSpec("dev_accuracy", scale=100, decimals=1)
@@ -303,7 +303,7 @@ def test_honest_tables_split_caption_and_not_converged() -> None:
 
 
 def test_first_epoch_reaching() -> None:
-    from experiments.render import first_epoch_reaching
+    from experiments.report.render import first_epoch_reaching
 
     log = [{"epoch": 1, "dev_f1": 0.2}, {"epoch": 2, "dev_f1": 0.5}, {"epoch": 3, "dev_f1": 0.6}]
     assert first_epoch_reaching(log, "dev_f1", 0.5) == 2
@@ -654,7 +654,7 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
     store.records[-1] = dataclasses.replace(
         store.records[-1], spec=dataclasses.replace(store.records[-1].spec, state="warm")
     )
-    from experiments.render.captions import provenance_lines
+    from experiments.report.render.captions import provenance_lines
 
     text = " ".join(provenance_lines(store.records[1:]))
     assert "⚠ runs rest on 2 different biLM" not in text

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments import named, report
-from experiments.identity import run_identity
-from experiments.render import load_paper, render
-from experiments.spec import RunSpec, derive
-from experiments.store import ResultsStore, RunRecord
+from experiments.report import page as html_report
+from experiments.report import reproductions
+from experiments.report.render import load_paper, render
+from experiments.run.identity import run_identity
+from experiments.run.spec import RunSpec, derive
+from experiments.run.store import ResultsStore, RunRecord
 from tasks.registry import TASKS
 from tests.experiments import toy_task
 from tests.experiments.helpers import PROVENANCE
@@ -58,15 +59,17 @@ def fake_record(spec: RunSpec, value: float) -> RunRecord:
 def fill_store(root: Path) -> ResultsStore:
     """Table 1 and 2 runs of the toy task (two seeds), part of Table 3, and Figure 1 runs."""
     store = ResultsStore(root)
-    tables = named.tables("table1", "mini", "demo", SEEDS, {})
-    tables += named.tables("table2", "mini", "demo", SEEDS, {}, tasks=["toy"])
-    specs = {s.run_id: s for t in tables for s in named.expected_specs(t) if s.task == "toy"}
-    (t3,) = named.tables("table3", "mini", "demo", (0,), {}, tasks=["toy"])
-    both = [s for s in named.expected_specs(t3) if s.task == "toy" and len(s.sites) == 2]
+    tables = reproductions.tables("table1", "mini", "demo", SEEDS, {})
+    tables += reproductions.tables("table2", "mini", "demo", SEEDS, {}, tasks=["toy"])
+    specs = {
+        s.run_id: s for t in tables for s in reproductions.expected_specs(t) if s.task == "toy"
+    }
+    (t3,) = reproductions.tables("table3", "mini", "demo", (0,), {}, tasks=["toy"])
+    both = [s for s in reproductions.expected_specs(t3) if s.task == "toy" and len(s.sites) == 2]
     specs.update({s.run_id: s for s in both})
-    base = named.base_spec("toy", "mini", "demo", {})
+    base = reproductions.base_spec("toy", "mini", "demo", {})
     for fraction in FRACTIONS:
-        for spec in (base, named.baseline(base)):
+        for spec in (base, reproductions.baseline(base)):
             for seed in SEEDS:
                 point = derive(spec, {"train_fraction": fraction, "seed": seed})
                 specs[point.run_id] = point
@@ -77,7 +80,7 @@ def fill_store(root: Path) -> ResultsStore:
         record = fake_record(spec, value)
         if spec.representation != "none" and spec.seed == 0 and spec.train_fraction is None:
             record = dataclasses.replace(
-                record, attachments={report.WANDB_ATTACHMENT: json.dumps({"url": WANDB_URL})}
+                record, attachments={html_report.WANDB_ATTACHMENT: json.dumps({"url": WANDB_URL})}
             )
         store.put(record)
     return store
@@ -89,7 +92,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]
     folder = tmp_path_factory.mktemp("report")
     with toy_task.registered(folder / "demo"):
         fill_store(folder / "store")
-        path = report.write_report(
+        path = html_report.write_report(
             folder / "store", folder / "out" / "report.html", seeds=SEEDS, now=NOW
         )
     yield path, path.read_text(encoding="utf-8")
@@ -227,9 +230,9 @@ def test_markdown_parsing_round_trips(tmp_path: Path, monkeypatch: pytest.Monkey
 
     task = toy_task.make_task(tmp_path)
     monkeypatch.setitem(registry.TASKS, task.name, task)
-    (table,) = named.tables("toy_elmo", "mini", "demo", (0,), {})
-    records = [fake_record(s, 0.7) for s in named.expected_specs(table)]
-    title, captions, header, body, notes, provenance = report.parse_markdown_table(
+    (table,) = reproductions.tables("toy_elmo", "mini", "demo", (0,), {})
+    records = [fake_record(s, 0.7) for s in reproductions.expected_specs(table)]
+    title, captions, header, body, notes, provenance = html_report.parse_markdown_table(
         render(table, records, load_paper())
     )
     assert title == table.title and captions[0].startswith("biLM:")
@@ -244,13 +247,13 @@ def test_markdown_parsing_round_trips(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_setups_follow_the_stored_specs() -> None:
     a = toy_task_spec("demo", {})
     b = toy_task_spec("/data/toy", {"checkpoint": "x.pt"})
-    records = [fake_record(s, 0.5) for s in (a, b, named.baseline(b))]
-    setups = report.find_setups(records)
+    records = [fake_record(s, 0.5) for s in (a, b, reproductions.baseline(b))]
+    setups = html_report.find_setups(records)
     assert [(s.data, dict(s.rep_config)) for s in setups] == [
         ("/data/toy", {"checkpoint": "x.pt"}),
         ("demo", {}),
     ]
-    assert setups[0].holds(named.baseline(b)) and not setups[0].holds(a)
+    assert setups[0].holds(reproductions.baseline(b)) and not setups[0].holds(a)
 
 
 def toy_task_spec(data: str, rep_config: dict[str, object]) -> RunSpec:
@@ -260,9 +263,9 @@ def toy_task_spec(data: str, rep_config: dict[str, object]) -> RunSpec:
 def test_an_online_wandb_run_link_is_stored_with_the_run(tmp_path: Path) -> None:
     """The runner keeps an online W&B run's URL as the ``wandb.json`` attachment the report
     links (offline runs have none)."""
-    from experiments.runner import RunOptions, train
-    from experiments.spec import RunSpec
-    from experiments.wandb_sink import NullSink
+    from experiments.run.runner import RunOptions, train
+    from experiments.run.spec import RunSpec
+    from experiments.run.wandb_sink import NullSink
     from tests.experiments.toy_task import registered
 
     class Linked(NullSink):
@@ -284,11 +287,11 @@ def test_a_damaged_record_is_left_out_of_the_report_with_a_warning(
     """Issue #36: one damaged record blocked the whole report."""
     with toy_task.registered(tmp_path / "demo"):
         store = ResultsStore(tmp_path / "store")
-        base = named.base_spec("toy", "mini", "demo", {})
+        base = reproductions.base_spec("toy", "mini", "demo", {})
         store.put(fake_record(base, 0.7))
         broken = store.put(fake_record(derive(base, {"seed": 1}), 0.6))
         (broken / "log.jsonl").write_text('{"epoch": 1', encoding="utf-8")
-        page = report.build_report(tmp_path / "store", now=NOW)
+        page = html_report.build_report(tmp_path / "store", now=NOW)
     err = capsys.readouterr().err.splitlines()
     (warning,) = [line for line in err if line.startswith("warning:")]
     assert warning.startswith(f"warning: {broken / 'log.jsonl'}: not valid JSON (")

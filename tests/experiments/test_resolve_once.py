@@ -1,6 +1,6 @@
 """A run is resolved once (issue #35): from the command line to the training loop, each run's
 task is looked up in the registry once, its configuration built once and its identity computed
-once, and the one :class:`~experiments.resolve.ResolvedRun` is handed down (the check, the reuse
+once, and the one :class:`~experiments.run.resolve.ResolvedRun` is handed down (the check, the reuse
 decision, the set-up, the checkpoint and the record read it).
 
 Calls are counted by a profile hook on the functions' code objects, so every entry counts,
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from experiments import identity
 from experiments.cli import main
-from experiments.resolve import Resolver, identified, resolve
-from experiments.spec import RunSpec
+from experiments.run import identity
+from experiments.run.resolve import Resolver, identified, resolve
+from experiments.run.spec import RunSpec
 from tasks import registry
 from tasks.core import TaskSpec
 from tests.experiments.helpers import cli_dirs
@@ -41,7 +41,7 @@ COUNTED: tuple[Callable[..., Any], ...] = (
     identity.device_kind,
 )
 #: Where a command builds its specs from a task name (once per command, not per run).
-SPEC_BUILDING = "experiments.named"
+SPEC_BUILDING = "experiments.report.reproductions"
 
 
 @contextlib.contextmanager
@@ -98,7 +98,7 @@ def test_a_command_resolves_each_run_once(
     lookups = [
         caller for (name, caller), n in counts.items() if name == "get_task" for _ in range(n)
     ]
-    assert [c for c in lookups if c != SPEC_BUILDING] == ["experiments.resolve"] * 2
+    assert [c for c in lookups if c != SPEC_BUILDING] == ["experiments.run.resolve"] * 2
 
 
 def test_a_replay_resolves_its_run_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,13 +19,13 @@ import pytest
 import torch
 
 from bilm.scalar_mix import MixSpec
-from experiments import runner, scoring
 from experiments.__main__ import main
-from experiments.resolve import resolve
-from experiments.runner import RunOptions, train
-from experiments.setup import set_up
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore
+from experiments.run import runner, scoring
+from experiments.run.resolve import resolve
+from experiments.run.runner import RunOptions, train
+from experiments.run.setup import set_up
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore
 from tasks.common.inject import Injector
 from tasks.squad.task import VERSION as SQUAD_VERSION
 from tests.conftest import REPO
@@ -80,8 +80,8 @@ def test_resume_after_kill_9_with_schedule_and_ema(toy: object, tmp_path: Path) 
 import os, signal, sys, torch
 torch.set_num_threads({torch.get_num_threads()})
 from pathlib import Path
-from experiments import runner
-from experiments.spec import RunSpec
+from experiments.run import runner
+from experiments.run.spec import RunSpec
 from tests.experiments.test_wandb_sink import decode_run
 from tests.experiments.toy_task import SCHEDULED, registered
 real = runner._train_batch
@@ -313,7 +313,7 @@ def test_cli_run_sweep_reproduce_render_on_the_toy_task(
 def test_wandb_gets_one_offline_run_per_training_run(
     toy: object, tmp_path: Path, offline_env: Path
 ) -> None:
-    from experiments.wandb_sink import WandbOptions
+    from experiments.run.wandb_sink import WandbOptions
 
     spec = toy_spec(
         representation="elmo",
@@ -402,7 +402,7 @@ def test_a_carry_run_resumes_exactly(
     evaluation and resumed ends with the uninterrupted run's losses and metrics, to the bit (its
     state went on from where it was, not from zero). A checkpoint without the state (written
     before it was kept) is not resumed: the run starts afresh and still ends identical."""
-    from experiments.checkpoint import CHECKPOINT
+    from experiments.run.checkpoint import CHECKPOINT
     from tests.contract.helpers import write_tiny_checkpoint
 
     tiny = write_tiny_checkpoint(tmp_path)
@@ -450,9 +450,9 @@ def test_off_a_terminal_training_prints_a_line_about_every_minute(
     toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Between evaluations a run off a terminal is never silent for long: a line (batches done,
-    running loss, seconds) once :data:`experiments.progress.LINE_EVERY_S` has passed (here a
+    running loss, seconds) once :data:`experiments.run.progress.LINE_EVERY_S` has passed (here a
     clock that moves 25 s a batch: a line every third batch)."""
-    from experiments import progress
+    from experiments.run import progress
 
     ticks = iter(range(0, 100_000, 25))
     monkeypatch.setattr(progress, "now", lambda: float(next(ticks)))
@@ -497,7 +497,7 @@ def test_improving_evaluations_never_count_against_patience(
 
 
 def test_training_subsets_are_nested_ordered_and_seed_independent() -> None:
-    from experiments.setup import training_subset
+    from experiments.run.setup import training_subset
 
     examples = list(range(1000))
     small, large = training_subset(examples, 0.01), training_subset(examples, 0.1)

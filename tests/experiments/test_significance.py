@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from experiments import significance
-from experiments.significance import (
+from experiments.report import significance
+from experiments.report.significance import (
     SAMPLES,
     Comparison,
     compare_runs,

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments import plots, report
 from experiments.cli import main
-from experiments.render import (
+from experiments.report import page as html_report
+from experiments.report import plots
+from experiments.report.render import (
     Row,
     RunsColumn,
     load_paper,
@@ -21,7 +22,7 @@ from experiments.render import (
     smoke_reasons,
     table1,
 )
-from experiments.store import ResultsStore
+from experiments.run.store import ResultsStore
 from tasks.core import MetricSpec
 from tasks.registry import get_task
 from tests.experiments.helpers import cli_dirs, make_record, make_spec
@@ -78,7 +79,7 @@ def test_a_smoke_sweep_on_demo_data_is_labelled_in_its_table_and_the_report(
     with registered(tmp_path / "toy-demo"):
         budget = _budget("toy")
         assert main([*argv, *cli_dirs(tmp_path)]) == 0
-        page = report.build_report(tmp_path / "store")
+        page = html_report.build_report(tmp_path / "store")
     title = next(t for t in capsys.readouterr().out.splitlines() if t.startswith("**Sweep"))
     assert "[DEMO DATA, not the task's dataset]" in title
     assert (

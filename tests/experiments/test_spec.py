@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.spec import (
+from experiments.run.spec import (
     MixSpec,
     RunSpec,
     baseline_of,

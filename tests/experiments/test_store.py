@@ -12,8 +12,8 @@ from typing import IO
 
 import pytest
 
-import experiments.store as store_module
-from experiments.store import (
+import experiments.run.store as store_module
+from experiments.run.store import (
     FILES,
     ResultsStore,
     RunExistsError,

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from experiments.wandb_sink import NullSink, Sink, WandbOptions, WandbSink, log_artifacts
+from experiments.run.wandb_sink import NullSink, Sink, WandbOptions, WandbSink, log_artifacts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,7 +145,7 @@ def test_options_default_to_offline_and_the_work_folder(monkeypatch: pytest.Monk
 
 def test_importing_experiments_does_not_import_wandb() -> None:
     code = (
-        "import sys, experiments, experiments.wandb_sink as w; "
+        "import sys, experiments, experiments.run.wandb_sink as w; "
         "w.WandbOptions('p'); w.NullSink(); assert 'wandb' not in sys.modules, 'wandb imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
@@ -279,7 +279,7 @@ def test_log_artifacts_offline(offline_env: Path, monkeypatch: pytest.MonkeyPatc
 def test_log_outputs_is_one_artifact_named_by_the_group_or_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from experiments import wandb_sink
+    from experiments.run import wandb_sink
 
     calls: list[tuple[WandbOptions, list[Path], str]] = []
 

@@ -12,7 +12,7 @@ import pytest
 from experiments.cli import main
 from experiments.cli.errors import UsageError
 from experiments.cli.options import run_config, task_overrides
-from experiments.store import ResultsStore
+from experiments.run.store import ResultsStore
 from tests.conftest import shared_path
 
 

@@ -239,16 +239,16 @@ def test_a_damaged_record_blocks_only_the_tables_that_need_it(
 ) -> None:
     """Issue #36: one damaged record of a task blocked rendering every table of that task,
     with a message that did not mention --rerun."""
-    from experiments import named
-    from experiments.spec import derive
-    from experiments.store import ResultsStore
+    from experiments.report import reproductions
+    from experiments.run.spec import derive
+    from experiments.run.store import ResultsStore
     from tests.experiments.test_report import fake_record
 
     dirs = ["--store", str(tmp_path / "store"), "--out", str(tmp_path / "out")]
     argv = ["render", "table1", "--tasks", "toy", "--seeds", "0", *dirs]
     with registered(tmp_path / "toy-demo"):
-        (table,) = named.tables("table1", "mini", "demo", (0,), {}, tasks=["toy"])
-        specs = named.expected_specs(table)
+        (table,) = reproductions.tables("table1", "mini", "demo", (0,), {}, tasks=["toy"])
+        specs = reproductions.expected_specs(table)
         store = ResultsStore(tmp_path / "store")
         for spec in specs:
             store.put(fake_record(spec, 0.7))

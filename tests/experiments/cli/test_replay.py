@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments import identity
 from experiments.cli import main
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore
+from experiments.run import identity
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore
 from tasks.registry import get_task
 from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import registered

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from experiments.cli import main
-from experiments.store import ResultsStore
+from experiments.run.store import ResultsStore
 from tasks.registry import get_task
 from tests.conftest import REPO
 from tests.experiments.helpers import cli_dirs, without_timings
@@ -95,7 +95,7 @@ def test_a_changed_data_file_trains_the_run_again_and_keeps_the_old_record(
     # one changed line of train.txt: trained again, from scratch, the old record superseded
     change_line(data / "train.txt")
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="experiments.runner"):
+    with caplog.at_level(logging.INFO, logger="experiments.run.runner"):
         changed, err = run(argv, capsys)
     assert changed["run_id"] == rid
     assert f"] done   {rid}" in err
@@ -160,7 +160,7 @@ def test_rerun_does_not_resume_the_finished_checkpoint(
 ) -> None:
     argv = run_argv(data, tmp_path)
     run(argv, capsys)
-    with caplog.at_level(logging.INFO, logger="experiments.runner"):
+    with caplog.at_level(logging.INFO, logger="experiments.run.runner"):
         run([*argv, "--rerun"], capsys)
     assert "resumed" not in caplog.text
 
@@ -220,7 +220,7 @@ def test_ctrl_c_during_a_run_leaves_a_store_the_next_identical_command_completes
     visible = [p.name for p in task_dir.iterdir()] if task_dir.is_dir() else []
     assert [name for name in visible if not name.startswith(".")] == []
     # the identical command resumes it and finishes
-    with caplog.at_level(logging.INFO, logger="experiments.runner"):
+    with caplog.at_level(logging.INFO, logger="experiments.run.runner"):
         resumed, err = run(argv, capsys)
     assert f"resumed {checkpoint.parent} at epoch {state['epoch']}" in caplog.text
     assert AFRESH not in caplog.text

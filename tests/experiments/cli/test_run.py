@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
-from experiments.identity import representation_identity
-from experiments.spec import RunSpec
-from experiments.store import ResultsStore
+from experiments.run.identity import representation_identity
+from experiments.run.spec import RunSpec
+from experiments.run.store import ResultsStore
 from tasks.common.io import ReadStats
 from tests.conftest import REPO
 from tests.experiments.helpers import cli_dirs
@@ -144,7 +144,7 @@ def test_finetune_bilm_passes_the_checks_before_any_run() -> None:
     (the builder never sees it) and still refuse a key the builder does not take."""
     from experiments.cli.errors import UsageError
     from experiments.cli.training import validate_specs
-    from experiments.spec import RunSpec
+    from experiments.run.spec import RunSpec
 
     validate_specs([RunSpec(task="sst5", task_version=1, representation_config={"finetune": 1.0})])
     with pytest.raises(UsageError, match="bogus"):

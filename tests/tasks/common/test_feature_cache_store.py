@@ -355,7 +355,7 @@ def test_an_old_format_entry_is_rebuilt(tmp_path: Path, capsys: pytest.CaptureFi
 
 # ------------------------------------------------------------------------------ runner
 def test_make_represent_passes_the_budget(tmp_path: Path) -> None:
-    from experiments.runner import RunOptions, make_represent
+    from experiments.run.runner import RunOptions, make_represent
 
     assert RunOptions(cache_budget="20GB").cache_budget == "20GB"
     with pytest.raises(CacheSpaceError):
@@ -370,7 +370,7 @@ def test_make_represent_passes_the_budget(tmp_path: Path) -> None:
 def test_make_represent_runs_a_carry_representation_live(tmp_path: Path) -> None:
     """A ``carry`` representation's vectors depend on the batches before them: it is never
     cached (no entry is written, every call reaches the representation)."""
-    from experiments.runner import make_represent
+    from experiments.run.runner import make_represent
 
     class Carrying(Toy):
         state_policy = "carry"

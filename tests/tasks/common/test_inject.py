@@ -196,7 +196,7 @@ def test_mix_spec_validates() -> None:
 
 def test_one_mix_spec_for_the_harness_and_the_library() -> None:
     import bilm
-    from experiments import spec
+    from experiments.run import spec
 
     assert MixSpec is bilm.MixSpec is spec.MixSpec
 
@@ -243,8 +243,8 @@ def test_dynamic_penalty_reaches_mix_penalty_after_the_forward(elmo: Representat
 
 def test_a_dynamic_toy_run_trains_and_logs_mean_and_spread(tmp_path: Path) -> None:
     from experiments.cli import main
-    from experiments.plots import layer_weights, plot_layer_weights_figure, table_plots
-    from experiments.store import ResultsStore
+    from experiments.report.plots import layer_weights, plot_layer_weights_figure, table_plots
+    from experiments.run.store import ResultsStore
     from tests.experiments.helpers import cli_dirs
     from tests.experiments.toy_task import registered
 

@@ -154,9 +154,9 @@ def test_cut_dev_contexts_are_reported_at_set_up_and_stored_with_the_read_stats(
 def test_a_context_too_long_for_the_memory_is_refused_before_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from experiments.resolve import resolve
-    from experiments.setup import RunOptions, set_up
-    from experiments.spec import RunSpec
+    from experiments.run.resolve import resolve
+    from experiments.run.setup import RunOptions, set_up
+    from experiments.run.spec import RunSpec
 
     folder, _ = _long_dev(tmp_path / "data", 3000)
     monkeypatch.setattr(squad_task, "available_memory", lambda device: 10**9)  # 1 GB

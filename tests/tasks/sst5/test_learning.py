@@ -12,7 +12,7 @@ DEMO data (CI runs it), the shipped small biLM at the task's mini sites (input a
 output, ELMo dropout 0.5), the first 4,000 training phrases, three epochs, one CPU thread; about
 15 s per seed, hence ``slow``. Every seed must beat the majority class (20 %: the DEMO dev roots
 are balanced over five labels) clearly, predict more than one label, be judged healthy by
-:mod:`experiments.health`, and lower its training loss.
+:mod:`experiments.run.health`, and lower its training loss.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import torch
 from torch import nn
 
 import tasks.sst5.task as sst5_task
-from experiments.named import base_spec
-from experiments.runner import RunOptions, TrainOutcome, train
-from experiments.spec import RunSpec
+from experiments.report.reproductions import base_spec
+from experiments.run.runner import RunOptions, TrainOutcome, train
+from experiments.run.spec import RunSpec
 from tests.conftest import shared_path
 
 SEEDS = (0, 1, 2)

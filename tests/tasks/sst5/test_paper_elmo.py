@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from bilm.scalar_mix import MixSpec
-from experiments.named import base_spec
+from experiments.report.reproductions import base_spec
 from tasks.common.inject import Injector
 from tasks.core import PresetElmo
 from tasks.representations import build_representation

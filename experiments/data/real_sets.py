@@ -1,0 +1,214 @@
+"""The real, public, labelled data sets the tasks read in place
+(``experiments/data/real_sets.toml``).
+
+``--data real`` on ``compare`` and ``reproduce`` makes one table row per set (instead of one per
+task on one data folder): each row's spec reads the set's folder, with the set's task
+configuration changes, scored on the set's held-out split. A spec names such a folder by a
+location-independent label, ``shared:<folder>`` (e.g. ``shared:real/litbank-coref``), resolved
+against the shared data root at run time (:func:`data_path`), so the same run has the same id on
+every clone; the run's identity still fingerprints the files it read.
+
+The shared data root (:func:`shared_data_root`) is ``$ELMO_BENCH_SHARED/data`` when that variable
+is set, else ``../shared/data`` beside the repository when it is there (where CI and the
+developers' machines keep it), else the copy ``python -m experiments real-data fetch`` rebuilds
+from the sets' public sources in the project's cache (:func:`fetched_data_root`) when it is
+there (``docs/real_data.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "FETCH_COMMAND",
+    "REAL",
+    "REAL_SEEDS",
+    "SHARED_PREFIX",
+    "SHARED_ROOT_TEXT",
+    "RealSet",
+    "data_path",
+    "fetch_command",
+    "fetched_data_root",
+    "is_shared",
+    "missing_folders",
+    "missing_hint",
+    "missing_sets",
+    "real_sets",
+    "shared_data_root",
+]
+
+#: The ``--data`` value whose rows are the real sets.
+REAL = "real"
+#: Seeds of ``reproduce real`` unless given (issue #24: three per cell).
+REAL_SEEDS = (0, 1, 2)
+#: Prefix of a spec's data label naming a folder below the shared data root.
+SHARED_PREFIX = "shared:"
+#: How captions and messages name the shared data root (never this machine's path).
+SHARED_ROOT_TEXT = "../shared/data beside the repository, or $ELMO_BENCH_SHARED/data"
+#: The command that rebuilds the sets from their public sources (:mod:`experiments.data.fetch`).
+FETCH_COMMAND = "python -m experiments real-data fetch"
+_BESIDE = Path(__file__).resolve().parents[3] / "shared"
+_REGISTRY = Path(__file__).with_name("real_sets.toml")
+
+
+@dataclass(frozen=True)
+class RealSet:
+    """One real data set a task reads (a section of ``real_sets.toml``).
+
+    Attributes:
+        name: the section name, e.g. ``"litbank-coref"``.
+        task: the registered task that reads it.
+        label: the row label, e.g. ``"LitBank coreference"``.
+        folder: below the shared data root, e.g. ``"real/litbank-coref"``.
+        split: the split its numbers are scored on (``dev`` where the test split is held back).
+        overrides: task configuration changes the set needs (``--set`` syntax).
+        licence: the set's licence, as its README states it.
+        reference: a published figure on the set, with its citation (another setup: shown for
+            orientation, never as a reproduction); ``""`` when there is none.
+    """
+
+    name: str
+    task: str
+    label: str
+    folder: str
+    split: str
+    overrides: tuple[str, ...] = ()
+    licence: str = ""
+    reference: str = ""
+
+    @property
+    def data(self) -> str:
+        """The spec's data label (``shared:<folder>``)."""
+        return SHARED_PREFIX + self.folder
+
+    @property
+    def eval_splits(self) -> tuple[str, ...]:
+        """The splits its runs score: dev always (model selection), and test when it is the
+        split of the numbers."""
+        return ("dev", "test") if self.split == "test" else ("dev",)
+
+
+def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> list[RealSet]:
+    """The registered real sets, in file order (only those of ``tasks`` when given).
+
+    Raises:
+        ValueError: a section that names an unknown task or split, or lacks a field.
+    """
+    from tasks.registry import TASKS
+
+    with path.open("rb") as handle:
+        sections = tomllib.load(handle)
+    out = []
+    for name, entry in sections.items():
+        try:
+            item = RealSet(
+                name=name,
+                task=entry["task"],
+                label=entry["label"],
+                folder=entry["folder"],
+                split=entry["split"],
+                overrides=tuple(entry.get("overrides", ())),
+                licence=entry.get("licence", ""),
+                reference=entry.get("reference", ""),
+            )
+        except KeyError as error:
+            raise ValueError(f"{path}: [{name}] lacks {error.args[0]!r}") from None
+        if item.task not in TASKS or item.split not in ("dev", "test"):
+            raise ValueError(f"{path}: [{name}] task {item.task!r} / split {item.split!r}")
+        if tasks is None or item.task in tasks:
+            out.append(item)
+    return out
+
+
+def fetched_data_root() -> Path:
+    """Where ``python -m experiments real-data fetch`` puts the sets unless told otherwise:
+    ``shared/data`` in the project's cache (``$ELMO_BENCH_CACHE``, else ``~/.cache/elmo-bench``),
+    laid out as ``../shared/data`` is."""
+    from bilm.pretrained import cache_root
+
+    return cache_root() / "shared" / "data"
+
+
+def shared_data_root() -> Path:
+    """The data root ``shared:`` labels resolve against, the first that applies:
+
+    1. ``$ELMO_BENCH_SHARED/data`` when that variable is set (whether or not it exists);
+    2. ``../shared/data`` beside the repository, when it is there;
+    3. :func:`fetched_data_root`, when it is there (the user ran :data:`FETCH_COMMAND`);
+    4. else ``../shared/data`` (absent: the messages about missing folders name it).
+    """
+    env = os.environ.get("ELMO_BENCH_SHARED")
+    if env:
+        return Path(env).expanduser() / "data"
+    beside = _BESIDE / "data"
+    if beside.is_dir():
+        return beside
+    fetched = fetched_data_root()
+    return fetched if fetched.is_dir() else beside
+
+
+def fetch_command() -> str:
+    """:data:`FETCH_COMMAND` as it puts the sets where ``shared:`` labels look now: with
+    ``--out`` when that is ``$ELMO_BENCH_SHARED/data`` or a present ``../shared/data``."""
+    root = shared_data_root()
+    chosen = bool(os.environ.get("ELMO_BENCH_SHARED")) or root.is_dir()
+    if root == fetched_data_root() or not chosen:
+        return FETCH_COMMAND
+    return f"{FETCH_COMMAND} --out {root}"
+
+
+def missing_hint() -> str:
+    """How to supply missing ``shared:`` folders, for a message that has named them."""
+    return (
+        f"rebuild them from their public sources with {fetch_command()} (docs/real_data.md), "
+        f"put the shared folder beside the repository ({_BESIDE}) or set ELMO_BENCH_SHARED to "
+        "the folder that holds data/"
+    )
+
+
+def portable_source(source: str) -> str:
+    """``source`` (a reader's files, comma-separated) as a record stores it: a path below the
+    shared data root as ``shared:<folder>/…``, below the home folder as ``~/…``; anything else
+    (a relative path, a Hub name) unchanged. Records then name no machine's folders."""
+    root = shared_data_root()
+    roots = [(f"{str(r).rstrip('/')}/", SHARED_PREFIX) for r in {root, root.resolve()}]
+    roots.append((f"{str(Path.home()).rstrip('/')}/", "~/"))
+    parts = []
+    for part in source.split(", "):
+        for prefix, label in roots:
+            if part.startswith(prefix):
+                part = label + part[len(prefix) :]
+                break
+        parts.append(part)
+    return ", ".join(parts)
+
+
+def is_shared(label: str) -> bool:
+    """Whether a data label names a folder below the shared data root."""
+    return label.startswith(SHARED_PREFIX)
+
+
+def data_path(label: str) -> str | None:
+    """Where a spec's data is read from: ``None`` for the bundled DEMO set, the folder below
+    the shared root for ``shared:<folder>``, else the label itself (a folder the user gave)."""
+    if label == "demo":
+        return None
+    if is_shared(label):
+        return str(shared_data_root() / label.removeprefix(SHARED_PREFIX))
+    return label
+
+
+def missing_folders(labels: Iterable[str]) -> list[str]:
+    """The folders that the ``shared:`` labels among ``labels`` name and this machine lacks,
+    sorted (``[]``: all present; other labels are not checked)."""
+    folders = {str(data_path(label)) for label in labels if is_shared(label)}
+    return sorted(f for f in folders if not Path(f).is_dir())
+
+
+def missing_sets(sets: Sequence[RealSet]) -> list[str]:
+    """The folders of ``sets`` that are not on this machine (``[]``: all present)."""
+    return missing_folders(s.data for s in sets)

@@ -1,0 +1,803 @@
+"""Named reproductions: which runs fill which table (``python -m experiments reproduce NAME``).
+
+Built from the task registry, never from task names written here: every task contributes
+``<task>_baseline``, ``<task>_elmo`` (its Table 1 row), ``<task>_ablations`` (its Table 2 and
+Table 3 rows) and ``<task>_cove``. The whole tables take a row per task: ``table1`` every
+registered task, ``table2`` / ``table3`` / ``cove`` the tasks the paper's table has (the sections
+of ``paper.toml``); ``tasks=`` chooses others. A task's base spec is the paper's ELMo
+configuration for it, read from its :class:`~tasks.core.TaskSpec` (default sites, mix and ELMo
+dropout); each row has its task's seeds (:attr:`~tasks.core.TaskSpec.seeds`, the paper's count:
+5 where it averages five runs, e.g. NER, SST-5 and SNLI) unless seeds are given, and its task's
+split. No seed count is written here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.data.real_sets import (
+    REAL,
+    REAL_SEEDS,
+    SHARED_PREFIX,
+    SHARED_ROOT_TEXT,
+    is_shared,
+    real_sets,
+)
+from experiments.report.render import (
+    Row,
+    RunsColumn,
+    TableSpec,
+    bilm_description,
+    bilm_table,
+    cove_table,
+    dynamic_table,
+    load_paper,
+    real_table,
+    table1,
+    table2,
+    table3,
+)
+from experiments.run.spec import RunSpec, baseline_fields, baseline_of, derive
+from tasks.registry import TASKS, get_task
+from tasks.representations import representation_label
+
+#: A table's ``data``: one data label for every row (``demo``, a folder, ``shared:NAME``, ``real``)
+#: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
+Data = str | Mapping[str, str]
+
+TABLES = ("table1", "table2", "table3", "cove", "dynamic", "bilm", "real")
+#: The biLM table's caption line on its fine-tuned column (the other columns are not).
+BILM_FINETUNE_LINE = (
+    "Fine-tuned biLM: the biLM first fine-tuned one epoch as a language model on each task's "
+    "training text (its dev text held out for the perplexities), then frozen (paper §3.4, "
+    "A.1); the other columns: the biLM as given."
+)
+COVE_MISSING = (
+    "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
+    "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
+    "input vectors)."
+)
+
+
+def reproductions() -> dict[str, str]:
+    """Every named reproduction → what it runs."""
+    named = {
+        "table1": "Table 1: baseline vs ELMo + baseline, every task",
+        "table2": "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
+        "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
+        "cove": "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
+        "dynamic": "beyond the paper: per-token (dynamic) vs static layer weights, every task",
+        "bilm": "beyond the paper's tables: biLM state reset / warm / carry and the biLM "
+        "fine-tuned on the task's text (A.1), every task",
+        "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
+        "MiniLM per set, 3 seeds",
+    }
+    for name in TASKS:
+        named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
+        named[f"{name}_elmo"] = f"{name}: baseline vs ELMo + baseline (Table 1 row)"
+        named[f"{name}_ablations"] = f"{name}: its rows of Table 2 and Table 3"
+        named[f"{name}_cove"] = f"{name}: baseline, + CoVe (last layer; λ = 1), + ELMo"
+    return named
+
+
+def default_seeds(name: str, tasks: Sequence[str] | None = None) -> tuple[int, ...]:
+    """Seeds of a named reproduction when none are given: the most any of its tasks asks for
+    (:attr:`tasks.core.TaskSpec.seeds`; each row of a table uses its own task's count)."""
+    return tuple(range(max(get_task(t).seeds for t in table_tasks(name, tasks))))
+
+
+def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
+    """The tasks (rows) of a named reproduction, in registry order.
+
+    ``table1`` has every registered task; ``table2``, ``table3`` and ``cove`` the tasks the
+    paper's table has (a section in ``paper.toml``); ``tasks`` chooses others.
+
+    Raises:
+        KeyError: an unknown reproduction or task (the message lists the valid ones).
+    """
+    known = reproductions()
+    if name not in known:
+        raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(sorted(known))}")
+    if name not in TABLES:
+        if tasks:
+            raise KeyError(f"{name} is one task's reproduction; --tasks applies to {TABLES}")
+        return [name.rsplit("_", 1)[0]]
+    if tasks:
+        unknown = sorted(set(tasks) - set(TASKS))
+        if unknown:
+            raise KeyError(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
+        return [t for t in TASKS if t in tasks]
+    if name in ("table1", "dynamic", "bilm"):
+        return list(TASKS)
+    if name == "real":
+        readers = {s.task for s in real_sets()}
+        return [t for t in TASKS if t in readers]
+    section = load_paper().get(name, {})
+    return [t for t in TASKS if t in section]
+
+
+def row_split(task_name: str, kind: str, eval_split: str | None) -> tuple[str, str | None]:
+    """The split of a task's row in a table of ``kind`` and the split of the paper's number.
+
+    Tables 2 and 3 are dev tables (as in the paper); Table 1 rows use ``eval_split`` or the
+    task's :attr:`~tasks.core.TaskSpec.table_split`; CoVe rows ``eval_split`` or the split of
+    the paper's CoVe number for the task (§5.1 reports dev numbers for SNLI and SRL).
+    """
+    task = get_task(task_name)
+    if kind in ("table2", "table3", "ablations"):
+        return "dev", "dev"
+    if kind == "cove":
+        paper = load_paper().get("cove", {}).get(task_name, {}).get("split")
+        return eval_split or paper or task.table_split, paper
+    return eval_split or task.table_split, task.paper_split
+
+
+def data_of(data: Data, task_name: str) -> str:
+    """The data label of a task's rows: ``data`` itself, or its entry for the task.
+
+    Raises:
+        KeyError: ``data`` is a mapping without the task.
+    """
+    if isinstance(data, str):
+        return data
+    if task_name not in data:
+        raise KeyError(f"--data names no data for {task_name} (it names {', '.join(data)})")
+    return data[task_name]
+
+
+def mapped_tasks(
+    task_names: Sequence[str], data: Data, explicit: bool = False
+) -> tuple[list[str], list[str]]:
+    """The rows a table has on ``data``, and the tasks left out.
+
+    One data label for every row leaves every task in. A mapping (task → data) keeps the
+    tasks it names and leaves out the others (the caption names them, :func:`_left_out_lines`);
+    tasks it names that the table does not have are ignored (one mapping serves every table).
+
+    Args:
+        task_names: the table's tasks (:func:`table_tasks`).
+        data: the table's data.
+        explicit: the tasks were chosen (``--tasks``): each must be in the mapping.
+
+    Raises:
+        KeyError: a chosen task the mapping names no data for.
+    """
+    if isinstance(data, str):
+        return list(task_names), []
+    if explicit:
+        for name in task_names:
+            data_of(data, name)
+    kept = [t for t in task_names if t in data]
+    if not kept:
+        raise KeyError(
+            f"--data names data for {', '.join(data)}, none of this table's tasks "
+            f"({', '.join(task_names)})"
+        )
+    return kept, [t for t in task_names if t not in data]
+
+
+def _left_out_lines(left_out: Sequence[str]) -> list[str]:
+    """The caption line naming the table's tasks a per-task ``--data`` left out."""
+    if not left_out:
+        return []
+    return [f"Left out (--data names no data for them): {', '.join(left_out)}."]
+
+
+def base_spec(
+    task_name: str,
+    preset: str,
+    data: str,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    eval_splits: Sequence[str] = ("dev",),
+) -> RunSpec:
+    """The paper's ELMo configuration of a task (its mix; the preset's sites and ELMo dropout,
+    :meth:`~tasks.core.TaskSpec.sites_for`; its biLM fine-tuning, :func:`bilm_config_for`)."""
+    task = get_task(task_name)
+    task.check_preset(preset)
+    return RunSpec(
+        task=task.name,
+        task_version=task.version,
+        representation="elmo",
+        representation_config=bilm_config_for(task_name, preset, rep_config),
+        sites=tuple(sorted(task.sites_for(preset))),  # type: ignore[arg-type]
+        mix=task.default_mix,
+        dropout=task.elmo_dropout_for(preset),
+        state="reset",
+        preset=preset,
+        overrides=tuple(overrides),
+        data=data,
+        eval_splits=tuple(eval_splits),
+    )
+
+
+def bilm_config_for(task_name: str, preset: str, rep_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The biLM configuration of a task's ELMo runs: ``rep_config`` with its ``finetune`` as
+    given (``--finetune-bilm EPOCHS``; ``0``: no fine-tuning) or, when it has none, the
+    preset's (:meth:`~tasks.core.TaskSpec.finetune_for`: the paper preset fine-tunes where the
+    paper did, A.1). A configuration without fine-tuning has no ``finetune`` key, so its run
+    ids are those of runs made before the key existed."""
+    config = dict(rep_config)
+    epochs = config.pop("finetune", None)
+    if epochs is None:
+        epochs = get_task(task_name).finetune_for(preset)
+    if epochs:
+        config["finetune"] = epochs
+    return config
+
+
+def finetune_line(specs: Sequence[RunSpec]) -> str:
+    """A caption line saying which tasks' ELMo runs fine-tuned the biLM on their training
+    text first (paper §3.4, A.1) and which did not."""
+    tuned: list[str] = []
+    frozen: list[str] = []
+    for spec in specs:
+        if spec.representation not in ("elmo", "none"):
+            continue
+        if spec.representation == "elmo":
+            names = tuned if spec.representation_config.get("finetune") else frozen
+            if spec.task not in names:
+                names.append(spec.task)
+    if not tuned:
+        return "biLM not fine-tuned on the task's text (paper A.1 fine-tuned it in most cases)."
+    parts = [
+        "biLM fine-tuned on the task's training text first, then frozen (paper A.1): "
+        + ", ".join(tuned)
+    ]
+    if frozen:
+        parts.append(f"not fine-tuned: {', '.join(frozen)}")
+    return "; ".join(parts) + "."
+
+
+def rows(
+    task_name: str,
+    base: RunSpec,
+    split: str,
+    seeds: Sequence[int] | None = None,
+    paper_split: str | None = None,
+    show_split: bool = False,
+) -> list[Row]:
+    """The task's table rows (main metric first) for runs scored on ``split``.
+
+    Args:
+        task_name: a registered task.
+        base: the row's spec.
+        split: the split of the row's numbers.
+        seeds: the row's seeds (``None``: the table's).
+        paper_split: the split of the paper's numbers for the row (``None``: the table's).
+        show_split: name the split in the label (tables whose rows mix splits).
+    """
+    task = get_task(task_name)
+    named = data_name(base.data)
+    # the DEMO set after the metric; other data after the task: "SST-5 task model on subj"
+    demo, on = (" — DEMO data", "") if named is None else ("", f" task model on {named}")
+    out = []
+    for row in task.table_rows:
+        metric = dataclasses.replace(row.metric, key=f"{split}_{row.metric.key}")
+        what = row.metric.label or row.metric.key
+        what = f"{what}; {split}" if show_split else what
+        label = f"{row.label}{on} ({what}){demo}"
+        out.append(
+            Row(
+                label,
+                base,
+                metric,
+                seeds=tuple(seeds) if seeds is not None else None,
+                paper_key=row.paper_key,
+                split=split if show_split else None,
+                paper_split=paper_split if show_split else None,
+            )
+        )
+    return out
+
+
+def data_name(data: str) -> str | None:
+    """The data set a row's runs read, for its label (issue #36): ``None`` for the bundled DEMO
+    set, else by name, since a folder may hold any data in the task's format: a real set by its
+    label (``"Sentence polarity (BCN, 2 classes)"``), a Hub dataset by its name, a folder by its
+    last part (``"subj"``)."""
+    if data == "demo":
+        return None
+    labels = {s.data: s.label for s in real_sets()}
+    if data in labels:
+        return labels[data]
+    return data.removeprefix("hf:") if data.startswith("hf:") else Path(data).name or data
+
+
+def tables(
+    name: str,
+    preset: str,
+    data: Data,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    eval_split: str | None = None,
+    cove_config: Mapping[str, Any] | None = None,
+    tasks: Sequence[str] | None = None,
+    others: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[TableSpec]:
+    """The tables a named reproduction renders.
+
+    Args:
+        name: a key of :func:`reproductions`.
+        preset: the tasks' preset (``mini``, ``paper``).
+        data: ``demo``, a data folder, ``real``, or task → data label (each row on its task's
+            data; :func:`mapped_tasks` says which rows that leaves).
+        seeds: the seeds of every row; ``None``: each row its task's
+            :attr:`~tasks.core.TaskSpec.seeds` (the paper's count, e.g. 5 for SNLI, NER and
+            SST-5).
+        rep_config: the biLM's representation configuration.
+        overrides: task configuration changes.
+        eval_split: the split of Table 1's and the CoVe table's numbers (``None``: each task's
+            own, :func:`row_split`); Tables 2 and 3 are dev tables, as in the paper.
+        cove_config: CoVe weights and their GloVe; adds the CoVe columns.
+        tasks: the rows of a whole table (``None``: :func:`table_tasks`).
+        others: the ``real`` table's other representations (name → configuration; ``None``:
+            the random-weight biLM and the bundled MiniLM).
+    """
+    task_names, left_out = mapped_tasks(table_tasks(name, tasks), data, explicit=bool(tasks))
+    if not task_names:
+        raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
+    kind = name if name in TABLES else name.rsplit("_", 1)[1]
+    kind = "table1" if kind == "elmo" else kind
+    if kind == "real":
+        if data not in ("demo", REAL):
+            raise ValueError(
+                "reproduce real reads the real sets (experiments/data/real_sets.toml); "
+                "for a data folder of your own use table1 or compare with --data"
+            )
+        data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
+    placed = {t: row_split(t, kind, eval_split) for t in task_names}
+    all_rows, splits_text, split, one_paper_split = _table_rows(
+        placed, preset, data, seeds, rep_config, overrides, main_only=kind in ("dynamic", "bilm")
+    )
+    table_seeds = all_rows[0].seeds or (0,)
+    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    where = f"({splits_text}; preset {preset}){note}"
+    if kind == "bilm":  # its columns say themselves what was fine-tuned
+        frozen = {k: v for k, v in rep_config.items() if k != "finetune"}
+        caption = (*describe_setup(frozen, preset, data, _seed_groups(all_rows), overrides),)
+        caption = (*caption, BILM_FINETUNE_LINE)
+    else:
+        groups = _seed_groups(all_rows)
+        caption = describe_setup(rep_config, preset, data, groups, overrides, all_rows)
+    caption = (
+        *caption,
+        *_left_out_lines(left_out),
+        *_reference_lines(all_rows, data),
+        _deviations_line(all_rows),
+    )
+
+    def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
+        columns = t.columns  # the real sets are not the paper's data: no paper columns
+        if data == REAL:
+            columns = tuple(dataclasses.replace(c, paper_key=None) for c in t.columns)
+        return dataclasses.replace(
+            t, title=title, split=split, paper_split=paper_split, caption=caption, columns=columns
+        )
+
+    if kind == "table1":
+        t = table1(all_rows, table_seeds)
+        return [dressed(t, f"Table 1: baseline vs ELMo + baseline {where}", one_paper_split)]
+    if kind == "cove":
+        t = dressed(cove_table(all_rows, table_seeds, cove_config), "", one_paper_split)
+        t = dataclasses.replace(t, title=f"CoVe beside ELMo {where}")
+        if cove_config is None:
+            t = dataclasses.replace(t, caption=(*t.caption, COVE_MISSING))
+        return [t]
+    if kind == "baseline":
+        t = table1(all_rows, table_seeds)
+        only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
+        t = dataclasses.replace(t, columns=only)
+        return [dressed(t, f"Baseline {where}", one_paper_split)]
+    if kind == "real":
+        t = real_table(all_rows, table_seeds, others)
+        return [dressed(t, f"{t.title} {where}", None)]
+    if kind == "dynamic":
+        t = dynamic_table(all_rows, table_seeds)  # Table 1's splits: its ELMo runs are the static
+        return [dressed(t, f"{t.title} {where}", None)]
+    if kind == "bilm":
+        t = bilm_table(all_rows, table_seeds, rep_config)  # Table 1's ELMo runs are "reset"
+        return [dressed(t, f"{t.title} {where}", None)]
+    t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
+    chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
+    return [dressed(t, t.title + note, "dev") for t in chosen]
+
+
+def _table_rows(
+    placed: Mapping[str, tuple[str, str | None]],
+    preset: str,
+    data: Data,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str],
+    main_only: bool = False,
+) -> tuple[list[Row], str, str | None, str | None]:
+    """A table's rows, the text naming their splits, the split of every row (``None`` when
+    rows differ) and of the paper's numbers (``None`` when they differ, or for real sets).
+
+    ``data`` :data:`~experiments.data.real_sets.REAL` makes a row per real set of the placed tasks
+    (:func:`_real_rows`), each on its own data folder and split; otherwise a row per task on
+    ``data`` (a mapping: on its task's entry)."""
+    if data == REAL:
+        table_rows = _real_rows(list(placed), preset, seeds, rep_config, overrides, main_only)
+        by_split: dict[str, list[str]] = {}
+        for row in table_rows:
+            names = by_split.setdefault(row.split or "dev", [])
+            if row.base.data not in names:
+                names.append(row.base.data)
+        one = next(iter(by_split)) if len(by_split) == 1 else None
+        text = "; ".join(f"{s}: {len(n)} real set{'s' * (len(n) > 1)}" for s, n in by_split.items())
+        return table_rows, text, one, None
+    mixed = len({split for split, _ in placed.values()}) > 1
+    table_rows = _placed_rows(placed, preset, data, seeds, rep_config, overrides, main_only)
+    paper_splits = {p for _, p in placed.values()}
+    one_paper = paper_splits.pop() if len(paper_splits) == 1 and not mixed else None
+    split = None if mixed else next(iter(placed.values()))[0]
+    return table_rows, _splits_text(placed), split, one_paper
+
+
+def _real_rows(
+    task_names: Sequence[str],
+    preset: str,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str],
+    main_only: bool,
+) -> list[Row]:
+    """A row per real set of ``task_names`` (``experiments/data/real_sets.toml``): the task's paper
+    ELMo configuration on the set's folder, with the set's changes before the user's, scored on
+    the set's split; no paper number stands beside them (another data set)."""
+    sets = real_sets(task_names)
+    if not sets:
+        raise KeyError(f"no real set is read by {', '.join(task_names)}")
+    out: list[Row] = []
+    for item in sets:
+        changes = (*item.overrides, *overrides)
+        base = base_spec(item.task, preset, item.data, rep_config, changes, item.eval_splits)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(item.task).seeds))
+        set_rows = [
+            dataclasses.replace(
+                row,
+                label=f"{item.label} ({row.metric.label or row.metric.key}; {item.split})",
+                paper_key=f"real:{item.name}",
+            )
+            for row in rows(item.task, base, item.split, own, None, show_split=True)
+        ]
+        out += set_rows[:1] if main_only else set_rows
+    return out
+
+
+def _reference_lines(table_rows: Sequence[Row], data: Data) -> list[str]:
+    """Caption lines of a real-set table: where the sets were read, their licences, and the
+    published figures on them (other setups: for orientation, not reproductions)."""
+    if data != REAL:
+        return []
+    used = {r.base.data for r in table_rows}
+    sets = [s for s in real_sets() if s.data in used]
+    lines = [
+        f"Real sets, read in place from the shared data folder ({SHARED_ROOT_TEXT}; the data "
+        "is not in the repository; its records are): "
+        + "; ".join(
+            f"{s.name} = {s.folder} ({s.licence}"
+            + (f"; --set {' '.join(s.overrides)}" if s.overrides else "")
+            + ")"
+            for s in sets
+        )
+        + "."
+    ]
+    lines += [
+        f"Published on {s.name} (another setup, not a reproduction): {s.reference}."
+        for s in sets
+        if s.reference
+    ]
+    return lines
+
+
+def _deviations_line(table_rows: Sequence[Row]) -> str:
+    """The caption line naming where each task's departures from the paper's implementations
+    are listed (every preset has some: ``mini`` is smaller, and ``paper`` keeps those its
+    task's README lists, e.g. tokenizers and word vectors)."""
+    tasks = list(dict.fromkeys(row.base.task for row in table_rows))
+    presets = sorted({row.base.preset for row in table_rows})
+    where = ", ".join(f"tasks/{t}/README.md" for t in tasks)
+    return (
+        f"Preset {'/'.join(presets)} departs from the paper's implementations as each task's "
+        f"README lists under 'Deviations from the paper' ({where})."
+    )
+
+
+def _placed_rows(
+    placed: Mapping[str, tuple[str, str | None]],
+    preset: str,
+    data: Data,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str],
+    main_only: bool = False,
+) -> list[Row]:
+    """The rows of tasks placed on their splits (task → (split, paper split)), each with its
+    seeds (``None``: its task's own) and data (:func:`data_of`); the split is named in the
+    labels when rows differ."""
+    mixed = len({split for split, _ in placed.values()}) > 1
+    out: list[Row] = []
+    for task_name, (split, paper_split) in placed.items():
+        splits = ("dev", "test") if split == "test" else ("dev",)
+        base = base_spec(task_name, preset, data_of(data, task_name), rep_config, overrides, splits)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        task_rows = rows(task_name, base, split, own, paper_split, show_split=mixed)
+        out += task_rows[:1] if main_only else task_rows
+    return out
+
+
+def _splits_text(placed: Mapping[str, tuple[str, str | None]]) -> str:
+    """``"test"``, or each split with its tasks when rows use different splits, the most
+    common first (``"test: a, b; dev: c"``)."""
+    by_split: dict[str, list[str]] = {}
+    for task_name, (split, _) in placed.items():
+        by_split.setdefault(split, []).append(task_name)
+    if len(by_split) == 1:
+        return next(iter(by_split))
+    ordered = sorted(by_split, key=lambda s: -len(by_split[s]))
+    return "; ".join(f"{s}: {', '.join(by_split[s])}" for s in ordered)
+
+
+def _seed_groups(table_rows: Sequence[Row]) -> dict[tuple[int, ...], list[str]]:
+    """Row seeds → the tasks that use them (the caption's seed line)."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for row in table_rows:
+        names = groups.setdefault(row.seeds or (0,), [])
+        if row.base.task not in names:
+            names.append(row.base.task)
+    return groups
+
+
+def describe_setup(
+    rep_config: Mapping[str, Any],
+    preset: str,
+    data: Data,
+    seeds: Sequence[int] | Mapping[tuple[int, ...], Sequence[str]],
+    overrides: Sequence[str] = (),
+    table_rows: Sequence[Row] = (),
+) -> tuple[str, ...]:
+    """Caption lines: which biLM, preset, data, seeds and changes a table's runs used, and
+    (given the table's rows) which tasks fine-tuned the biLM (:func:`finetune_line`).
+
+    ``seeds``: one list for every row, or row seeds → the tasks that use them."""
+    bilm = bilm_description(rep_config, detail=True)
+    named_data = {
+        "demo": "the bundled DEMO set (generated; not the task's dataset)",
+        REAL: "real public sets (experiments/data/real_sets.toml; not the paper's datasets)",
+    }
+    if isinstance(data, str):
+        what = named_data.get(data, data)
+    else:  # only the tasks of the table's rows, when it has rows
+        shown = {r.base.task for r in table_rows} or set(data)
+        what = "per task: " + "; ".join(
+            f"{t} = {'the bundled DEMO set' if d == 'demo' else d}"
+            for t, d in data.items()
+            if t in shown
+        )
+    changes = f"; changes: {' '.join(overrides)}" if overrides else ""
+    groups = seeds if isinstance(seeds, Mapping) else {tuple(seeds): []}
+    seed_text = "; ".join(
+        f"{', '.join(map(str, group))} ({len(group)} per cell"
+        + (f": {', '.join(names)})" if len(groups) > 1 else ")")
+        for group, names in groups.items()
+    )
+    lines = [
+        f"biLM: {bilm}.",
+        f"Preset: {preset}{changes}. Data: {what}. Seeds: {seed_text}.",
+    ]
+    if table_rows:
+        lines.append(finetune_line([row.base for row in table_rows]))
+    elif rep_config.get("finetune"):
+        lines.append("biLM fine-tuned on the task's training text first (paper A.1).")
+    return tuple(lines)
+
+
+def expected_specs(table: TableSpec) -> list[RunSpec]:
+    """Every run the table needs."""
+    specs: dict[str, RunSpec] = {}
+    for row in table.rows:
+        for column in table.columns:
+            if isinstance(column, RunsColumn):
+                for spec in table.expected(row, column):
+                    specs.setdefault(spec.run_id, spec)
+    return list(specs.values())
+
+
+def baseline(spec: RunSpec) -> RunSpec:
+    """The matching run without ELMo."""
+    return baseline_of(spec)
+
+
+def compare_table(
+    new: tuple[str, Mapping[str, Any]],
+    against: tuple[str, Mapping[str, Any]],
+    preset: str,
+    data: Data,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    overrides: Sequence[str] = (),
+    eval_split: str | None = None,
+    tasks: Sequence[str] | None = None,
+) -> TableSpec:
+    """A new representation beside a reference (ELMo by default) on the same tasks, seeds,
+    sites, mixing and dropout: the main metric per task, the difference with its paired
+    bootstrap p-value and CI (``python -m experiments compare``).
+
+    Args:
+        new: the new representation's name (registered or ``module:Factory``) and config.
+        against: the reference's name and config (``elmo``: ``rep_config``; ``none``: the
+            baseline).
+        preset, data, overrides: as in :func:`tables`.
+        seeds: every row's seeds (``None``: each task's own).
+        rep_config: the ELMo configuration of the rows' base spec (the reference's when it is
+            ``elmo``).
+        eval_split: the split of the numbers (``None``: each task's Table 1 split).
+        tasks: the rows (``None``: every registered task).
+    """
+    task_names, left_out = mapped_tasks(table_tasks("table1", tasks), data, explicit=bool(tasks))
+    if not task_names:
+        raise KeyError(f"compare has no rows: choose tasks from {', '.join(TASKS)}")
+    placed = {t: row_split(t, "table1", eval_split) for t in task_names}
+    all_rows, placed_text, split, paper_split = _table_rows(
+        placed, preset, data, seeds, rep_config, overrides, main_only=True
+    )
+
+    def column(name: str, config: Mapping[str, Any], paper_key: str | None) -> RunsColumn:
+        label = representation_label(name, config)
+        if name == "none":
+            return RunsColumn(label, baseline_fields(), paper_key)
+        if name == "elmo" and dict(config) == dict(rep_config):
+            return RunsColumn(label, {}, paper_key)
+        changes = {"representation": name, "representation_config": dict(config)}
+        return RunsColumn(label, changes, paper_key)
+
+    paper_key = None if data == REAL else {"elmo": "elmo", "none": "baseline"}.get(against[0])
+    reference = column(*against, paper_key)  # no paper number beside the real sets
+    candidate = column(*new, None)
+    if candidate.label == reference.label:
+        raise ValueError(f"--repr and --against are both {candidate.label!r}")
+    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    return TableSpec(
+        name="compare",
+        title=(f"{candidate.label} vs {reference.label} ({placed_text}; preset {preset}){note}"),
+        rows=tuple(all_rows),
+        columns=(
+            reference,
+            dataclasses.replace(candidate, versus=reference.label),
+        ),
+        seeds=all_rows[0].seeds or (0,),
+        paper_table="table1",
+        split=split,
+        paper_split=paper_split,
+        caption=(
+            *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows),
+            *_left_out_lines(left_out),
+            *_reference_lines(all_rows, data),
+            _deviations_line(all_rows),
+            f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
+            "dropout and seeds per row.",
+        ),
+    )
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(config.items())) or "default configuration"
+
+
+def weights_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
+    """Caption lines: the learned softmax layer weights (mean over seeds) of every column's
+    runs, per task and injection site (paper Figure 2)."""
+    from experiments.report.plots import layer_weights
+
+    by_id = {r.run_id: r for r in records}
+    lines = []
+    for row in table.rows:
+        parts = []
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+            for site, weights in layer_weights(found).items():
+                values = ", ".join(f"{w:.2f}" for w in weights.mean)
+                parts.append(f"{column.label} {site} [{values}]")
+        if parts:
+            where = row.base.data.removeprefix(SHARED_PREFIX)
+            what = f"{row.base.task} on {where}" if is_shared(row.base.data) else row.base.task
+            lines.append(f"Layer weights, {what} (softmax s_j): {'; '.join(parts)}.")
+    return lines
+
+
+def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
+    """Caption lines: each row's median wall time per run and column, in seconds, with the
+    CPUs and thread counts that ran them (from the records)."""
+    import statistics
+
+    by_id = {r.run_id: r for r in records}
+    first: dict[str, Row] = {}  # a data set's rows (e.g. coreference's four) share their runs
+    for row in table.rows:
+        first.setdefault(row.base.data, row)
+    lines: list[str] = []
+    machines: set[tuple[str, str]] = set()
+    for data, row in first.items():
+        parts = []
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+            times = [r.timings["wall_s"] for r in found if "wall_s" in r.timings]
+            machines |= {
+                (r.provenance.cpu or "CPU not recorded", r.provenance.device) for r in found
+            }
+            if times:
+                parts.append(f"{column.label} {statistics.median(times):,.0f}")
+        if parts:
+            lines.append(f"{data.removeprefix(SHARED_PREFIX)}: {', '.join(parts)}")
+    if not lines:
+        return []
+    where = "; ".join(f"{cpu}, {device}" for cpu, device in sorted(machines))
+    return [f"Median wall time per run, seconds ({where}): " + "; ".join(lines) + "."]
+
+
+def sample_efficiency_table(
+    preset: str,
+    data: Data,
+    seeds: Sequence[int] | None,
+    rep_config: Mapping[str, Any],
+    fractions: Sequence[float] | None = None,
+    overrides: Sequence[str] = (),
+    tasks: Sequence[str] | None = None,
+) -> TableSpec:
+    """Paper Figure 1 (§5.4) as a table: baseline vs ELMo trained on growing shares of the
+    training set (the same nested subsets for both, :func:`experiments.run.setup.training_subset`),
+    dev metric, ELMo tested against the baseline in every row.
+
+    Args:
+        fractions: shares of the training set (``None``: the figure's, ``paper.toml``).
+        tasks: the tasks (``None``: the figure's, SNLI and SRL).
+        preset, data, seeds, rep_config, overrides: as in :func:`tables`.
+    """
+    figure = load_paper().get("figure1", {})
+    task_names, left_out = mapped_tasks(
+        table_tasks("table1", tasks or figure.get("tasks") or None), data, explicit=bool(tasks)
+    )
+    if not task_names:
+        raise KeyError(f"sample-efficiency has no rows: choose tasks from {', '.join(TASKS)}")
+    fractions = tuple(fractions or figure.get("fractions") or (1.0,))
+    if any(not 0.0 < f <= 1.0 for f in fractions):
+        raise ValueError(f"fractions must be in (0, 1], got {fractions}")
+    all_rows: list[Row] = []
+    for task_name in task_names:
+        base = base_spec(task_name, preset, data_of(data, task_name), rep_config, overrides)
+        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        for fraction in sorted(fractions):
+            spec = derive(base, {"train_fraction": fraction})
+            (row,) = rows(task_name, spec, "dev", own)[:1]
+            label = row.label.replace(" (", f", {100 * fraction:g} % of train (", 1)
+            all_rows.append(dataclasses.replace(row, label=label))
+    t = table1(all_rows, all_rows[0].seeds or (0,))
+    columns = tuple(
+        dataclasses.replace(c, versus="Baseline", paper_key=None)
+        if isinstance(c, RunsColumn) and c.label == "ELMo"
+        else dataclasses.replace(c, paper_key=None)
+        for c in t.columns
+        if isinstance(c, RunsColumn)
+    )
+    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    return dataclasses.replace(
+        t,
+        name="sample_efficiency",
+        title=f"Sample efficiency (paper Figure 1): dev, preset {preset}{note}",
+        columns=columns,
+        split="dev",
+        caption=(
+            *describe_setup(rep_config, preset, data, _seed_groups(all_rows), overrides, all_rows),
+            *_left_out_lines(left_out),
+        ),
+    )
