@@ -84,9 +84,11 @@ def bench_bilm(session: nox.Session) -> None:
     computation (benchmarks/allennlp_step.py) on 64 x 20 and natural text, tokens/s idle vs
     under one busy background process per thread count and OMP_WAIT_POLICY; the bf16 line
     (speed-up and deviation, or "not available" without AMX / AVX-512-bf16); PASS/MISS per
-    target (issues #2, #14, #25). About 20 minutes on 2 idle cores. Extra arguments go to
+    target (docs/performance.md). About 20 minutes on 2 idle cores. Extra arguments go to
     benchmarks/bench_bilm.py (`-- --quick` for a smoke run, `-- --out
-    results/benchmarks/bench_bilm-{kind}.txt` to keep the text output per machine kind)."""
+    results/benchmarks/bench_bilm-{kind}.txt` to keep the text output per machine kind, after a
+    header naming the commit, the CPU and the command); its stages are the modules of
+    benchmarks/bilm_speed/."""
     _install(session)
     session.run("python", "benchmarks/bench_bilm.py", *session.posargs)
 
@@ -95,7 +97,7 @@ def bench_bilm(session: nox.Session) -> None:
 def bench_precision(session: nox.Session) -> None:
     """bf16 against fp32 for the full-size biLM: on the CPU (AMX / AVX-512-bf16) the speed-up
     over fp32 and the max deviation, on CUDA (`-- --device cuda`) tokens/s at 64 x 20 and
-    512 x 20, fp32 and bf16, with and without CUDA graphs (issue #25; docs/performance.md)."""
+    512 x 20, fp32 and bf16, with and without CUDA graphs (docs/performance.md)."""
     _install(session)
     session.run("python", "benchmarks/bench_precision.py", *session.posargs)
 
@@ -105,9 +107,9 @@ def bench_tasks(session: nox.Session) -> None:
     """Task training speed: one epoch and one evaluation of every task's mini and paper
     presets on synthetic data of realistic size, with cached ELMo features and with a live
     biLM, on the CPU and on CUDA when present: examples/s and each phase's share (batch,
-    representation, host-to-device, forward, backward, optimizer; evaluation: decode, score)
-    (issue #25). Extra arguments go to benchmarks/bench_tasks.py (`-- --quick` for a smoke
-    run, `-- --tasks ner --presets mini`)."""
+    representation, host-to-device, forward, backward, optimizer; evaluation: decode, score).
+    Extra arguments go to benchmarks/bench_tasks.py (`-- --quick` for a smoke run, `-- --tasks
+    ner --presets mini`, `-- --out results/benchmarks/bench_tasks-KIND.txt`)."""
     _install(session)
     session.run("python", "benchmarks/bench_tasks.py", *session.posargs)
 
@@ -117,7 +119,7 @@ def bench_significance(session: nox.Session) -> None:
     """Calibration of the seed-aware significance test (experiments/report/significance.py) against
     the pooled bootstrap on simulated SQuAD-like and NER-like comparisons: rate of p < 0.05 per
     seed spread, seed count and true difference; PASS/MISS for a false-positive rate ≤ 0.06
-    (issue #20). About 8 minutes on one core. Extra arguments go to
+    (docs/significance.md). About 8 minutes on one core. Extra arguments go to
     benchmarks/bench_significance.py (`-- --quick` for a smoke run)."""
     _install(session)
     session.run("python", "benchmarks/bench_significance.py", *session.posargs)
@@ -127,8 +129,8 @@ def bench_significance(session: nox.Session) -> None:
 def bench_hf(session: nox.Session) -> None:
     """Tokens/s of the `hf` representation (the bundled all-MiniLM-L6-v2, all 7 layers) on
     natural text, CPU and CUDA when available, fp32 and bf16 (median of repeats), and feature
-    cache bytes per token; prints the CPU (issue #22). Extra arguments go to
-    benchmarks/bench_hf.py (e.g. `-- --model PATH --sentences 64`)."""
+    cache bytes per token; prints the CPU (docs/representations.md, "Transformers (hf)"). Extra
+    arguments go to benchmarks/bench_hf.py (e.g. `-- --model PATH --sentences 64`)."""
     _install(session)
     session.run("python", "benchmarks/bench_hf.py", *session.posargs)
 

@@ -1,6 +1,6 @@
 """The biLM forward pass computed the way allennlp's ``_ElmoBiLm`` computes it, in plain torch.
 
-A yardstick for ``benchmarks/bench_bilm.py`` (issue #25): the ratio of :class:`bilm.BiLM` to
+A yardstick for ``benchmarks/bench_bilm.py``: the ratio of :class:`bilm.BiLM` to
 this module is printed on any machine, without allennlp installed. It is written for this
 project from the published description of allennlp 2.10.1's modules (no allennlp code was
 copied); what it keeps of their computation:

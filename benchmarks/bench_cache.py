@@ -3,11 +3,12 @@
 Usage::
 
     python benchmarks/bench_cache.py [--threads 1] [--sentences 600] [--epochs 3] [--batch 32]
-        [--checkpoint PATH] [--dtype float16] [--json PATH] [--tiny]
+        [--checkpoint PATH] [--dtype float16] [--json PATH] [--tiny] [--out FILE]
 
 The sweep is Table 2's axes on one frozen representation (``elmo`` from ``--checkpoint``, default
-the shipped small model, or a random biLM with the reduced stand-in architecture of TASKS_SPEC §6
-when neither exists): λ ∈ {0, 1, 0.001} × mode ∈ {all, last}. Each run trains a stand-in task
+the shipped small model, or a random biLM when neither exists: the topology of Peters et al. 2018
+§3.4 scaled down, by the project's choice, to 256 cells, 64-d projections and 128 char filters,
+so 3 layers × 128-d): λ ∈ {0, 1, 0.001} × mode ∈ {all, last}. Each run trains a stand-in task
 model, a token-level linear probe over ``Injector(sites={"input"})``, for ``--epochs`` epochs on a
 synthetic tagging set (random words, Zipf frequencies, a label per word type).
 
@@ -56,19 +57,27 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``tasks`` importable
     sys.path.insert(0, str(REPO))
 
-from benchmarks.common import add_standard_arguments, write_json  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    add_standard_arguments,
+    provenance,
+    tee_stdout,
+    write_json,
+)
 from bilm import BiLM, BiLMOptions, CharCNNOptions, LSTMOptions, init_weights  # noqa: E402
 from bilm.weights import save_checkpoint  # noqa: E402
 from tasks.common.feature_cache import FeatureCache  # noqa: E402
 from tasks.common.inject import Injector, MixSpec, mix_penalty  # noqa: E402
 from tasks.representations import Layers, Representation, build_representation  # noqa: E402
 
+#: This script's path as the ``--out`` header's command names it.
+SCRIPT = "benchmarks/bench_cache.py"
 SWEEP = [MixSpec(mode=mode, lam=lam) for lam in (0.0, 1.0, 0.001) for mode in ("all", "last")]
 NUM_TAGS = 5
 
 
 def stand_in_options(tiny: bool) -> BiLMOptions:
-    """The reduced ELMo of TASKS_SPEC §6 (3 × 128-d layers), or the test suite's tiny biLM."""
+    """A scaled-down ELMo (Peters et al. 2018 §3.4's topology, 3 × 128-d layers; the sizes are the
+    project's choice), or the test suite's tiny biLM."""
     if tiny:
         lstm = LSTMOptions(dim=24, projection_dim=8, n_layers=2, cell_clip=3.0, proj_clip=3.0)
         cnn = CharCNNOptions(embedding_dim=4, filters=((1, 4), (2, 6), (3, 6)), n_highway=1)
@@ -91,7 +100,7 @@ def representation(args: argparse.Namespace, folder: Path) -> tuple[Representati
             pass
     model = init_weights(BiLM(stand_in_options(args.tiny)), seed=0)
     path = save_checkpoint(model, folder / "stand-in.safetensors")
-    what = "tiny random biLM" if args.tiny else "random biLM, TASKS_SPEC §6 stand-in sizes"
+    what = "tiny random biLM" if args.tiny else "random biLM, scaled-down stand-in sizes"
     return build_representation("elmo", checkpoint=path), what
 
 
@@ -420,11 +429,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--storage-batches", type=int, default=3, help="cache size in batches of sequences (3)"
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="also write the printed report to this file, after a header naming the commit, "
+        "the CPU and the command (e.g. results/benchmarks/bench_cache.txt)",
+    )
     args = parser.parse_args(argv)
     if args.tiny:
         args.sentences, args.epochs = min(args.sentences, 60), 1
         args.lookup_batch, args.lookup_tokens, args.lookup_repeats = 8, 40, 5
         args.storage_dim, args.storage_vocab = 64, 500
+    header = provenance(SCRIPT, argv, ("bilm", "benchmarks", "tasks")) if args.out else ()
+    with tee_stdout(args.out, header=header):
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
+    """The sweep and the storage part as the command line asks; prints both reports.
+
+    Args:
+        args: the parsed command line.
+    """
     result: dict[str, Any] = {}
     if not args.storage_only:
         result = run(args)

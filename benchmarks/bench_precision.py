@@ -1,4 +1,5 @@
-"""bf16 inference of the full-size biLM, and the GPU recurrent loop (issue #25, items 2 and 3).
+"""bf16 inference of the full-size biLM, and the GPU recurrent loop (docs/performance.md,
+"Precision and the GPU loop").
 
 Usage::
 
@@ -51,9 +52,9 @@ from bilm.devices import exact_fp32, resolve_device  # noqa: E402
 from bilm.lstm import cpu_bf16_unit  # noqa: E402
 
 #: Tokenised public-domain sentences bundled with the probes' DEMO data (word, tag per line).
-SENTENCES = REPO / "experiments" / "demo_data" / "pos_train.conll.gz"
+SENTENCES = REPO / "experiments" / "analyses" / "demo_data" / "pos_train.conll.gz"
 LENGTH = 20
-#: Targets of issue #25.
+#: Targets (docs/performance.md, "Measure it").
 TARGET_CPU_SPEEDUP = 2.0
 TARGET_CPU_DEVIATION = 0.02
 #: 64 × 20 fp32 tokens/s on an H200 before CUDA graphs (results/benchmarks/gpu_smoke.txt).

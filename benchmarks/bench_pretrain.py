@@ -1,10 +1,10 @@
-"""biLM pre-training benchmark: training throughput and held-out perplexity (issue #3).
+"""biLM pre-training benchmark: training throughput and held-out perplexity.
 
 Usage::
 
     python benchmarks/bench_pretrain.py [--threads 2] [--steps 3] [--full-steps 1]
         [--full-batch N] [--skip-full] [--skip-perplexity] [--checkpoint PATH]
-        [--corpus DIR] [--device cpu] [--precision fp32] [--json PATH]
+        [--corpus DIR] [--device cpu] [--precision fp32] [--json PATH] [--out FILE]
 
 Run it on an otherwise idle machine: every figure is a wall-clock time.
 
@@ -59,6 +59,8 @@ from benchmarks.common import (  # noqa: E402
     lstm_macs_per_cell_step,
     machine_info,
     peak_rss_bytes,
+    provenance,
+    tee_stdout,
     write_json,
 )
 from benchmarks.kn_trigram import KneserNeyTrigram, perplexity  # noqa: E402
@@ -90,6 +92,8 @@ from bilm.pretrain import (  # noqa: E402
 from bilm.vocab import Vocabulary  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus"
+#: This script's path as the ``--out`` header's command names it.
+SCRIPT = "benchmarks/bench_pretrain.py"
 
 FLOP_FORMULA = """\
   FLOP per training step ≈ 3 × 2 × MACs_forward   (× 2: multiply + add; × 3: backward ≈ 2 × fwd)
@@ -580,17 +584,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--gemm-size", type=int, default=2048, help=argparse.SUPPRESS)
     parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # smoke test
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="also write the printed report to this file, after a header naming the commit, "
+        "the CPU and the command (e.g. results/benchmarks/bench_pretrain.txt)",
+    )
     args = parser.parse_args(argv)
     if args.tiny and args.gemm_size == 2048:
         args.gemm_size = 256
     if min(args.steps, args.full_steps) < 1 or args.warmup < 0 or args.threads < 1:
         parser.error("--steps/--full-steps and --threads must be >= 1, --warmup >= 0")
-    start = time.perf_counter()
-    report = run(args)
-    report["wall_s"] = time.perf_counter() - start
-    print(f"\ntotal wall time {report['wall_s']:.1f} s")
-    if args.json is not None:
-        write_json(args.json, report)
+    header = provenance(SCRIPT, argv) if args.out else ()
+    with tee_stdout(args.out, header=header):
+        start = time.perf_counter()
+        report = run(args)
+        report["wall_s"] = time.perf_counter() - start
+        print(f"\ntotal wall time {report['wall_s']:.1f} s")
+        if args.json is not None:
+            write_json(args.json, report)
 
 
 if __name__ == "__main__":

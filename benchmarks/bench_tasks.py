@@ -1,5 +1,5 @@
 """Task training speed: one training epoch and one evaluation of every task's presets, with the
-time split into the loop's phases (issue #25, item 4).
+time split into the loop's phases.
 
 Usage::
 
@@ -68,7 +68,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
-from benchmarks.common import machine_info, write_json  # noqa: E402
+from benchmarks.common import machine_info, provenance, write_json  # noqa: E402
 from bilm import BiLMOptions  # noqa: E402
 from bilm.devices import (  # noqa: E402
     describe_device,
@@ -83,6 +83,8 @@ from experiments.run.spec import RunSpec  # noqa: E402
 from tasks.core import Represent, TaskRecipe, TaskSpec, batch_plan  # noqa: E402
 from tasks.registry import TASKS, get_task  # noqa: E402
 
+#: This script's path as the ``--out`` header's command names it.
+SCRIPT = "benchmarks/bench_tasks.py"
 PRESETS = ("mini", "paper")
 FEATURES = ("cached", "live")
 TRAIN_PHASES = ("batch", "repr", "h2d", "forward", "backward", "optim", "other")
@@ -484,7 +486,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--precision", default="fp32", help="fp32 | bf16 | fp16 (fp32)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1, as runs)")
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
-    parser.add_argument("--out", type=Path, help="also write the printed report to this file")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="also write the printed report to this file, after a header naming the commit, "
+        "the CPU and the command",
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 batches, 1 repeat")
     parser.add_argument(
         "--list", action="store_true", help="print the settings it would measure, then stop"
@@ -565,9 +572,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     report = {"machine": machine, "args": _plain_args(args), "results": results}
     if args.json is not None:
         write_json(args.json, report)
-    if args.out is not None:
+    if args.out is not None:  # after a header: the commit, the CPU, the command
+        header = provenance(SCRIPT, argv, ("bilm", "benchmarks", "tasks", "experiments"))
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args.out.write_text("\n".join([*header, "", *lines]) + "\n", encoding="utf-8")
     return report
 
 

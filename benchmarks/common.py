@@ -1,4 +1,5 @@
-"""Measuring pieces shared by the benchmarks: cost model, GEMM roofline, memory, machine, JSON."""
+"""Measuring pieces shared by the benchmarks: cost model, GEMM roofline, memory, machine, JSON,
+the provenance header (commit, CPU, command) of a benchmark's `--out` file."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import json
 import os
 import platform
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -136,18 +138,80 @@ class _Tee:
             stream.flush()
 
 
+#: The repository root: provenance headers name the commit of this checkout.
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git_commit(paths: Sequence[str] = ("bilm", "benchmarks")) -> str:
+    """The checkout's commit, and whether ``paths`` hold uncommitted changes to tracked files.
+
+    Args:
+        paths: the folders (relative to the repository) whose code the benchmark runs.
+
+    Returns:
+        ``"<40-hex sha>"``, ``"<sha>, with uncommitted changes to bilm/"`` (the changed folders
+        among ``paths``), or ``"unknown (not a git checkout)"``.
+    """
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", *paths],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    dirty = [p for p in paths if any(line[3:].startswith(f"{p}/") for line in changed)]
+    if not dirty:
+        return sha
+    return f"{sha}, with uncommitted changes to {', '.join(f'{p}/' for p in dirty)}"
+
+
+def provenance(
+    script: str, argv: Sequence[str] | None, paths: Sequence[str] = ("bilm", "benchmarks")
+) -> list[str]:
+    """The first lines of a benchmark's ``--out`` file: the commit, the CPU, the command.
+
+    Args:
+        script: the benchmark's path relative to the repository (``benchmarks/bench_bilm.py``).
+        argv: its arguments (``None``: ``sys.argv[1:]``), as given (``{kind}`` unexpanded).
+        paths: the folders whose uncommitted changes the commit line names (:func:`git_commit`).
+
+    Returns:
+        ``commit: ...``, ``CPU: ...`` (model and vector units, :func:`cpu_name`) and
+        ``command: python SCRIPT ARGS`` (shell-quoted).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    return [
+        f"commit: {git_commit(paths)}",
+        f"CPU: {cpu_name()}",
+        f"command: {shlex.join(['python', script, *args])}",
+    ]
+
+
 @contextlib.contextmanager
-def tee_stdout(path: Path | None) -> Iterator[None]:
+def tee_stdout(path: Path | None, header: Sequence[str] = ()) -> Iterator[None]:
     """Copy everything printed inside to ``path`` (created with its folder) as well as stdout.
 
     ``None``: nothing is copied. Child processes' own output is not captured (they inherit the
     real stdout); the benchmarks print their children's figures themselves.
+
+    Args:
+        path: the file, or ``None``.
+        header: lines written at the top of the file only, then a blank line (stdout does not
+            get them): :func:`provenance`.
     """
     if path is None:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
+        if header:
+            handle.write("\n".join(header) + "\n\n")
         real = sys.stdout
         sys.stdout = _Tee(real, handle)
         try:

@@ -1,7 +1,10 @@
 """A deliberately straightforward reference implementation of the biLM forward pass.
 
 Written independently of :mod:`bilm` (it shares only the character-id scheme, ``bilm.chars``) to
-check the optimised :class:`bilm.BiLM` against. It follows ELMO_SPEC §2 and §5–7 literally:
+check the optimised :class:`bilm.BiLM` against. It follows the original TensorFlow code literally
+(github.com/allenai/bilm-tf @ 7cffee2b, its last commit: ``bilm/training.py`` ``dump_weights``
+writes the HDF5 layout read here, ``bilm/model.py`` ``_build_word_char_embeddings`` and
+``_build_lstms`` compute the char CNN and the LSTMs; Peters et al. 2018 §3.4 describes the model):
 
 * reads ``options.json`` as a plain dict and the official HDF5 layout with h5py, keeping TF's
   conventions (``x @ W``, LSTM gate blocks in TF order i, j, f, o, forget bias 1.0 added at run

@@ -1,9 +1,12 @@
-"""Issue #25 pieces of ``benchmarks/bench_bilm.py``: CPU features, the allennlp-style forward,
-the fp32 path switches, the OpenMP environment of the under-load children (nothing is timed)."""
+"""The machine-facing pieces of ``benchmarks/bench_bilm.py`` (:mod:`benchmarks.bilm_speed`): CPU
+features, the allennlp-style forward, the fp32 path switches, the alternating pairs, the
+under-load settings and their OpenMP environment, the command line, the targets table and the
+``--out`` file's header (nothing is timed)."""
 
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,9 +15,13 @@ import pytest
 import torch
 
 import bilm.lstm
-from benchmarks import bench_bilm
 from benchmarks.allennlp_step import AllennlpStyleBiLM
-from benchmarks.common import background_load, tee_stdout
+from benchmarks.bilm_speed.cli import QUICK_DEFAULTS, parse_args
+from benchmarks.bilm_speed.contention import load_settings
+from benchmarks.bilm_speed.fp32_paths import available_fp32_paths, fp32_path
+from benchmarks.bilm_speed.measure import alternate, forward, pair_ratio
+from benchmarks.bilm_speed.targets import Figures, print_targets
+from benchmarks.common import background_load, provenance, tee_stdout
 from bilm import batch_to_ids
 from bilm.devices import openmp_environment
 from bilm.machine import (
@@ -149,45 +156,45 @@ def test_allennlp_style_forward_is_not_ours() -> None:
 # ------------------------------------------------------------------------------ bench pieces
 def test_fp32_path_switches_are_restored() -> None:
     saved = (bilm.lstm._PACKING, bilm.lstm._FUSED_ADD, bilm.lstm.MAX_TABLE_WORDS)
-    paths = bench_bilm.available_fp32_paths()
+    paths = available_fp32_paths()
     first = next(iter(paths))
     assert paths[first] == (bilm.lstm._PACKING, bilm.lstm._FUSED_ADD, True)
     model = tiny_bilm(seed=1)
     ids = batch_to_ids(SENTENCES)
-    expected = bench_bilm.forward(model, ids)
+    expected = forward(model, ids)
     for switches in paths.values():
-        with bench_bilm.fp32_path(*switches):
+        with fp32_path(*switches):
             assert bilm.lstm.MAX_TABLE_WORDS == (saved[2] if switches[2] else 0)
             assert not bilm.lstm._PACKING or switches[0]
-            got = bench_bilm.forward(model, ids)
+            got = forward(model, ids)
         assert float((got - expected).abs().max()) <= 1e-5  # every path is exact fp32
     assert (bilm.lstm._PACKING, bilm.lstm._FUSED_ADD, bilm.lstm.MAX_TABLE_WORDS) == saved
 
 
 def test_alternating_pairs_and_ratios() -> None:
     calls: list[str] = []
-    a, b = bench_bilm.alternate(lambda: calls.append("a"), lambda: calls.append("b"), 3)
+    a, b = alternate(lambda: calls.append("a"), lambda: calls.append("b"), 3)
     assert calls == ["a", "b", "b", "a", "a", "b"] and len(a) == len(b) == 3
-    per_pair, of_medians = bench_bilm.pair_ratio([1.0, 2.0, 1.0], [3.0, 4.0, 2.0])
+    per_pair, of_medians = pair_ratio([1.0, 2.0, 1.0], [3.0, 4.0, 2.0])
     assert per_pair == 2.0 and of_medians == 3.0
 
 
 def test_load_settings_put_the_default_first() -> None:
-    settings = bench_bilm.load_settings(2)
+    settings = load_settings(2)
     assert settings[0] == (2, None, "adapt")  # the default: bilm.load's rule on
     assert (2, None, "keep") in settings  # the same without the rule: its idle cost
     assert {p for _, p, _ in settings} == {None, "PASSIVE", "ACTIVE"}
     assert (1, None, "keep") in settings
-    assert bench_bilm.load_settings(1) == [(1, None, "adapt"), (1, "PASSIVE", "adapt")]
+    assert load_settings(1) == [(1, None, "adapt"), (1, "PASSIVE", "adapt")]
 
 
 def test_quick_fills_unset_sizes_only() -> None:
-    quick = bench_bilm.parse_args(["--quick", "--pairs", "5"])
-    assert quick.pairs == 5 and quick.repeats == bench_bilm.QUICK_DEFAULTS["repeats"][0]
-    full = bench_bilm.parse_args([])
+    quick = parse_args(["--quick", "--pairs", "5"])
+    assert quick.pairs == 5 and quick.repeats == QUICK_DEFAULTS["repeats"][0]
+    full = parse_args([])
     assert full.repeats == 7 and full.compare_natural == 400 and full.load and full.allennlp
     with pytest.raises(SystemExit):
-        bench_bilm.parse_args(["--load-nice", "-1"])
+        parse_args(["--load-nice", "-1"])
 
 
 def test_openmp_environment_for_children() -> None:
@@ -224,3 +231,49 @@ def test_tee_stdout_copies_to_the_file(tmp_path: Path, monkeypatch: pytest.Monke
         print("machine kind: test")
     assert out.read_text() == "machine kind: test\n"
     assert real.getvalue().startswith("machine kind: test\n")
+
+
+def test_out_file_starts_with_commit_cpu_and_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", real)
+    argv = ["--quick", "--out", "results/benchmarks/bench_bilm-{kind}.txt"]
+    header = provenance("benchmarks/bench_bilm.py", argv)
+    out = tmp_path / "bench.txt"
+    with tee_stdout(out, header=header):
+        print("ELMo biLM speed benchmark")
+    lines = out.read_text().splitlines()
+    assert re.fullmatch(
+        r"commit: ([0-9a-f]{40}(, with uncommitted changes to .+)?|unknown .+)", lines[0]
+    )
+    assert lines[1].startswith("CPU: ") and len(lines[1]) > len("CPU: ")
+    assert lines[2] == (
+        "command: python benchmarks/bench_bilm.py --quick --out "
+        "'results/benchmarks/bench_bilm-{kind}.txt'"
+    )
+    assert lines[3:] == ["", "ELMo biLM speed benchmark"]
+    assert real.getvalue().startswith("ELMo biLM speed benchmark\n")  # stdout: no header
+
+
+def test_targets_mark_skipped_and_informative_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    figures = Figures(
+        tokens_per_s=845.0,
+        roofline_fraction=0.742,
+        max_diff=6.5e-7,
+        peak_rss_ours=1.474e9,
+        ceiling_tokens_per_s=1577.0,
+        straight_tokens_per_s=256.0,
+        straight_diff=9.5e-7,
+        int8_speedup=2.01,
+        int8_dev=9.7e-3,
+    )
+    report: dict[str, Any] = {}
+    print_targets(figures, report)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["", "[targets]"]
+    marks = [line.split()[0] for line in lines[2:]]
+    assert marks == ["MISS", "MISS", "PASS", "MISS", "INFO", "PASS", "PASS", "INFO"] + ["SKIP"] * 6
+    assert "x3.30 straightforward" in lines[6] and "not available (no bf16 unit)" in lines[9]
+    assert len(report["targets"]) == 14
+    assert not [name for name in report["targets"] if "#" in name]  # no issue numbers

@@ -18,7 +18,7 @@ SCRIPT = REPO / "benchmarks" / "bench_pretrain.py"
 
 
 def test_flop_model_of_the_published_architecture() -> None:
-    options = BiLMOptions()  # 2 × 4096/512, 2048 filters, 2 highway (ELMO_SPEC §15 cost model)
+    options = BiLMOptions()  # 2 × 4096/512, 2048 filters, 2 highway (Peters et al. 2018 §3.4)
     assert lstm_macs_per_cell_step(options) == 2 * 512 * 16384 + 4096 * 512
     assert 8.5e6 < cnn_macs_per_token(options.char_cnn, 512) - 2 * 2 * 2048**2 - 2048 * 512 < 9e6
     cost = step_flops(options, 128, 20, 10_000, 8192, (1000, 900))

@@ -132,7 +132,12 @@ def test_quick_run_measures_every_phase_of_one_small_task(tmp_path: Path) -> Non
     assert all(evals[p] >= 0 for p in bench_tasks.EVAL_PHASES)
     assert "cache build" in result["setup_seconds"]
     assert json.loads((tmp_path / "b.json").read_text())["results"][0]["task"] == "sst5"
-    assert "sst5   mini  cached" in (tmp_path / "b.txt").read_text()
+    text = (tmp_path / "b.txt").read_text()
+    assert "sst5   mini  cached" in text
+    header = text.splitlines()[:4]  # the commit, the CPU and the command, then a blank line
+    assert header[0].startswith("commit: ") and header[1].startswith("CPU: ")
+    assert header[2].startswith("command: python benchmarks/bench_tasks.py --quick --tasks sst5")
+    assert header[3] == ""
 
 
 def _pad_per_row(ids: TokenIds, seqs: list[tuple[str, ...]]) -> tuple[torch.Tensor, ...]:
