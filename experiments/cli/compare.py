@@ -21,7 +21,7 @@ from experiments.cli.options import (
     task_overrides,
 )
 from experiments.cli.tables import at_stored_versions, expected_ids, write_tables
-from experiments.cli.training import raise_failed, run_for_tables
+from experiments.cli.training import raise_failed, run_for_tables, training_request
 from experiments.report import reproductions
 from experiments.report.render import TableSpec
 from experiments.run.store import ResultsStore
@@ -101,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if args.render_only:
         store, failure = ResultsStore(args.store), None
     else:
-        store, failure = run_for_tables(reproductions.expected_specs(table), args, group=stem)
+        store, failure = run_for_tables(
+            reproductions.expected_specs(table), training_request(args, stem)
+        )
     if args.reuse_stale:  # records made before a task's version bump: at their own version
         table = at_stored_versions(table, store.records())
     lines = reproductions.weights_lines(table, store.records())

@@ -16,7 +16,7 @@ from experiments.cli.options import (
     task_overrides,
 )
 from experiments.cli.tables import expected_ids, print_written, table_runs, write_tables
-from experiments.cli.training import raise_failed, run_for_tables
+from experiments.cli.training import raise_failed, run_for_tables, training_request
 from experiments.report import reproductions
 from experiments.report.plots import efficiency_plots
 from experiments.report.render import TableSpec
@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
-    store, failure = run_for_tables(reproductions.expected_specs(table), args, group=stem)
+    store, failure = run_for_tables(
+        reproductions.expected_specs(table), training_request(args, stem)
+    )
     written = write_tables(
         [table],
         store,

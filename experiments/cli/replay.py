@@ -209,7 +209,7 @@ def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
             recorded identity or code that differs from now without ``--allow-changed``;
             nothing has trained.
     """
-    from experiments.cli.training import resolver_of, run_all, validate_specs
+    from experiments.cli.training import resolver_of, run_all, training_request, validate_specs
 
     given = _given_spec_options(args, default)
     if given:
@@ -236,7 +236,7 @@ def replay(args: argparse.Namespace, default: Callable[[str], Any]) -> int:
             f"replaying run {spec.run_id} although it changed: {'; '.join(reasons)}",
             file=sys.stderr,
         )
-    store = run_all([spec], args, f"replay-{spec.task}-{spec.run_id}", resolver)
+    store = run_all([spec], training_request(args, f"replay-{spec.task}-{spec.run_id}", resolver))
     metrics = store.get(spec.run_id).metrics
     print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
     print(f"replay of {spec.run_id}: {_compare_metrics(metrics, file.parent)}", file=sys.stderr)

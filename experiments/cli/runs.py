@@ -23,7 +23,7 @@ from experiments.cli.options import (
 )
 from experiments.cli.replay import add_replay_options, replay
 from experiments.cli.tables import write_tables
-from experiments.cli.training import base_spec, describe, run_all
+from experiments.cli.training import base_spec, describe, run_all, training_request
 from experiments.report import reproductions
 from experiments.report.render import Row, RunsColumn, TableSpec
 from experiments.run.spec import RunSpec, derive, expand_sweep
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         configure_run(defaults)
         return replay(args, defaults.get_default)
     specs, group = train_specs(args)
-    store = run_all(specs, args, group)
+    store = run_all(specs, training_request(args, group))
     if args.command == "run":
         for spec in specs:
             metrics = store.get(spec.run_id).metrics

@@ -20,7 +20,7 @@ from experiments.cli.options import (
     task_data,
     task_overrides,
 )
-from experiments.cli.training import raise_failed, run_for_tables
+from experiments.cli.training import raise_failed, run_for_tables, training_request
 from experiments.data.real_sets import REAL
 from experiments.report import reproductions
 from experiments.report.plots import table_plots
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     failure = None
     if args.command == "reproduce":
         specs = [s for t in tables for s in reproductions.expected_specs(t)]
-        _, failure = run_for_tables(specs, args, group=stem)
+        _, failure = run_for_tables(specs, training_request(args, stem))
     fmt: Format = args.format if args.command == "render" else "markdown"
     store = ResultsStore(args.store)
     try:

@@ -1,6 +1,11 @@
 """Running a command's specs: check them all first, then run the missing ones with one
 progress line each (shared by ``run``, ``sweep``, ``reproduce``, ``compare`` and
-``sample-efficiency``)."""
+``sample-efficiency``).
+
+A command reads its training options from its command line once, into a
+:class:`TrainingRequest` (:func:`training_request`), and hands that down: :func:`run_all` reads
+nothing else, so a run's arguments go one way — command line → request → resolver and executors →
+the loop."""
 
 from __future__ import annotations
 
@@ -10,8 +15,9 @@ import json
 import math
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bilm.pretrained import cache_root
@@ -20,6 +26,7 @@ from experiments.cli.options import run_config, task_data, task_overrides
 from experiments.report import reproductions
 from experiments.run.executors import (
     SLURM_INSTALL,
+    Executor,
     Reuse,
     SlurmJobError,
     SlurmOptions,
@@ -44,6 +51,8 @@ __all__ = [
     "run_all",
     "run_for_tables",
     "slurm_options",
+    "training_request",
+    "TrainingRequest",
     "validate_specs",
 ]
 
@@ -220,31 +229,78 @@ def _check_slurm(args: argparse.Namespace) -> SlurmOptions | None:
     return options
 
 
-def run_all(
-    specs: Sequence[RunSpec],
-    args: argparse.Namespace,
-    group: str,
-    resolver: Resolver | None = None,
-) -> ResultsStore:
+@dataclass(frozen=True)
+class TrainingRequest:
+    """What a command's training options ask for, read from its command line once.
+
+    Attributes:
+        resolver: resolves and identifies each run once (device, precision, threads).
+        options: what every run's loop is given (folders, progress, W&B, caches).
+        store: the results store's folder.
+        executor: ``local``, ``ray`` or ``slurm``.
+        address: the Ray cluster's address (``None``: a local Ray).
+        max_parallel: runs at once.
+        ray_options: each Ray task's CPUs and GPUs (``None`` for another executor).
+        reuse: which stored records a run reuses (:func:`reuse_policy`).
+        slurm: the Slurm options (``None`` for another executor).
+    """
+
+    resolver: Resolver
+    options: RunOptions
+    store: Path
+    executor: Executor
+    address: str | None
+    max_parallel: int
+    ray_options: Mapping[str, float] | None
+    reuse: Reuse
+    slurm: SlurmOptions | None
+
+
+def training_request(
+    args: argparse.Namespace, group: str, resolver: Resolver | None = None
+) -> TrainingRequest:
+    """The command's :class:`TrainingRequest` (``group``: its name, the W&B group).
+
+    Args:
+        args: the parsed command line.
+        group: the command's name for its runs.
+        resolver: the command's :func:`resolver_of` when it has resolved runs already (a
+            replay); default: a new one.
+
+    Raises:
+        UsageError: ``--executor slurm`` without submitit or ``sbatch``, or a bad
+            ``--slurm-set``.
+    """
+    ray = args.executor == "ray"
+    return TrainingRequest(
+        resolver=resolver_of(args) if resolver is None else resolver,
+        options=_options(args, group),
+        store=args.store,
+        executor=args.executor,
+        address=args.address,
+        max_parallel=args.max_parallel,
+        ray_options={"num_cpus": args.cpus_per_run, "num_gpus": args.gpus_per_run} if ray else None,
+        reuse=reuse_policy(args),
+        slurm=_check_slurm(args),
+    )
+
+
+def run_all(specs: Sequence[RunSpec], request: TrainingRequest) -> ResultsStore:
     """Check every spec, then run each one not yet stored, one progress line per run.
 
     Args:
         specs: the command's runs.
-        args: its parsed command line.
-        group: its name (W&B group).
-        resolver: the command's :func:`resolver_of` when it has resolved runs already (a
-            replay); default: a new one. Each run is resolved and identified once by it.
+        request: its training options (:func:`training_request`); each run is resolved and
+            identified once by its resolver.
 
     Raises:
         UsageError: a spec (or the device) is wrong, or the store cannot be written; no run
             has started.
         SweepError: runs failed (the others are stored).
     """
-    resolver = resolver_of(args) if resolver is None else resolver
+    resolver = request.resolver
     validate_specs(specs, resolver)  # before anything is created: a mistake costs no run
-    slurm = _check_slurm(args)
-    options = _options(args, group)
-    store = ResultsStore(args.store)
+    store = ResultsStore(request.store)
     try:
         store.check_writable()  # not after the first run has trained
     except StoreUnusableError as error:
@@ -260,20 +316,19 @@ def run_all(
             line += "  " + " ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()))
         print(line + (f"  {detail}" if detail else ""), file=sys.stderr, flush=True)
 
-    ray_options = {"num_cpus": args.cpus_per_run, "num_gpus": args.gpus_per_run}
     try:
         result = run_sweep(  # a DeviceError (a ValueError) is a usage mistake: exit status 2
             unique,
-            _RunOne(resolver, options),
+            _RunOne(resolver, request.options),
             store,
-            args.executor,
-            args.address,
-            max_parallel=args.max_parallel,
-            ray_options=ray_options if args.executor == "ray" else None,
+            request.executor,
+            request.address,
+            max_parallel=request.max_parallel,
+            ray_options=dict(request.ray_options) if request.ray_options is not None else None,
             on_event=on_event,
             identify=resolver.identify,
-            reuse=reuse_policy(args),
-            slurm=slurm,
+            reuse=request.reuse,
+            slurm=request.slurm,
         )
     except SlurmJobError as error:  # the identities' job (e.g. an unknown partition)
         raise UsageError(f"--executor slurm: {error}") from None
@@ -287,7 +342,7 @@ def run_all(
 
 
 def run_for_tables(
-    specs: Sequence[RunSpec], args: argparse.Namespace, group: str
+    specs: Sequence[RunSpec], request: TrainingRequest
 ) -> tuple[ResultsStore, SweepError | None]:
     """:func:`run_all` for a command that renders tables: failed runs do not stop it.
 
@@ -300,9 +355,9 @@ def run_for_tables(
         UsageError: as :func:`run_all` (no run has started).
     """
     try:
-        return run_all(specs, args, group), None
+        return run_all(specs, request), None
     except SweepError as error:
-        return ResultsStore(args.store), error
+        return ResultsStore(request.store), error
 
 
 def raise_failed(failure: SweepError | None) -> None:
