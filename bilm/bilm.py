@@ -1,10 +1,10 @@
 """The bidirectional language model: char-CNN tokens → forward and backward LSTM stacks.
 
-Peters et al. (2018) §3.1/§3.4; architecture facts in ELMO_SPEC §4–8. The module adds the sentence
-markers ``<S>``/``</S>`` itself and strips them from what it returns, so callers pass and receive
-exactly their tokens.
+Peters et al. (2018) §3.1/§3.4; architecture as bilm-tf ``bilm/model.py`` and allennlp v2.10.1
+``allennlp/modules/elmo.py``. The module adds the sentence markers ``<S>``/``</S>`` itself and
+strips them from what it returns, so callers pass and receive exactly their tokens.
 
-State policy (ELMO_SPEC §8; the reference port's most reported confusion). The official biLM was
+State policy (docs/bilm.md; the reference port's most reported confusion). The official biLM was
 trained on continuous streams with LSTM state carried between batches, and both reference
 implementations keep carrying it at inference, keyed by row index. We make the choice explicit:
 
@@ -80,7 +80,7 @@ class BiLM(nn.Module):
         options: architecture (e.g. ``BiLMOptions.from_json("options.json")``).
         state: LSTM state policy, ``"reset"``, ``"carry"`` or ``"warm"`` (module docstring).
         dropout: dropout on every LSTM layer's input and on the top output, training mode only
-            (bilm-tf training, ELMO_SPEC §11); 0 for inference.
+            (bilm-tf ``bilm/training.py``); 0 for inference.
 
     Weights start uninitialised; load them with :func:`bilm.load_official`,
     :func:`bilm.load_checkpoint`, or initialise with :func:`bilm.weights.init_weights`.
@@ -369,7 +369,7 @@ class BiLM(nn.Module):
 
         bilm-tf trains the forward LM on a stream of sentences and the backward LM on an
         independent stream of reversed sentences, with state carried between fixed-size windows
-        (truncated BPTT; ELMO_SPEC §11). No sentence markers are added here: the streams already
+        (truncated BPTT). No sentence markers are added here: the streams already
         hold ``<S>``/``</S>`` as ordinary tokens.
 
         Args:
@@ -452,7 +452,7 @@ class BiLM(nn.Module):
                 state = (h0[layer_index, d], c0[layer_index, d])
                 out, h_n, c_n = pair[d](layer_input, lens, *state, words, index)
                 if layer_index > 0 and self.options.lstm.use_skip_connections:
-                    out = out + layer_input  # residual from layer 1 on (ELMO_SPEC §7)
+                    out = out + layer_input  # residual from layer 1 on (Peters et al. §3.4)
                 final_h.append(h_n)
                 final_c.append(c_n)
                 outs.append(out)  # (T, B, P)

@@ -1,6 +1,7 @@
 """Context-independent token encoder: char embedding → CNN + max-pool → highway → projection.
 
-ELMO_SPEC §5 (bilm-tf ``_build_word_char_embeddings``; allennlp ``_ElmoCharacterEncoder``).
+bilm-tf ``bilm/model.py`` ``_build_word_char_embeddings``; allennlp v2.10.1
+``allennlp/modules/elmo.py`` ``_ElmoCharacterEncoder``.
 
 Inference precisions besides float32 (:meth:`CharCNN.quantize_int8`, :meth:`CharCNN.set_bf16`):
 int8 runs the highway and projection GEMMs in fbgemm; bf16 runs those and the convolutions with
@@ -31,7 +32,8 @@ class Highway(nn.Module):
     """Highway layers of Srivastava et al. (2015) in the ELMo convention.
 
     ``g = σ(x W_carry + b_carry)``, ``y = g · relu(x W_transform + b_transform) + (1 − g) · x``
-    (bilm-tf naming: its "carry" gate gates the transform path). Always relu (ELMO_SPEC §5.3).
+    (bilm-tf naming: its "carry" gate gates the transform path). Always relu, whatever
+    ``char_cnn.activation`` says (both reference implementations).
     Both products are one GEMM: ``weight`` is ``(F, 2F)`` = ``[W_transform | W_carry]``.
     """
 

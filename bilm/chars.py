@@ -1,4 +1,7 @@
-"""Character ids for the ELMo char-CNN, exactly as the official scheme (ELMO_SPEC §3).
+"""Character ids for the ELMo char-CNN, exactly as the official scheme.
+
+The scheme of allennlp v2.10.1 ``allennlp/data/token_indexers/elmo_indexer.py`` and bilm-tf
+``bilm/data.py`` (the two agree).
 
 A token is its UTF-8 bytes (invalid surrogates dropped, like ``encode("utf-8", "ignore")``),
 truncated to ``max_chars - 2`` bytes, wrapped in begin/end-of-word markers and right-padded with

@@ -63,7 +63,8 @@ NO_CUDA = "CUDA is not available (torch built without CUDA or no GPU): use --dev
 _DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 #: OpenMP wait policy for CPUs shared with other processes: idle threads sleep at barriers
-#: instead of spinning (issue #25 item 5; ``nox -s bench_bilm`` measures it idle and loaded).
+#: instead of spinning (docs/performance.md, "On a shared server"; ``nox -s bench_bilm`` measures
+#: it idle and loaded).
 SHARED_CPU_WAIT_POLICY = "PASSIVE"
 
 

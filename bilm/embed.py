@@ -1,7 +1,7 @@
 """Pre-computed ELMo vectors for a text file, in the HDF5 layout of the old ``allennlp elmo``.
 
-ELMO_SPEC §12 (allennlp ``commands/elmo.py``, v0.x–v1.0.0rc3). The input holds one sentence per
-line (whitespace-tokenised, or raw text with ``tokenize=True``). The output holds:
+As allennlp ``allennlp/commands/elmo.py`` (v0.x–v1.0.0rc3, e.g. tag v0.9.0). The input holds one
+sentence per line (whitespace-tokenised, or raw text with ``tokenize=True``). The output holds:
 
 * one float32 dataset per input line, named by the 0-based line index (``"0"``, ``"1"``, …):
   ``(L + 1, n_tokens, 2P)`` for ``layers="all"`` (token layer, biLSTM 1, …, sentence markers
@@ -13,7 +13,7 @@ line (whitespace-tokenised, or raw text with ``tokenize=True``). The output hold
   that occurs on several lines maps to its **last** line, as in allennlp (it fills a dict in file
   order). Left out with ``sentence_index=False`` (allennlp's ``--forget-sentences``).
 
-Order and state (ELMO_SPEC §8). The input is streamed: chunks of ``lines_per_chunk`` lines are
+Order and state (docs/bilm.md). The input is streamed: chunks of ``lines_per_chunk`` lines are
 read, cut into batches and written before the next chunk is read. With the ``"reset"`` and
 ``"warm"`` state policies a sentence's vectors do not depend on its batch, so each chunk is
 sorted by length to reduce padding (keys still follow the input lines), and batches also respect

@@ -1,4 +1,4 @@
-"""Language-model objective for biLM pretraining (ELMO_SPEC §11, bilm-tf ``training.py``).
+"""Language-model objective for biLM pretraining (bilm-tf ``bilm/training.py``).
 
 One softmax layer (``W (V, P)``, ``b (V,)``) is **shared by both directions**, as in the
 original. Training uses either the full softmax (small vocabularies) or a sampled softmax

@@ -1,4 +1,4 @@
-"""Streaming bidirectional language-model batches for biLM pre-training (ELMO_SPEC §11).
+"""Streaming bidirectional language-model batches for biLM pre-training.
 
 This re-implements bilm-tf's ``LMDataset`` / ``_get_batch`` / ``BidirectionalLMDataset`` with
 exact, JSON-serialisable resume state and a row split for data-parallel training.

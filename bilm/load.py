@@ -4,7 +4,7 @@ The biLM's recurrent loop is hundreds of small GEMMs a second, each split over a
 that meets at a barrier. When another process takes one of the team's cores, every product
 waits for the thread that shares that core: on 2 cores with one busy background process the
 2-thread biLM fell to 0.35 × its idle speed, while 1 thread kept 0.94 × its own idle speed
-(``benchmarks/bench_bilm.py``, "under load"; issue #25 item 5).
+(``benchmarks/bench_bilm.py``, "under load"; docs/performance.md, "On a shared server").
 
 :func:`threads_under_load` watches this from inside a forward pass, at no cost when the
 machine is idle (two small ``/proc`` reads every few steps):

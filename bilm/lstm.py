@@ -1,6 +1,7 @@
 """LSTM with projection and clipping, stacked per direction with residual connections.
 
-ELMO_SPEC §6–7 (TF ``LSTMCell(num_proj, cell_clip, proj_clip)`` as used by bilm-tf). Per step::
+Peters et al. (2018) §3.4; TF ``LSTMCell(num_proj, cell_clip, proj_clip)`` as used by bilm-tf
+``bilm/model.py``. Per step::
 
     z   = x_t W_x + h_{t-1} W_h + b                 (4C)   gates in our order [i, f, o, j]
     c_t = clip(σ(f) · c_{t-1} + σ(i) · tanh(j))     (C)    the +1 forget bias is folded into b

@@ -1,6 +1,6 @@
 """The biLM's hyper-parameters, read from and written to the official ``options.json``.
 
-Schema: ELMO_SPEC §1 (allennlp ``modules/elmo.py`` and bilm-tf ``bilm/model.py``). Every width of
+Schema: allennlp v2.10.1 ``allennlp/modules/elmo.py`` and bilm-tf ``bilm/model.py``. Every width of
 the network is derived from these fields; nothing else in the library types a dimension.
 """
 
@@ -25,7 +25,7 @@ class OptionsError(ValueError):
 class CharCNNOptions:
     """Character CNN of the token encoder.
 
-    Defaults are the published ``elmo_2x4096_512_2048cnn_2xhighway_options.json`` (ELMO_SPEC §1).
+    Defaults are the published ``elmo_2x4096_512_2048cnn_2xhighway_options.json``.
     """
 
     embedding_dim: int = 16
@@ -34,7 +34,7 @@ class CharCNNOptions:
     )  # fmt: skip
     n_highway: int = 2
     activation: Activation = "relu"
-    # 262 at inference (row 0 = padding), 261 in training files (bilm-tf README, ELMO_SPEC §1).
+    # 262 at inference (row 0 = padding), 261 in training files (bilm-tf README).
     n_characters: int = 262
     max_characters_per_token: int = 50
 

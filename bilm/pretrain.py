@@ -1,6 +1,6 @@
 """biLM pretraining: configs, the training loop with exact resume, held-out perplexity.
 
-Follows bilm-tf ``training.py`` (ELMO_SPEC §11): forward and backward LMs over two independent
+Follows bilm-tf ``bilm/training.py``: forward and backward LMs over two independent
 sentence streams cut into ``unroll_steps`` windows with LSTM state carried between batches;
 one softmax shared by both directions (full or sampled); dropout on every LSTM layer input and
 on the top output; Adagrad (lr 0.2, initial accumulator 1.0) on ``loss × unroll_steps`` clipped

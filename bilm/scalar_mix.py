@@ -1,7 +1,7 @@
 """Task-specific layer weighting, Eq. (1) of Peters et al. (2018).
 
 ``ELMo = γ · Σ_j s_j · h_j`` with ``s = softmax(w)``; ``w`` starts at 0 and ``γ`` at 1 (allennlp
-``ScalarMix``, bilm-tf ``weight_layers``; ELMO_SPEC §9). The regulariser ``λ‖w‖²`` on the raw
+``ScalarMix``, bilm-tf ``weight_layers``). The regulariser ``λ‖w‖²`` on the raw
 pre-softmax weights is *returned* by :meth:`ScalarMix.penalty` for the caller to add to its loss,
 as bilm-tf does; nothing is hidden in a parameter-name regex.
 

@@ -1,4 +1,4 @@
-"""Word vocabulary for biLM pre-training, in the bilm-tf vocab-file format (ELMO_SPEC §11).
+"""Word vocabulary for biLM pre-training, in the bilm-tf vocab-file format (``bilm/data.py``).
 
 The file has one token per line; it must contain ``<S>``, ``</S>`` and ``<UNK>``; lines equal to
 ``!!!MAXTERMID`` are skipped. Ids are line numbers (after skipping), exactly as bilm-tf's

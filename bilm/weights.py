@@ -1,6 +1,6 @@
 """Weights in and out: the official ELMo HDF5 layout, the project's checkpoint, initialisation.
 
-Official layout (ELMO_SPEC §2, written by bilm-tf ``dump_weights``)::
+Official layout (written by bilm-tf ``bilm/training.py`` ``dump_weights``)::
 
     char_embed                                   (261, E)        no padding row
     CNN/W_cnn_{i}, CNN/b_cnn_{i}                 (1, w, E, n), (n,)
@@ -32,7 +32,7 @@ from bilm.options import BiLMOptions
 
 #: TF LSTMCell gate block order is [i, j, f, o]; ours is [i, f, o, j] (sigmoid gates first).
 TF_BLOCK_FOR_OURS = (0, 2, 3, 1)
-FORGET_BIAS = 1.0  # TF LSTMCell forget_bias, added at run time, not stored (ELMO_SPEC §2)
+FORGET_BIAS = 1.0  # TF LSTMCell forget_bias, added at run time, not stored
 _OURS_FORGET = 1  # index of the forget block in our order
 
 
@@ -420,7 +420,7 @@ def load_checkpoint(path: str | Path, state: StatePolicy = "reset") -> BiLM:
 
 # ---------------------------------------------------------------------- initialisation
 def init_weights(bilm: BiLM, seed: int | None = None) -> BiLM:
-    """Initialise as bilm-tf training does (ELMO_SPEC §11).
+    """Initialise as bilm-tf ``bilm/training.py`` does.
 
     char_embed U(−1, 1); conv W U(−0.05, 0.05) for relu, N(0, 1/(w·E)) for tanh; highway W
     N(0, 1/F), b_carry −2, b_transform 0; projection N(0, 1/F); LSTM kernels Glorot-uniform over

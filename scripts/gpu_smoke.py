@@ -9,8 +9,8 @@
    the CPU's fp32 outputs on DEMO sentences, and the device's tokens/s on 64 × 20 and 512 × 20
    batches (medians, synchronised) in fp32 and bf16 (``BiLM.to_precision``: bf16 products,
    float32 state), each without and with CUDA graphs (``BiLM.use_cuda_graphs``), with each
-   one's deviation from fp32 without graphs and PASS/MISS for issue #25's targets
-   (``benchmarks/bench_precision.py``, :func:`gpu_figures`).
+   one's deviation from fp32 without graphs and PASS/MISS for the GPU targets
+   of docs/performance.md (``benchmarks/bench_precision.py``, :func:`gpu_figures`).
 2. **Every task** (``--tasks``, default all registered) with each preset of ``--configs``: one
    short run (``--examples`` per split, ``--epochs``) through the same runner as ``python -m
    experiments run``, on the DEMO set. ``mini`` uses the shipped small biLM through the feature

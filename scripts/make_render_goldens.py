@@ -28,7 +28,7 @@ from tests.experiments.helpers import PROVENANCE  # the same fake provenance as 
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "tests" / "experiments" / "goldens"
-PAPER = REPO / "experiments" / "paper.toml"
+PAPER = REPO / "experiments" / "report" / "paper.toml"
 
 F1 = MetricSpec("f1", scale=100, decimals=1)
 ACCURACY = MetricSpec("accuracy", scale=100, decimals=1)

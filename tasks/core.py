@@ -1,4 +1,4 @@
-"""What a task provides to the one training loop (``experiments/runner.py``).
+"""What a task provides to the one training loop (``experiments/run/runner.py``).
 
 A task package exposes ``TASK``, a :class:`TaskSpec`; ``tasks/registry.py`` lists them in one dict
 literal. The runner and the rest of ``experiments/`` never name a task: everything task-specific
@@ -77,7 +77,7 @@ ADDED = "added_compatibly"
 def added_field(default: Any, *, why: str) -> Any:
     """A configuration field added after results were stored, whose default reproduces the
     behaviour before it: at that default it is left out of the run identity's configuration
-    fingerprint (``experiments.identity``), so stored runs stay valid; set to anything else it
+    fingerprint (``experiments.run.identity``), so stored runs stay valid; set to anything else it
     enters the fingerprint like every other field.
 
     Args:
@@ -119,7 +119,7 @@ class TableRow:
     Attributes:
         label: first column, e.g. ``"SQuAD"``.
         metric: the metric shown in the row.
-        paper_key: the row's key in ``experiments/paper.toml``.
+        paper_key: the row's key in ``experiments/report/paper.toml``.
     """
 
     label: str

@@ -1,5 +1,5 @@
-"""Every committed table and plot is what HEAD renders from the committed records (issue #36;
-``results/committed.toml``, :mod:`experiments.report.committed`)."""
+"""Every committed table and plot is what HEAD renders from the committed records
+(``results/committed.toml``, :mod:`experiments.report.committed`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ SQUAD = committed.Entry(
     ("render", "squad_baseline", "--store", "results/runs"),
     "results",
     "squad_baseline-mini-demo",
-    "runs of result versions before #23",
+    "runs of older result versions",
 )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-README_LINES = 150  # issue #35: the README is a front page; the reference lives in docs/
+README_LINES = 150  # the README is a front page; the reference lives in docs/
 
 
 def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:

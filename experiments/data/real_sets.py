@@ -43,7 +43,7 @@ __all__ = [
 
 #: The ``--data`` value whose rows are the real sets.
 REAL = "real"
-#: Seeds of ``reproduce real`` unless given (issue #24: three per cell).
+#: Seeds of ``reproduce real`` unless given (three per cell).
 REAL_SEEDS = (0, 1, 2)
 #: Prefix of a spec's data label naming a folder below the shared data root.
 SHARED_PREFIX = "shared:"

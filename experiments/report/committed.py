@@ -1,4 +1,4 @@
-"""Every committed table and plot, re-rendered from the committed records (issue #36).
+"""Every committed table and plot, re-rendered from the committed records.
 
 ``results/committed.toml`` lists each committed output with the command that renders it
 (``python -m experiments ARGV --out OUT``) from the records committed beside it, training

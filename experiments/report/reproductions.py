@@ -295,7 +295,7 @@ def rows(
 
 
 def data_name(data: str) -> str | None:
-    """The data set a row's runs read, for its label (issue #36): ``None`` for the bundled DEMO
+    """The data set a row's runs read, for its label: ``None`` for the bundled DEMO
     set, else by name, since a folder may hold any data in the task's format: a real set by its
     label (``"Sentence polarity (BCN, 2 classes)"``), a Hub dataset by its name, a folder by its
     last part (``"subj"``)."""

@@ -1,5 +1,5 @@
 """Significance tests between two systems scored on the same evaluation units, from the per-unit
-statistics every run stores, with training-seed variance included (issue #20).
+statistics every run stores, with training-seed variance included (docs/significance.md).
 
 **Data.** A run stores ``units-<split>.json`` (:class:`tasks.core.UnitStatistics`): one row of a
 metric's sufficient statistics per evaluation unit (a question, a pair, a sentence, a document).
@@ -46,7 +46,7 @@ the benchmark, with less power). A two-level bootstrap (resample seeds, then uni
 underestimates the seed variance by ``(n − 1) / n`` and uses normal tails where 2 df call for t
 tails: anti-conservative.
 
-**The pooled test** (:func:`pooled_bootstrap`, the scheme used before issue #20, kept for the
+**The pooled test** (:func:`pooled_bootstrap`, used before the seed-aware test, kept for the
 calibration benchmark): the same paired unit bootstrap of the seed-mean difference with the
 seeds held fixed, a 95 % percentile interval and the bootstrap's sign-test p-value
 (``1 / (samples + 1)`` at least). It is conditional on the seeds and therefore over-confident
@@ -606,7 +606,7 @@ def pooled_bootstrap(
     seed: int = 0,
 ) -> Comparison:
     """Paired bootstrap of ``metric(A) − metric(B)`` over shared units, seeds pooled (held fixed):
-    the scheme before issue #20, conditional on the seeds (module docstring).
+    the scheme before the seed-aware test, conditional on the seeds (module docstring).
 
     Args:
         a: system A's runs, one ``(unit ids, (units, k) statistics)`` per seed.

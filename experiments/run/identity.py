@@ -1,4 +1,4 @@
-"""What a run was made from, and when a stored run may be reused (issue #20, item 5).
+"""What a run was made from, and when a stored run may be reused (docs/runs.md).
 
 A :class:`~experiments.run.spec.RunSpec` says what was *asked for* (task, representation, sites,
 mix, preset name, overrides, seed, data label, budget); its run id names the result folder. Two

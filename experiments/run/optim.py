@@ -58,7 +58,7 @@ def build_optimizer(
     itself only on CUDA: on the CPU it updates the same values bitwise (each of the four checked
     over 20 steps with ``None`` gradients and a learning-rate change,
     ``tests/experiments/test_optim.py``) at less cost — BCN's 21 M parameters: Adam's step
-    140 → 103 ms on one AMD EPYC thread, about 3 % of its training step (issue #34, item 5).
+    140 → 103 ms on one AMD EPYC thread, about 3 % of its training step.
     """
     o = config.optimizer
     if o.name == "adam":

@@ -1,6 +1,6 @@
 """Run specifications: one frozen, JSON-serialisable :class:`RunSpec` per training run.
 
-STYLE.md §3.4: ``RunSpec → run → store → render``. A spec names everything that can change a
+``RunSpec → run → store → render`` (docs/harness.md). A spec names everything that can change a
 number (task and its version, representation, injection sites, Eq. (1) mixing with λ or LastOnly,
 ELMo dropout, biLM state policy, preset, overrides, seed, data, budget); its :func:`run_id` is a
 hash of :func:`canonical_json`, so two variants can never share a result folder.

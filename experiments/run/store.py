@@ -1,4 +1,4 @@
-"""Append-only results store: the source of truth for every table (STYLE.md §3.4, §5.14).
+"""Append-only results store: the source of truth for every table (docs/harness.md).
 
 Layout, one folder per run, keyed by :func:`experiments.run.spec.run_id`::
 

@@ -1,13 +1,13 @@
 """Linear-chain conditional random field and (constrained) Viterbi decoding.
 
-The sequence layer of the paper's NER baseline (Peters et al. 2018, §4 and A.7 [R]: "a CRF loss",
-Viterbi decoding restricted to valid tag sequences; Lample et al. 2016, §2.2 for the CRF itself):
-for emissions ``E`` (batch, time, L) and a tag sequence ``y``,
+The sequence layer of the paper's NER baseline (Peters et al. 2018, §4 and A.7, unverified: "a CRF
+loss", Viterbi decoding restricted to valid tag sequences; Lample et al. 2016, §2.2 for the CRF
+itself): for emissions ``E`` (batch, time, L) and a tag sequence ``y``,
 
     score(y) = start[y_1] + Σ_i E[i, y_i] + Σ_i T[y_i, y_{i+1}] + end[y_n]
 
 and ``log p(y) = score(y) − log Σ_y' exp score(y')`` (the forward algorithm). As allennlp's
-``ConditionalRandomField`` (the reference for the paper's NER numbers; TASKS_SPEC §3.5), the
+``ConditionalRandomField`` (the reference for the paper's NER numbers; docs/reference/ner.md), the
 tag-scheme constraints of :func:`allowed_transitions` apply when **decoding** (a disallowed move
 scores −inf, so Viterbi never emits an invalid sequence) and not to the training likelihood, which
 normalises over all label sequences.
@@ -192,7 +192,8 @@ class ConditionalRandomField(nn.Module):
     Parameters: ``transitions`` (L, L) indexed [from, to], and, when ``include_start_end``,
     ``start`` and ``end`` (L,) scores. Initialisation as allennlp: Xavier-normal transitions,
     normal(0, 1) start/end. allennlp's ``crf_tagger`` NER configuration sets
-    ``include_start_end_transitions: false`` (TASKS_SPEC §3.5).
+    ``include_start_end_transitions: false`` (allennlp-models @b1f3722
+    ``training_config/tagging/ner.jsonnet``).
 
     Args:
         num_labels: L.

@@ -1,8 +1,8 @@
 """Frozen-representation feature cache: compute every token's layers once per dataset.
 
-A frozen biLM makes caching exact (TASKS_SPEC §1.2, §6; e2e-coref ``cache_elmo.py``, ``allennlp
-elmo``): each run then only learns the scalar mixes and the task model. Each cache *entry* is a
-folder under a cache root::
+A frozen biLM makes caching exact (docs/representations.md, "Caching frozen features"; e2e-coref
+``cache_elmo.py``, ``allennlp elmo``): each run then only learns the scalar mixes and the task
+model. Each cache *entry* is a folder under a cache root::
 
     <root>/<name>-<repr fp[:16]>-<data fp[:16]>-<dtype>/
         offsets.npy      (num_sequences + 1,) int64    sequence i: tokens offsets[i]:offsets[i+1]

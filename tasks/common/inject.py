@@ -4,7 +4,8 @@ One representation pass per batch feeds one :class:`bilm.ScalarMix` per injectio
 (concatenated to the task's token vectors before its lowest RNN) and ``output`` (concatenated to the
 task RNN's output, with its own weights ``w`` and ``γ``). Model code sizes its layers from
 :meth:`Injector.extra_dim` and calls :meth:`Injector.concat` unconditionally; with a site off or
-the ``none`` representation both are no-ops, so there is no ``if`` in model code (STYLE §3.2).
+the ``none`` representation both are no-ops, so there is no ``if`` in model code
+(docs/representations.md, "Injecting into a task model").
 
 The λ penalty reaches the loss through :func:`mix_penalty`, which the runner calls on the whole
 task model. With ``MixSpec(mode="dynamic")`` each site's mix is a

@@ -173,7 +173,8 @@ class CharCNNEncoder(nn.Module):
         Without dropout (in evaluation, and in training at rate 0) only the real words are
         encoded, over the windows any of them can have (:meth:`_encode_words`): bitwise the
         numbers of the full fixed-span computation at a fraction of its cost when a batch is
-        padded (issue #34: a third of the NER tagger's embedding time under random batches);
+        padded (a third of the NER tagger's embedding time under random batches,
+        tasks/ner/README.md);
         the gradients are the same function, summed in another order (they differ in the last
         bits). Training with dropout keeps the full computation: its masks are drawn over the
         fixed span.

@@ -2,7 +2,7 @@
 et al. 2018, A.6) and ``mini`` (CPU minutes on the DEMO set). Widths that follow from other parts
 (embedding sizes, span and pair widths, ELMo width) are computed in the model, never typed here.
 
-Sources: TASKS_SPEC §3.4; e2e-coref @53c4116 ``experiments.conf`` ``best`` and ``util.py``
+Sources: docs/reference/coref.md; e2e-coref @53c4116 ``experiments.conf`` ``best`` and ``util.py``
 (``EmbeddingDictionary(normalize=True)``, ``cnn``, ``ffnn``); Lee et al. (2017) §5 (pruning,
 non-crossing spans, K antecedents).
 """
@@ -105,7 +105,7 @@ class CorefConfig:
 def mini() -> CorefConfig:
     """The ``mini`` preset: ``paper`` with the deviations below.
 
-    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): the embedded GloVe 6B 50-d (lowercased)
+    ``mini`` deviations (CPU, DEMO set; chosen here): the embedded GloVe 6B 50-d (lowercased)
     and no Turian vectors, char CNN 16 filters per width, biLSTM 32 per direction, FFNNs 2 × 64,
     features 16-d, K = 50 antecedents, Adam 1e-2 instead of 1e-3 (with 1e-3 dev F1 is still 0
     after 360 steps; with 1e-2 the model links from about 450 steps on; the ×0.999 per 100 steps

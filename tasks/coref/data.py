@@ -59,8 +59,9 @@ LAYOUTS = (
     "train/, development/ (or dev/), test/ trees of *_gold_conll files (CoNLL-2012 v4, English)",
     "train/, dev/ (or development/), test/ folders of *.conll files (LitBank)",
 )
-#: English CoNLL-2012 document parts per split (TASKS_SPEC §3.4 [R], the standard split): a
-#: different count is logged as a warning, as it changes the numbers (wrong folder, v12 test …).
+#: English CoNLL-2012 document parts per split (the standard split; counts not verified against a
+#: published source, docs/reference/coref.md): a different count is logged as a warning, as it
+#: changes the numbers (wrong folder, v12 test …).
 EXPECTED_DOCUMENTS = {"train": 2802, "dev": 343, "test": 348}
 
 

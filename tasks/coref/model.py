@@ -1,7 +1,7 @@
 """The end-to-end span-ranking coreference model of Lee et al. (2017), with ELMo at the input of
 its biLSTM (Peters et al. 2018, §4, A.6) or at any other site the harness asks for.
 
-Read top to bottom (TASKS_SPEC §3.4; e2e-coref @53c4116 ``coref_model.py``, ``best`` config):
+Read top to bottom (e2e-coref @53c4116 ``coref_model.py``, ``best``; docs/reference/coref.md):
 
 1. words → [fixed GloVe; fixed Turian; char CNN (widths 3, 4, 5)] → lexical dropout = ``text``
    (+ ELMo input mix, which carries the injector's own dropout)

@@ -56,7 +56,7 @@ from tasks.representations import Layers
 VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: Lee et al. (2017) span ranking (e2e-coref `best`), DEMO set v1 from the public-domain corpus
 # v2: the context biLSTM is Lee et al.'s CustomLSTMCell (coupled gates, learned initial state,
-#     recurrent dropout fixed over time, block-orthonormal recurrent weights), issue #23 item 4
+#     recurrent dropout fixed over time, block-orthonormal recurrent weights) instead of nn.LSTM
 
 
 #: The splits whose words the vocabulary indexes: every split read (the word vectors are fixed,
@@ -254,8 +254,8 @@ TASK = TaskSpec(
     version=VERSION,
     metric=CONLL_F1,
     configs=PRESETS,
-    default_sites=frozenset({"input"}),  # source: paper A.6 (output site cost ≈ 0.7 F1) [R]
-    default_mix=MixSpec("all", 0.0, False),  # source: paper A.6: λ = 0, no layer norm [R]
+    default_sites=frozenset({"input"}),  # source: paper A.6 (output site cost ≈ 0.7 F1), unverified
+    default_mix=MixSpec("all", 0.0, False),  # source: paper A.6: λ = 0, no layer norm (unverified)
     table_rows=(
         TableRow("Coref", CONLL_F1, "coref"),
         TableRow("Coref", MUC_F1, "coref_muc"),
@@ -271,8 +271,8 @@ TASK = TaskSpec(
     "train/, development/, test/ trees of *_gold_conll files (CoNLL-2012 v4, English) or "
     "train/, dev/, test/ folders of *.conll files (LitBank); test is optional",
     # no finetune_presets: paper A.1 names CoNLL 2012 as the one set whose perplexity fine-tuning
-    # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
-    elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" [R]
+    # hardly lowered (unverified: docs/reference/coref.md)
+    elmo_dropout=0.5,  # source: paper A.6, "50% dropout on ELMo" (unverified)
     peer=PEER,  # allennlp-models' coref (nox -s peer)
     title="Coreference (Lee et al. span ranking)",
     synthetic=SYNTHETIC,

@@ -11,8 +11,9 @@ from typing import Literal
 from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 #: The paper's training: Adam lr 0.001 constant, gradient norm rescaled at 5.0, early stopping on
-#: dev (paper A.7 [R], TASKS_SPEC §3.5); epochs 75, patience 25, batch 64 from allennlp
-#: ``ner.jsonnet`` (models@b1f3722), whose baseline matched the paper (89.91 ± 0.35 vs 90.15).
+#: dev (paper A.7, unverified: docs/reference/ner.md); epochs 75, patience 25, batch 64 from
+#: allennlp ``ner.jsonnet`` (models@b1f3722), whose baseline matched the paper (89.91 ± 0.35 vs
+#: 90.15).
 PAPER_TRAINING = TrainConfig(
     epochs=75,
     patience=25,
@@ -26,28 +27,29 @@ PAPER_TRAINING = TrainConfig(
 
 @dataclass(frozen=True)
 class NerConfig:
-    """Hyper-parameters of the biLSTM-CRF tagger and of its data. Sources: TASKS_SPEC §3.5."""
+    """Hyper-parameters of the biLSTM-CRF tagger and of its data. Sources: docs/reference/ner.md."""
 
-    # Word vectors, fine-tuned with the model. source: the paper used 50-d Senna vectors (A.7
-    # [R]); deviation: allennlp's reproduction (ner.jsonnet) uses GloVe 6B 50-d, lowercased and
-    # trainable, which is the embedded package "glove" here (Senna is on no package registry).
-    # A GloVe-format file path or "random:DIM" (tests) also work.
+    # Word vectors, fine-tuned with the model. source: the paper used 50-d Senna vectors (A.7,
+    # unverified); deviation: allennlp's reproduction (ner.jsonnet) uses GloVe 6B 50-d, lowercased
+    # and trainable, which is the embedded package "glove" here (Senna is on no package registry). A
+    # GloVe-format file path or "random:DIM" (tests) also work.
     word_vectors: str = "glove"
     lowercase_words: bool = True  # source: allennlp ner.jsonnet (lowercase_tokens for words)
-    train_word_vectors: bool = True  # source: paper A.7 [R] ("fine-tuned"), allennlp trainable
-    char_dim: int = 16  # source: paper A.7 [R], allennlp ner.jsonnet
-    char_filters: int = 128  # source: paper A.7 [R], allennlp ner.jsonnet
-    char_width: int = 3  # source: paper A.7 [R], allennlp ner.jsonnet
+    train_word_vectors: bool = True  # source: paper A.7 ("fine-tuned", unverified), allennlp
+    char_dim: int = 16  # source: paper A.7 (unverified), allennlp ner.jsonnet
+    char_filters: int = 128  # source: paper A.7 (unverified), allennlp ner.jsonnet
+    char_width: int = 3  # source: paper A.7 (unverified), allennlp ner.jsonnet
     max_word_chars: int = 30  # longer words are cut for the char CNN (CoNLL-2003: < 1 in 10^4)
-    # biLSTM units per direction of layer 1 and layer 2. source: paper A.7 [R] (200 then 100);
-    # the paper preset uses allennlp's 2 × 200 (ner.jsonnet: lstm, hidden_size 200, num_layers 2)
+    # biLSTM units per direction of layer 1 and layer 2. source: paper A.7 (200 then 100,
+    # unverified); the paper preset uses allennlp's 2 × 200 (ner.jsonnet: lstm, hidden_size 200,
+    # num_layers 2)
     hidden: tuple[int, int] = (200, 100)
     # dropout on the embeddings, between the biLSTMs and on the top output. source: allennlp
-    # ner.jsonnet (crf_tagger dropout 0.5 and lstm dropout 0.5); paper A.7 [R]: variational
+    # ner.jsonnet (crf_tagger dropout 0.5 and lstm dropout 0.5); paper A.7 (unverified): variational
     # dropout on both biLSTM inputs (no rate given)
     dropout: float = 0.5
-    # the dropout's masks: "variational" (one per sentence, shared over time; paper A.7 [R]) or
-    # "elementwise" (one per token: allennlp crf_tagger's torch.nn.Dropout and nn.LSTM dropout)
+    # the dropout's masks: "variational" (one per sentence, shared over time; paper A.7, unverified)
+    # or "elementwise" (one per token: allennlp crf_tagger's torch.nn.Dropout and nn.LSTM dropout)
     dropout_kind: Literal["variational", "elementwise"] = added_field(
         "variational", why="element-wise dropout masks as allennlp's crf_tagger"
     )
@@ -83,11 +85,11 @@ class NerConfig:
 def mini() -> NerConfig:
     """The ``mini`` preset: ``paper`` with the deviations below.
 
-    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): char CNN 32 filters, biLSTMs 64 then 32
+    ``mini`` deviations (CPU, DEMO set; chosen here): char CNN 32 filters, biLSTMs 64 then 32
     units (the paper's 2:1 ratio), batch 32, Adam 1e-2, at most 12 epochs with early stopping
     after 3 epochs without a better dev F1, training sentences over 100 tokens skipped (dev and
     test sentences are scored whatever their length); it keeps the settings it was pinned with
-    before issue #23: variational dropout masks and the same size-sorted batches every epoch.
+    before VERSION 3: variational dropout masks and the same size-sorted batches every epoch.
     """
     return NerConfig(
         char_filters=32,
@@ -105,17 +107,18 @@ def mini() -> NerConfig:
 
 def paper() -> NerConfig:
     """The ``paper`` preset: the paper's baseline as allennlp's ``crf_tagger`` runs it (the
-    implementation whose baseline matched the paper: 89.91 ± 0.35 vs 90.15; issue #23).
+    implementation whose baseline matched the paper: 89.91 ± 0.35 vs 90.15, allennlp v0.9.0
+    ``tutorials/how_to/elmo.md``).
 
     Departures from the dataclass defaults (which keep the settings runs were stored under):
 
     * biLSTMs 2 × 200 (allennlp ``ner.jsonnet``: ``hidden_size`` 200, ``num_layers`` 2) instead
-      of A.7's [R] 200 then 100;
+      of A.7's 200 then 100 (unverified);
     * element-wise dropout 0.5 (allennlp: ``torch.nn.Dropout`` on the embeddings and on the
       encoder output, ``nn.LSTM`` dropout between the layers) instead of variational masks;
     * batches of 64 instances drawn at random every epoch, whatever their lengths
       (``batching="shuffled"``): allennlp 0.5's ``basic`` iterator, with which the configuration
-      was published (allennlp-models 2.x's ``data_loader`` does not shuffle at all). Issue #34:
+      was published (allennlp-models 2.x's ``data_loader`` does not shuffle at all). Measured:
       noisy length buckets instead (v3) trailed allennlp by 0.9–1.0 F1 from the third epoch on
       CoNLL-2000 (p 0.003 at the fifth); under the summed CRF loss, always clipped to norm 5,
       they weight batches of short sentences like long ones. Random batches: within 0.9 F1 at

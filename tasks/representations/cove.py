@@ -1,8 +1,8 @@
-"""``cove``: McCann et al. (2017)'s MT-LSTM over 300-d GloVe (TASKS_SPEC §4).
+"""``cove``: McCann et al. (2017)'s MT-LSTM over 300-d GloVe (docs/representations.md).
 
 The user supplies the original ``wmtlstm-8f474287.pth`` state dict and GloVe 840B.
 
-**CoVe layers (TASKS_SPEC §2 ambiguity, decided here).** ``cove`` exposes exactly the two MT-LSTM
+**CoVe layers (neither paper says; decided here).** ``cove`` exposes exactly the two MT-LSTM
 layers (600-d each), so ``num_layers == 2`` and the scalar mix weights the two biLSTM layers only.
 The 300-d GloVe input is *not* a layer: it has a different width (a weighted sum would need a
 projection or padding that neither paper describes), and task models already receive GloVe as their

@@ -1,11 +1,11 @@
 """``hdf5``: precomputed layers from any system, in the ``python -m bilm embed`` layout.
 
 The file holds what :func:`bilm.embed.embed_file` writes (the layout of the old ``allennlp elmo
---all`` command, ELMO_SPEC §12): one float dataset per sentence, keyed by its line index
-(``"0"``, ``"1"``, …), of shape ``(num_layers, n_tokens, dim)`` (``(n_tokens, dim)``, as
+--all`` command, docs/bilm.md "Embedding a file"): one float dataset per sentence, keyed by its line
+index (``"0"``, ``"1"``, …), of shape ``(num_layers, n_tokens, dim)`` (``(n_tokens, dim)``, as
 ``--layers average|top`` write, is read as one layer), and ``sentence_to_index``: a one-element
-string dataset holding the JSON object ``{sentence: key}``, the sentence being its tokens joined
-by single spaces.
+string dataset holding the JSON object ``{sentence: key}``, the sentence being its tokens joined by
+single spaces.
 
 A task's token sequence is matched to its dataset by that text. A sequence that is not in the
 index, or whose dataset holds another number of tokens, is an error naming the sentence and the

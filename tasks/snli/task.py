@@ -69,7 +69,7 @@ VERSION = 3  # bump when reader, metric, model or a preset changes a number
 # v1: ESIM (Chen et al. 2017) with ELMo at the encoder's input and output; official, plain and
 #     Hugging Face data; the DEMO pair set generated from the public-domain corpus
 # v2: mini preset: at most 8 epochs, early stopping after 2 evaluations without improvement
-# v3: the paper's baseline (issue #23): ReLU output layer (A.3, allennlp; was tanh); the dropout
+# v3: the paper's baseline: ReLU output layer (A.3, allennlp; was tanh); the dropout
 #     after the attention and the extra ℓ2 only with a representation (A.3: the ELMo model's);
 #     paper preset: bucket_noise 0.1 (allennlp's bucket iterator)
 
@@ -208,7 +208,7 @@ def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SnliRe
 
 
 #: The ELMo sites of the paper's SNLI model. source: paper §5.2 / Table 3 (input & output best
-#: for SNLI) and A.3 [R]
+#: for SNLI) and A.3 (unverified)
 PAPER_SITES = frozenset({"input", "output"})
 
 TASK = TaskSpec(
@@ -217,12 +217,12 @@ TASK = TaskSpec(
     metric=ACCURACY,
     configs=PRESETS,
     default_sites=PAPER_SITES,
-    # source: paper A.3 [R] (λ = 0.001 with layer normalisation for SNLI; Table 2 "λ=0.001")
+    # source: paper A.3 (λ = 0.001 with layer normalisation for SNLI, unverified; Table 2 "λ=0.001")
     default_mix=MixSpec("all", 0.001, True),
     # source: allennlp-models v2.10.1 training_config/pair_classification/esim_elmo.jsonnet (Elmo
-    # "dropout": 0.0), the configuration behind the paper's SNLI number; A.3 gives none [R]. Was
-    # 0.5 (§3.3's default): beside allennlp on DEMO SNLI it cost 30 points at epoch 2 and 8 at
-    # epoch 5; 0.0 alone leads esim_elmo by 11 at epoch 5 (issue #34, results/peer/snli.md).
+    # "dropout": 0.0), the configuration behind the paper's SNLI number; A.3 gives none
+    # (unverified). Was 0.5 (§3.3's default): beside allennlp on DEMO SNLI it cost 30 points at
+    # epoch 2 and 8 at epoch 5; 0.0 alone leads esim_elmo by 11 at epoch 5 (results/peer/snli.md).
     # The dropout is part of the run spec (its run id), so no version bump: old records keep
     # their own identity.
     elmo_dropout=0.0,
@@ -235,8 +235,7 @@ TASK = TaskSpec(
     table_split="test",  # the data has a labelled test split
     metric_from_totals=accuracy_from_totals,
     seeds=5,  # source: paper Table 1 (SNLI 88.7 ± 0.17: mean ± std over five seeds)
-    # source: paper A.1 (SNLI dev perplexity 72.1 → 16.8 after one epoch of fine-tuning; TASKS_SPEC
-    # §1 "Fine-tuned biLMs")
+    # source: paper A.1 (SNLI dev perplexity 72.1 → 16.8 after one epoch of fine-tuning)
     finetune_presets=frozenset({"paper"}),
     peer=PEER,  # allennlp-models' esim (nox -s peer)
     data_help="a folder with snli_1.0_{train,dev,test}.jsonl (official SNLI 1.0) or "

@@ -34,7 +34,7 @@ PAPER_TRAINING = TrainConfig(
 
 @dataclass(frozen=True)
 class SquadConfig:
-    """Hyper-parameters. Sources: TASKS_SPEC §3.1 (document-qa ``ablate_elmo_model.py``, A.4)."""
+    """Hyper-parameters. Sources: docs/reference/squad.md (document-qa, paper A.4)."""
 
     # Fixed word vectors (not updated). source: paper A.4 / document-qa: GloVe 840B 300-d (cased).
     # "glove-840b" = that file, which must be given (`--glove PATH`); "glove" = the embedded 6B

@@ -16,8 +16,8 @@ Rajpurkar et al. (2016), §6 "Evaluation"; Peters et al. (2018), Table 1 (test F
 
 Differences, all on inputs the official script crashes on: a dataset without questions, a question
 without gold answers and a non-string prediction raise ``ValueError`` here. :class:`SquadMetric`
-(the training-time accumulator) reports fractions in [0, 1] (STYLE §5.12: natural units, scaled
-at render time) instead of percentages and does not print.
+(the training-time accumulator) reports fractions in [0, 1] (natural units, scaled at render time
+as :class:`tasks.core.MetricSpec` does) instead of percentages and does not print.
 """
 
 from __future__ import annotations

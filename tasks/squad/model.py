@@ -1,7 +1,8 @@
 """The paper's SQuAD baseline: BiDAF improved with self-attention (Clark & Gardner 2018), with
 ELMo at the input and/or the output of the first recurrent layer (Peters et al. 2018, §4, A.4).
 
-Read top to bottom (TASKS_SPEC §3.1; document-qa ``lm_qa_models.py`` as used for the paper):
+Read top to bottom (document-qa @2f9fa68 ``docqa/elmo/lm_qa_models.py`` as used for the paper;
+docs/reference/squad.md):
 
 1. words → [fixed word vectors; char-CNN] (+ ELMo input mix)       shared by question and context
 2. variational dropout → bi-GRU → variational dropout → (+ ELMo output mix, before attention:

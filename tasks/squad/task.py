@@ -320,7 +320,7 @@ TASK = TaskSpec(
     metric_from_totals=f1_from_totals,
     paper_split="test",  # the paper's SQuAD number is the hidden test set (leaderboard)
     # source: document-qa loads a SQuAD-fine-tuned biLM (squad_context_concat_lm_2x4096_512_2048cnn
-    # _2xhighway_skip.hdf5); paper A.1 (TASKS_SPEC §1 "Fine-tuned biLMs")
+    # _2xhighway_skip.hdf5); paper A.1
     finetune_presets=frozenset({"paper"}),
     data_help="a folder with train-v1.1.json and dev-v1.1.json, or hf:rajpurkar/squad (the "
     "Hugging Face Hub); SQuAD's test set is hidden (scored by the leaderboard), so only dev can "

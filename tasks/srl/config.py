@@ -22,9 +22,9 @@ GLOVE_6B_URL = "https://nlp.stanford.edu/data/glove.6B.zip"
 #: clipped to [-1, 1], and no ``grad_norm`` (none of those configurations sets one, so no norm
 #: clipping); batches of 80 sentences from the bucket iterator / sampler, whose
 #: ``padding_noise`` defaults to 0.1 (batch membership re-drawn every epoch); up to 500 epochs;
-#: early stopping after 200 epochs without a better dev F1 (paper A.5 [R]; ``srl_elmo.jsonnet``
-#: patience 200; the paper's baseline peaked at epoch 486, §5.4, so a shorter patience would cut
-#: it off).
+#: early stopping after 200 epochs without a better dev F1 (paper A.5, unverified;
+#: ``srl_elmo.jsonnet`` patience 200; the paper's baseline peaked at epoch 486, §5.4, so a shorter
+#: patience would cut it off).
 PAPER_TRAINING = TrainConfig(
     epochs=500,
     patience=200,
@@ -41,8 +41,8 @@ PAPER_TRAINING = TrainConfig(
 
 @dataclass(frozen=True)
 class SrlConfig:
-    """Hyper-parameters. Sources: TASKS_SPEC §3.3 (allennlp-models ``srl.jsonnet``, He et al.
-    2017, paper A.5).
+    """Hyper-parameters. Sources: docs/reference/srl.md (allennlp-models ``srl.jsonnet``, He et
+    al. 2017, paper A.5).
 
     Attributes:
         word_vectors: ``"glove-6b-100d"`` (the paper's file, which must be given with
@@ -89,7 +89,7 @@ class SrlConfig:
 def mini() -> SrlConfig:
     """The ``mini`` preset: ``paper`` with the deviations below.
 
-    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): the embedded GloVe 6B 50-d instead of 100-d
+    ``mini`` deviations (CPU, DEMO set; chosen here): the embedded GloVe 6B 50-d instead of 100-d
     (still trainable), predicate embedding 16-d, 4 alternating layers of 64 units instead of 8 × 300
     (alternation, highway connections and recurrent dropout 0.1 kept), batch 32, training sentences
     of at most 60 tokens, Adam lr 5e-3 instead of Adadelta (which was still climbing after 15

@@ -1,5 +1,5 @@
 """He et al. (2017)'s deep SRL tagger, the SRL baseline of Peters et al. (2018) §4, with ELMo at the
-input and/or the output of the LSTM stack (TASKS_SPEC §3.3, §1.7).
+input and/or the output of the LSTM stack (docs/reference/srl.md).
 
 Read top to bottom:
 
@@ -123,7 +123,7 @@ class HighwayLSTMLayer(nn.Module):
     def reset_parameters(self) -> None:
         """Orthogonal weights per gate block, zero biases, forget-gate bias 1 (allennlp
         ``AugmentedLstm``: ``block_orthogonal``, forget bias 1; deep_srl: block orthonormal
-        ``W``/``U``, forget bias 1; paper A.5 [R])."""
+        ``W``/``U``, forget bias 1; paper A.5, unverified)."""
         h = self.hidden
         _block_orthogonal_(self.input_projection.weight, h)
         _block_orthogonal_(self.state_projection.weight, h)

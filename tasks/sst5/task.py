@@ -47,13 +47,13 @@ logger = logging.getLogger(__name__)
 
 VERSION = 2  # bump when reader, metric, model or a preset changes a number
 # v1: BCN (paper: two ReLU output layers; maxout option), phrases >= 4 tokens, DEMO set v1;
-#     issue #23 changed only the paper preset (ELMo input only, ELMo dropout 0.0, embedding
+#     a later change touched only the paper preset (ELMo input only, ELMo dropout 0.0, embedding
 #     dropout 0.5 with ELMo, bucket_noise 0.1): its runs differ in sites, dropout and config
 #     fingerprint, the mini preset's numbers are unchanged
-# v2: the mini preset's output network is allennlp's maxout (its ReLU units died at lr 1e-3,
-#     issue #24)
-#     issue #34 changed only the paper preset (allennlp's maxout output network and Adam 1e-3,
-#     M. Peters' configuration of the paper's 54.7, instead of A.8's [R] ReLU layers at 1e-4):
+# v2: the mini preset's output network is allennlp's maxout (its ReLU units died at lr 1e-3)
+#     a later change touched only the paper preset (allennlp's maxout output network and Adam
+#     1e-3, M. Peters' configuration of the paper's 54.7, instead of A.8's ReLU layers at 1e-4,
+#     unverified):
 #     its runs differ in the resolved configuration, the mini preset's numbers are unchanged
 
 #: The splits whose words the vocabulary indexes: every split read (the word vectors are fixed,
@@ -191,18 +191,18 @@ TASK = TaskSpec(
     metric=ACCURACY,
     configs=PRESETS,
     # source: M. Peters' BCN + ELMo config that reached the paper's 54.7 (allennlp a27afe0b,
-    # "SST config with ELMo": use_input_elmo true, use_integrator_output_elmo false); A.8 [R]
-    # recalls input and output, as allennlp's v0.5.0 config (users got 51.4-53.2 with it)
+    # "SST config with ELMo": use_input_elmo true, use_integrator_output_elmo false); A.8
+    # (unverified) has input and output, as allennlp's v0.5.0 config (users got 51.4-53.2 with it)
     default_sites=frozenset({"input"}),
-    default_mix=MixSpec("all", 0.001, False),  # source: paper A.8 [R] (λ = 0.001)
+    default_mix=MixSpec("all", 0.001, False),  # source: paper A.8 (λ = 0.001, unverified)
     table_rows=(TableRow("SST-5", ACCURACY, "sst5"),),
     setup=setup,
     demo=ensure_demo,
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
     table_split="test",  # the data has a labelled test split
     seeds=5,  # source: paper Table 1 (mean ± std over 5 seeds)
-    # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists SST)
-    # [R, TASKS_SPEC §1 "Fine-tuned biLMs"]
+    # source: paper A.1 ("in most cases" a fine-tuned biLM; its perplexity table lists SST,
+    # unverified: docs/reference/sst5.md)
     finetune_presets=frozenset({"paper"}),
     metric_from_totals=accuracy_from_totals,
     elmo_dropout=0.0,  # source: allennlp a27afe0b (Elmo "dropout": 0.0)

@@ -258,7 +258,7 @@ def dead_pid() -> int:
 def test_a_rerun_removes_the_temporary_a_killed_run_left(
     checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #36: ``kill -9`` during ``bilm embed`` left a hidden ~100 MB temporary that a
+    """``kill -9`` during ``bilm embed`` left a hidden ~100 MB temporary that a
     successful rerun did not remove. Only temporaries of this output whose process is gone and
     that nobody holds a lock on are removed."""
     src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "out.hdf5"
@@ -393,7 +393,7 @@ def test_cli_runtime_errors_exit_1(
 def test_cli_device_cuda_without_cuda_is_one_line_exit_2(
     checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #26 item 7: "Torch not compiled with CUDA enabled" came as a traceback, exit 1."""
+    """No CUDA ("Torch not compiled with CUDA enabled") used to end in a traceback, exit 1."""
     src, out = write_lines(tmp_path / "in.txt", LINES), tmp_path / "o.hdf5"
     argv = ["embed", "--checkpoint", str(checkpoint), "--input", str(src), "--output", str(out)]
     for device in ("cuda", "cuda:1"):
@@ -425,7 +425,7 @@ def test_cli_ctrl_c_is_one_line_exit_130(
 def test_cli_options_with_fewer_layers_than_the_weights_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #26 item 3: ``"n_layers": 1`` used to drop the second biLSTM and exit 0."""
+    """``"n_layers": 1`` used to drop the second biLSTM and exit 0."""
     from bilm.weights import export_official
 
     options, weights = export_official(init_weights(BiLM(tiny_options()), seed=3), tmp_path)

@@ -121,7 +121,7 @@ def filling_torch_save(monkeypatch: pytest.MonkeyPatch, room: int) -> None:
 def test_a_full_disk_in_save_torch_names_the_path_and_leaves_the_old_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue #36: torch's ``RuntimeError: [enforce fail …] unexpected pos`` said neither."""
+    """Torch's ``RuntimeError: [enforce fail …] unexpected pos`` said neither."""
     target = tmp_path / "c.pt"
     target.write_bytes(b"old")
     filling_torch_save(monkeypatch, room=1000)

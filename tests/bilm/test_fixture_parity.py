@@ -33,7 +33,7 @@ def _sentences() -> list[list[str]]:
 
 
 #: Float32 results depend on the CPU's kernels (summation order): max |diff| was 9.54e-7 on the
-#: machine of issue 2, 1.19e-6 on an AMD EPYC of later sessions (1.07e-6 there without the
+#: first machine, 1.19e-6 on an AMD EPYC of later sessions (1.07e-6 there without the
 #: oneDNN packed GEMMs; allennlp 2.10.1: 1.19e-6). Outputs reach ±4.6, where one float32 ulp is
 #: 4.8e-7: the bound is three ulps at the largest magnitude, not a looser model.
 STATEFUL_ATOL = 1.5e-6

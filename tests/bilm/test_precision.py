@@ -1,4 +1,4 @@
-"""Inference precisions and the CUDA-graph loop (issue #25): bf16 stays close to float32 with
+"""Inference precisions and the CUDA-graph loop: bf16 stays close to float32 with
 float32 outputs and state; the static-buffer loop that CUDA graphs capture computes exactly what
 the eager float32 loop computes (on the CPU, where nothing is captured)."""
 

@@ -60,7 +60,7 @@ def test_export_round_trips_through_the_official_loader(
 def test_embed_takes_the_pretraining_folder_as_evaluate_and_export_do(
     trained: tuple[Path, Path], tmp_path: Path, capsys
 ) -> None:
-    """Issue #26 item 9: ``embed --checkpoint OUT`` said "not a readable safetensors checkpoint"."""
+    """``embed --checkpoint OUT`` used to say "not a readable safetensors checkpoint"."""
     import h5py
 
     _, out = trained

@@ -99,7 +99,8 @@ def test_fixture_batch0_matches_reference_and_tensorflow() -> None:
     sentences = [groups[k][0].split() for k in range(3)]
     assert _compare(options_path, weights_path, sentences) <= 1e-5
 
-    # The reference alone against the TensorFlow outputs (allennlp's tolerance, ELMO_SPEC §14).
+    # The reference alone against the TensorFlow outputs (the tolerance of allennlp v2.10.1's
+    # ``tests/modules/elmo_test.py``).
     layers, _ = reference_layers(options_path, weights_path, sentences)
     for k, sentence in enumerate(sentences):
         with h5py.File(shared_path("fixtures", "elmo", f"lm_embeddings_{k}.hdf5"), "r") as f:

@@ -1,4 +1,4 @@
-"""Speed and memory paths of inference (issue #14): per-word input products, the LRU token
+"""Speed and memory paths of inference (docs/exactness.md): per-word input products, the LRU token
 cache, token-budget batches streamed to HDF5, int8 GEMMs. Each must equal (or, for int8, stay
 close to) the straightforward computation."""
 

@@ -1,4 +1,4 @@
-"""``--version``: the installed metadata, else ``pyproject.toml`` in a checkout (issue #26)."""
+"""``--version``: the installed metadata, else ``pyproject.toml`` in a checkout."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
 def test_options_that_do_not_match_the_weights_name_the_field_and_both_files(
     tmp_path: Path, section: str, key: str, value: object, expected: str
 ) -> None:
-    """Issue #26 item 3: fewer layers in the options used to drop trained layers silently."""
+    """Fewer layers in the options used to drop trained layers silently."""
     _, weights = export_official(tiny_bilm(), tmp_path)
     other = BiLMOptions.from_json(tmp_path / "options.json").to_dict()
     other[section][key] = value

@@ -1,4 +1,4 @@
-"""Representation contract (STYLE §3.1, R1–R6), applied to every registered entry.
+"""Representation contract (R1–R6 of docs/representations.md), applied to every registered entry.
 
 Use it for your own representation::
 

@@ -1,4 +1,4 @@
-"""Bad input end to end (issue #14): a run refuses an empty or mostly skipped split, naming the
+"""Bad input end to end: a run refuses an empty or mostly skipped split, naming the
 file and the skip counts. (Command-line mistakes, and the skip counts under a table:
 ``tests/experiments/cli``.)"""
 

@@ -104,7 +104,7 @@ def test_checkpoints_without_references_still_resume(tmp_path: Path) -> None:
 def test_a_full_disk_names_the_checkpoint_and_leaves_no_partial_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue #36: a full disk gave torch's ``RuntimeError: [enforce fail at
+    """A full disk used to give torch's ``RuntimeError: [enforce fail at
     inline_container.cc:672] . unexpected pos …``, without the path or the cause."""
     from tests.bilm.test_files import filling_torch_save
 

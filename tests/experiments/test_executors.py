@@ -91,7 +91,7 @@ def test_ray_local_cluster(tmp_path: Path) -> None:
     assert time.perf_counter() - start < 300
 
 
-# --------------------------------------------------- reuse by run identity, claims (#20 item 5)
+# ------------------------------------------------------------ reuse by run identity, claims
 class Fakes:
     """A fake ``identify`` (the data fingerprint of each run_id, changeable) and a fake
     ``run_one`` that counts its calls and records the identity of the moment, as ``run_spec``

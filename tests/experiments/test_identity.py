@@ -1,4 +1,4 @@
-"""Run identities (issue #20, item 5): what a run is made of, fingerprinted from files and code
+"""Run identities (docs/runs.md): what a run is made of, fingerprinted from files and code
 before it starts, and when a stored record may stand for a run (``reuse_differences``)."""
 
 from __future__ import annotations

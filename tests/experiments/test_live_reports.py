@@ -1,4 +1,4 @@
-"""What a run prints while it runs (issue #26): no progress bar when stderr is not a terminal
+"""What a run prints while it runs: no progress bar when stderr is not a terminal
 (a log file gets no carriage return) but one line per evaluation instead, and the readers' skip
 counts one line per split as soon as the data is read."""
 
@@ -75,7 +75,7 @@ def test_skip_counts_are_printed_as_soon_as_the_data_is_read(
 def test_quiet_prints_one_read_line_only_when_something_was_skipped_or_cut(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Issue #36: under --quiet the skips showed only in read-stats.json."""
+    """Under --quiet the skips used to show only in read-stats.json."""
     from experiments.run.progress import report_reads
 
     spec = dataclasses.replace(toy_spec(), data="some/folder")

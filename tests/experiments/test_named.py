@@ -204,7 +204,7 @@ def test_paper_preset_fine_tunes_the_biLM_where_the_paper_did() -> None:
 
 
 def test_tables_name_the_representation_and_the_data_they_compare() -> None:
-    """Issue #36: a column names the model (``all-MiniLM-L6-v2 (hf)``, a factory by its name),
+    """A column names the model (``all-MiniLM-L6-v2 (hf)``, a factory by its name),
     a row the data set whenever it is not the bundled DEMO set."""
     from experiments.report.reproductions import data_name
     from tasks.representations import representation_label

@@ -1,4 +1,4 @@
-"""``python -m experiments predict RUN_ID --input FILE`` (issue #26): a tiny trained run's
+"""``python -m experiments predict RUN_ID --input FILE`` (docs/runs.md): a tiny trained run's
 selected weights applied to a file give the predictions the run itself wrote for the same
 examples, in the same official format: NER from tokenized sentences and from its own CoNLL
 format, SST-5 from raw text; missing weights, a task whose examples are more than a sentence,
@@ -190,7 +190,7 @@ def test_a_changed_record_or_another_training_is_refused(
 def test_blank_input_in_the_tasks_format_is_refused(
     trained: Trained, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #36: ``--format task`` on blank lines only exited 0 with an empty output, where
+    """``--format task`` on blank lines only used to exit 0 with an empty output, where
     ``--format tokenized`` refuses."""
     blank = tmp_path / "blank.conll"
     blank.write_text("\n  \n\n")
@@ -204,7 +204,7 @@ def test_blank_input_in_the_tasks_format_is_refused(
 def test_over_long_lines_are_treated_as_training_treats_them(
     trained: Trained, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #36: a 5,000-token line that training refuses was predicted without a word. A
+    """A 5,000-token line that training refuses used to be predicted without a word. A
     tokenized or raw line over the run's limit is refused, naming the line; in the task's own
     format the task's reader applies its dev-split rule (NER keeps such a sentence, SST-5
     refuses it) and one line says what was predicted whole."""

@@ -143,7 +143,7 @@ def test_render_is_pure_and_order_independent() -> None:
 
 
 def test_paper_numbers() -> None:
-    # NAACL / arXiv v2 values (TASKS_SPEC.md §1.3-1.4), not the ICLR ones
+    # NAACL / arXiv v2 values (Tables 1-3, §4 and §5.1-5.2), not the ICLR ones
     paper = load_paper()
     table2_numbers = {
         task: [
@@ -804,7 +804,7 @@ def test_a_column_that_misses_its_expected_direction_is_named_in_a_footnote() ->
 
 
 def test_a_table_leads_with_its_numbers_and_stays_narrow() -> None:
-    """Issue #35: the first row within the first five lines (title, essentials, header,
+    """The first row within the first five lines (title, essentials, header,
     separator), no line wider than 160 characters (notes and provenance wrapped, the full test
     of a cell in the notes), and nothing lost to the wrapping."""
     label = "Sentence polarity (BCN, 2 classes) (accuracy; test)"

@@ -284,7 +284,7 @@ def test_an_online_wandb_run_link_is_stored_with_the_run(tmp_path: Path) -> None
 def test_a_damaged_record_is_left_out_of_the_report_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #36: one damaged record blocked the whole report."""
+    """One damaged record used to block the whole report."""
     with toy_task.registered(tmp_path / "demo"):
         store = ResultsStore(tmp_path / "store")
         base = reproductions.base_spec("toy", "mini", "demo", {})

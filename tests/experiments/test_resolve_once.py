@@ -1,4 +1,4 @@
-"""A run is resolved once (issue #35): from the command line to the training loop, each run's
+"""A run is resolved once: from the command line to the training loop, each run's
 task is looked up in the registry once, its configuration built once and its identity computed
 once, and the one :class:`~experiments.run.resolve.ResolvedRun` is handed down (the check, the reuse
 decision, the set-up, the checkpoint and the record read it).

@@ -1,4 +1,4 @@
-"""Smoke runs and DEMO data are labelled (issue #26, item 8): every table title, plot title and
+"""Smoke runs and DEMO data are labelled: every table title, plot title and
 the HTML report say when runs used ``--limit`` or a ``--max-epochs`` below the preset's budget;
 sweep tables say DEMO; the relative error reduction of an increase cell says what it is."""
 

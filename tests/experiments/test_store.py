@@ -199,7 +199,7 @@ def test_fingerprint_files(tmp_path: Path) -> None:
     assert len(fingerprint_files(tmp_path / "a" / "x.txt")) == 32
 
 
-# ------------------------------------------------------------- replacing stale records (#20)
+# ------------------------------------------------------------------ replacing stale records
 def test_replace_moves_the_old_record_to_superseded_with_a_note(tmp_path: Path) -> None:
     store = ResultsStore(tmp_path)
     spec = make_spec()
@@ -353,7 +353,7 @@ def test_a_waiting_claim_is_granted_when_the_holder_releases(tmp_path: Path) -> 
 def test_a_damaged_record_not_needed_is_skipped_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #36: one damaged record (unparseable, or JSON that is not a record) blocked every
+    """One damaged record (unparseable, or JSON that is not a record) used to block every
     read of the store's records."""
     store = ResultsStore(tmp_path)
     good = make_record(make_spec(seed=0))
@@ -389,7 +389,7 @@ def test_a_damaged_env_json_reads_as_no_identity_so_rerun_replaces_the_record(
 
 
 def test_a_damaged_record_names_its_file_and_the_fix(tmp_path: Path) -> None:
-    """Issue #26 item 7: a truncated file gave a bare JSONDecodeError."""
+    """A truncated file used to give a bare JSONDecodeError."""
     store = ResultsStore(tmp_path)
     folder = store.put(make_record(make_spec()))
     fix = (

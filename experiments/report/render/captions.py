@@ -557,8 +557,8 @@ def _increase_note(columns: Sequence[IncreaseColumn]) -> str:
 
 def _expectation_notes(placed: Sequence[tuple[Row, Column, Cell]]) -> list[str]:
     """One footnote per column with an :attr:`RunsColumn.expect` naming the rows where its
-    test does not show the expected direction (issue #24: say where ELMo does not beat the
-    baseline, or random weights come close to ELMo)."""
+    test does not show the expected direction: it says where ELMo does not beat the baseline, or
+    where random weights come close to ELMo."""
     misses: dict[tuple[str, str, str], list[str]] = {}
     for row, column, cell in placed:
         if not isinstance(column, RunsColumn) or column.expect is None or cell.test is None:

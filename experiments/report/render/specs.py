@@ -401,7 +401,7 @@ def bilm_table(
     seeds: tuple[int, ...] = (0,),
     rep_config: Mapping[str, Any] | None = None,
 ) -> TableSpec:
-    """Beyond the paper's tables: how the biLM is run (paper §3.4, A.1; ELMO_SPEC §8). Each row's
+    """Beyond the paper's tables: how the biLM is run (paper §3.4, A.1; docs/bilm.md). Each row's
     ELMo configuration with the LSTM state reset per sentence (this project's default), started
     from a fixed warm-up state, carried across batches row by row (the official biLM and
     allennlp's stateful ELMo), and with the biLM first fine-tuned for one epoch on the task's

@@ -1,5 +1,5 @@
 """The command line's one error policy (experiments/cli/errors.py): a command-line mistake ends
-before any run with one line ``error: ...`` and exit status 2 (issue #14), in every command."""
+before any run with one line ``error: ...`` and exit status 2, in every command."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from tests.experiments.toy_task import registered
         (["reproduce", "squad_elmo", "--set", "train.epochs=0"], "epochs and batch_size"),
         (["run", "squad", "--max-skipped", "2"], "expected a share in [0, 1]"),
         (["run", "squad", "--sites", "bogus"], "unknown sites ['bogus']"),
-        # issue #26 item 9: an empty --seeds ran nothing and exited 0; a bad one gave no hint
+        # an empty --seeds used to run nothing and exit 0; a bad one gave no hint
         (["run", "squad", "--seeds", ""], "--seeds needs at least one seed, e.g. 0,1,2"),
         (["sweep", "srl", "--seeds", ","], "--seeds needs at least one seed, e.g. 0,1,2"),
         (
@@ -111,7 +111,7 @@ def _store_cases(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 def test_an_unusable_store_is_found_before_any_run(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #26 item 6: the PermissionError / NotADirectoryError came after training."""
+    """The PermissionError / NotADirectoryError used to come after training."""
     cases = _store_cases(tmp_path)
     if case not in cases:
         pytest.skip("running as root: permissions do not stop root from writing")
@@ -126,7 +126,7 @@ def test_an_unusable_store_is_found_before_any_run(
     assert not (tmp_path / "work").exists()  # nothing trained
 
 
-# ---------------------------------------------------------------- issue #26 item 7: tracebacks
+# ----------------------------------------------------------------------------- tracebacks
 def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
@@ -237,7 +237,7 @@ def test_a_corrupt_metrics_file_names_the_file_and_the_fix(
 def test_a_damaged_record_blocks_only_the_tables_that_need_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue #36: one damaged record of a task blocked rendering every table of that task,
+    """One damaged record of a task used to block rendering every table of that task,
     with a message that did not mention --rerun."""
     from experiments.report import reproductions
     from experiments.run.spec import derive

@@ -1,4 +1,4 @@
-"""Output names (issue #26, item 2): a command's standard request keeps its plain file name
+"""Output names (docs/runs.md): a command's standard request keeps its plain file name
 (the committed tables' names), any other request adds a short hash of its runs, so no request
 overwrites another's table; re-rendering one request rewrites its own file."""
 

@@ -1,4 +1,4 @@
-"""Tables on the user's own data, per task (issue #26 item 5): ``--data TASK=DIR,...`` or a TOML
+"""Tables on the user's own data, per task (docs/runs.md): ``--data TASK=DIR,...`` or a TOML
 file gives each row its own data; rows whose runs fail are shown as failed, the others rendered.
 
 Two toy tasks (``toy`` and ``toy2``, the same task under two names) stand for two tasks."""

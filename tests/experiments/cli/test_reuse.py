@@ -1,4 +1,4 @@
-"""Reusing stored runs on the command line (issue #20, items 5 and 9), on a copy of sst5's DEMO
+"""Reusing stored runs on the command line (docs/runs.md), on a copy of sst5's DEMO
 folder: an identical command reuses its run; after a data file changed the run is trained
 again from scratch and the old record is kept as superseded; ``--rerun`` trains again;
 ``--reuse-stale`` reuses knowingly and the table marks it (‡); Ctrl-C during a run leaves a

@@ -1,4 +1,4 @@
-"""One byte-order-mark rule for every format (issue #26 item 4): a UTF-8 BOM at the start of a
+"""One byte-order-mark rule for every format: a UTF-8 BOM at the start of a
 file is dropped by :func:`tasks.common.io.iter_lines`, so each reader reads the file exactly as
 without it (a BOM never turns ``-DOCSTART-`` into a word or breaks a first JSON line)."""
 

@@ -1,4 +1,4 @@
-"""CoNLL-U (Universal Dependencies) data for the tagger (issue #24 item 1): the three namings
+"""CoNLL-U (Universal Dependencies) data for the tagger: the three namings
 (UD release, ``train.conllu``, split folders), what is skipped (comments, multiword tokens,
 empty nodes), UPOS vs XPOS, located errors, per-token scoring and a one-epoch run."""
 

@@ -1,4 +1,4 @@
-"""The tagger against allennlp's ``crf_tagger`` (issue #23): initialisation of word vectors a file
+"""The tagger against allennlp's ``crf_tagger``: initialisation of word vectors a file
 lacks, character embeddings, the dropout's masks, and the ``paper`` preset's settings."""
 
 from __future__ import annotations

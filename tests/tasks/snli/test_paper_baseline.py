@@ -1,4 +1,4 @@
-"""Issue #23 item 5: SNLI's baseline is the paper's ESIM baseline (A.3 [R], allennlp
+"""SNLI's baseline is the paper's ESIM baseline (A.3, unverified; allennlp
 ``esim.jsonnet``): a ReLU output layer, and the ELMo model's extra regularisation (the dropout
 after the attention, the extra ℓ2) only when a representation is injected; the paper preset
 re-draws its batches every epoch as allennlp's bucket iterator (``padding_noise`` 0.1)."""

@@ -55,7 +55,7 @@ def test_task_spec_and_presets() -> None:
     )
     assert TASK.table_rows[0].paper_key == "snli" and TASK.metric.key == "accuracy"
     assert TASK.seeds == 5  # paper Table 1: 88.7 ± 0.17 over five seeds
-    # esim_elmo.jsonnet's ELMo dropout (issue #34); mini keeps its DEMO numbers' 0.5
+    # esim_elmo.jsonnet's ELMo dropout; mini keeps its DEMO numbers' 0.5
     assert TASK.elmo_dropout_for("paper") == 0.0 and TASK.elmo_dropout_for("mini") == 0.5
     assert TASK.sites_for("mini") == TASK.sites_for("paper") == TASK.default_sites
     paper = TASK.configure("paper", ())

@@ -402,7 +402,7 @@ def test_hf_name_reads_that_hugging_face_dataset(monkeypatch: pytest.MonkeyPatch
     assert stats["dev"].source == "hf:me/squad-copy[validation]"
 
 
-# --- issue #36: answerless dev questions, contexts cut at max_context_tokens --------------------
+# --- answerless dev questions, contexts cut at max_context_tokens -------------------------------
 
 
 def test_a_dev_question_without_answers_is_refused_at_read_time(tmp_path: Path) -> None:

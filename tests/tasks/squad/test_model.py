@@ -371,7 +371,7 @@ def test_output_site_elmo_is_not_dropped_again() -> None:
     assert torch.equal(again[..., -extra:], injected)
 
 
-# ------------------------------------------------------------ memory estimate (issue #36)
+# ------------------------------------------------------------------------ memory estimate
 def test_attention_bytes_is_copies_times_batch_times_context_squared_times_four() -> None:
     assert ATTENTION_COPIES == {"train": 12, "eval": 5}
     assert attention_bytes(2, 10, training=False) == 5 * 2 * 10**2 * 4 == 4000

@@ -118,7 +118,7 @@ def test_presets_and_task_spec_are_consistent() -> None:
         task.check_preset("huge")
 
 
-# --- issue #36: contexts cut at max_context_tokens, contexts too long for the memory -----------
+# --- contexts cut at max_context_tokens, contexts too long for the memory ----------------------
 
 
 def _long_dev(folder: Path, extra_words: int) -> tuple[Path, str]:

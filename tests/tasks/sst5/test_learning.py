@@ -1,7 +1,7 @@
-"""The ``mini`` BCN on ELMo features learns on every seed (issue #24: a BCN + ELMo run on real
+"""The ``mini`` BCN on ELMo features learns on every seed (a BCN + ELMo run on real
 sentence polarity once stayed at 50.0 on one seed of three, never learning).
 
-The cause (issue #24): at ``mini``'s Adam 1e-3 the paper's ReLU output layers die. On the real
+The cause: at ``mini``'s Adam 1e-3 the paper's ReLU output layers die. On the real
 sentence-polarity set the first ReLU output layer passed gradient through only 2 of its 64 units
 in some batch of epoch 1 (seed 5; 5–8 on seeds 0–4), and a run whose last units die gets no
 gradient below them, γ and the layer weights included. ``mini`` now uses allennlp's maxout

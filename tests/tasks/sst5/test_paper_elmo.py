@@ -1,4 +1,4 @@
-"""Issue #23 item 1: SST-5's ``paper`` preset is M. Peters' BCN + ELMo configuration that
+"""SST-5's ``paper`` preset is M. Peters' BCN + ELMo configuration that
 reached the paper's 54.7 (allennlp commit a27afe0b, "SST config with ELMo"): ELMo at the input
 only, ELMo dropout 0.0, embedding dropout 0.5; the ``mini`` preset keeps allennlp's v0.5.0
 placement (input and integrator output, ELMo dropout 0.5, embedding dropout 0.25). Both

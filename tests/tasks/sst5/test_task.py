@@ -29,7 +29,7 @@ def test_presets() -> None:
     paper, mini = TASK.configure("paper", ()), TASK.configure("mini", ())
     assert paper.word_vectors == "glove-840b" and not paper.lowercase_words
     assert (paper.pre_encode_dim, paper.encoder_hidden, paper.integrator_hidden) == (300,) * 3
-    # allennlp's maxout at Adam 1e-3 (a27afe0b, issue #34), not A.8's [R] ReLU layers at 1e-4
+    # allennlp's maxout at Adam 1e-3 (a27afe0b), not A.8's ReLU layers at 1e-4 (unverified)
     assert (paper.output, paper.output_dims, paper.maxout_pool) == ("maxout", (1200, 600), 4)
     assert (paper.train_subtrees, paper.min_phrase_tokens) == (True, 4)
     assert paper.train.optimizer.lr == 1e-3 and PAPER_TRAINING.optimizer.lr == 1e-4
