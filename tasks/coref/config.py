@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from tasks.common.vocab import GLOVE_840B
 from tasks.core import Optimizer, Schedule, TrainConfig, added_field
@@ -87,6 +88,14 @@ class CorefConfig:
     # runs the biLM sentence by sentence), or the whole document as one token sequence
     # (allennlp-models coref: one text field per document, so its ELMo embedder reads the
     # document at once and the forward LM sees the sentences before each one).
+    # The initialisation of the FFNNs (mention and pair scorers) and of the feature embeddings
+    # (width, distance, speaker, genre): "torch" (PyTorch's module defaults: uniform ±1/√fan_in
+    # weights, N(0, 1) embeddings) or "allennlp" (Xavier-normal weights and embeddings, as the
+    # initializer of allennlp-models v2.10.1 training_config/coref/coref.jsonnet); the context
+    # LSTM keeps e2e-coref's initialisation either way.
+    init: Literal["torch", "allennlp"] = added_field(
+        "torch", why="Xavier-normal FFNN weights and feature embeddings (allennlp coref.jsonnet)"
+    )
     document_as_one_sequence: bool = added_field(
         False, why="the representation reads each document as one token sequence (allennlp)"
     )
@@ -96,6 +105,8 @@ class CorefConfig:
             raise ValueError(f"spans_per_word must be in (0, 1], got {self.spans_per_word}")
         if min(self.max_span_width, self.max_antecedents, self.max_training_sentences) < 1:
             raise ValueError("max_span_width, max_antecedents, max_training_sentences must be >= 1")
+        if self.init not in ("torch", "allennlp"):
+            raise ValueError(f"init must be 'torch' or 'allennlp', got {self.init!r}")
         if self.antecedent_block < 1:
             raise ValueError("antecedent_block must be >= 1")
         if not self.char_widths or min(self.char_widths) < 1:

@@ -402,6 +402,25 @@ class SpanRankingCoref(nn.Module):
             if config.ffnn_depth
             else None
         )
+        if config.init == "allennlp":  # coref.jsonnet's initializer (see CorefConfig.init)
+            self._allennlp_init()
+
+    def _allennlp_init(self) -> None:
+        """Xavier-normal weights of every FFNN layer and of the feature embeddings (allennlp's
+        ``linear_layers``, ``scorer``, ``_distance_embedding`` and ``_span_width_embedding``
+        rules; the speaker and genre embeddings, which allennlp's model lacks, alike)."""
+        scorers = [self.mention_scorer, self.pair_first, self.pair_rest]
+        linears = [
+            m for s in scorers if s is not None for m in s.modules() if isinstance(m, nn.Linear)
+        ]
+        tables = [
+            self.width_embedding,
+            self.distance_embedding,
+            self.speaker_embedding,
+            self.genre_embedding,
+        ]
+        for module in [*linears, *(t for t in tables if t is not None)]:
+            nn.init.xavier_normal_(module.weight)
 
     # ------------------------------------------------------------------------ encoding
     def truncate(self, batch: CorefBatch) -> CorefBatch:

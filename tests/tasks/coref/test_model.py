@@ -368,3 +368,26 @@ def test_head_reads_elmo_widens_the_head_by_the_input_site(sites: frozenset[str]
     out.loss.backward()
     if sites:  # the mix is reached through the head values too
         assert all(p.grad is not None for p in model.injector.parameters())
+
+
+def test_allennlp_init_draws_xavier_normal_scorers_and_feature_embeddings() -> None:
+    """``init="allennlp"``: every FFNN weight and feature embedding Xavier-normal (their spread
+    matches √(2 / (fan_in + fan_out)) over many seeds); the default keeps PyTorch's (N(0, 1)
+    embeddings, uniform ±1/√fan_in weights); the LSTM and the char CNN are drawn the same."""
+    config = dataclasses.replace(CONFIG, init="allennlp")
+    spread: dict[str, list[float]] = {"torch": [], "allennlp": []}
+    for seed in range(20):
+        for name, c in (("torch", CONFIG), ("allennlp", config)):
+            model = _model(config=c, seed=seed)
+            w = model.distance_embedding.weight  # (buckets, f)
+            spread[name].append(float(w.detach().std()))
+            if seed == 0 and name == "allennlp":
+                same = _model(seed=0)
+                assert torch.equal(model.encoder.input_weight, same.encoder.input_weight)
+                assert torch.equal(model.chars.embedding.weight, same.chars.embedding.weight)
+    buckets, f = model.distance_embedding.weight.shape
+    xavier = (2.0 / (buckets + f)) ** 0.5
+    assert abs(sum(spread["allennlp"]) / 20 - xavier) < 0.15 * xavier
+    assert abs(sum(spread["torch"]) / 20 - 1.0) < 0.15
+    with pytest.raises(ValueError, match="init"):
+        dataclasses.replace(CONFIG, init="glorot")  # type: ignore[arg-type]
