@@ -36,6 +36,11 @@ __all__ = [
 ]
 
 
+#: The allennlp-models release every peer configuration follows, at its commit (the peer's venv
+#: installs it: ``experiments/peer/allennlp_side/venv.toml``); each adapter's ``SOURCE`` names
+#: its files in it.
+MODELS_RELEASE = "allenai/allennlp-models v2.10.1 (02480d86450dff1dfc2003f4ebd93d0347532a20)"
+
 #: The change every peer configuration has (a line of each adapter's ``changes``): the timing
 #: callback that runs in the peer's venv.
 TIMING_CHANGE = (

@@ -32,6 +32,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    MODELS_RELEASE,
     TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
@@ -44,10 +45,7 @@ from tasks.common.peer import (
 from tasks.coref.evaluate import encode_clusters
 
 #: allennlp-models' file this configuration follows.
-SOURCE = (
-    "allenai/allennlp-models v2.10.1 (02480d86450dff1dfc2003f4ebd93d0347532a20) "
-    "training_config/coref/coref.jsonnet"
-)
+SOURCE = f"{MODELS_RELEASE} training_config/coref/coref.jsonnet"
 
 #: Every change from :data:`SOURCE`.
 CHANGES = (

@@ -109,7 +109,7 @@ class CorefRecipe(RecipeBase):
         """Every sentence, as e2e-coref's ``cache_elmo.py`` runs the biLM; with
         ``document_as_one_sequence`` every document's tokens as one sequence instead."""
         if self.config.document_as_one_sequence:
-            return [[w for words in doc.sentences for w in words] for doc in examples]
+            return [_tokens(doc.sentences) for doc in examples]
         return [list(words) for doc in examples for words in doc.sentences]
 
     def size(self, example: CorefDocument) -> int:
@@ -150,12 +150,13 @@ class CorefRecipe(RecipeBase):
         sentence, or (``document_as_one_sequence``) read as one sequence and cut into them."""
         if not self.config.document_as_one_sequence:
             return represent(sentences)
-        whole = represent([[w for words in sentences for w in words]])  # (L, 1, T, d)
+        whole = represent([_tokens(sentences)])  # (L, 1, T, d)
         tensors = whole.tensors.new_zeros(
             whole.tensors.shape[0], *mask.shape, whole.tensors.shape[-1]
         )  # (L, n, t, d)
-        tensors[:, mask.to(tensors.device)] = whole.tensors[:, 0, : int(mask.sum())]  # row-major
-        return Layers(tensors, mask.to(tensors.device))
+        mask = mask.to(tensors.device)
+        tensors[:, mask] = whole.tensors[:, 0, : int(mask.sum())]  # row-major: T real tokens
+        return Layers(tensors, mask)
 
     def build_model(self, injector: Injector) -> nn.Module:
         return SpanRankingCoref(
@@ -225,6 +226,11 @@ class CorefRecipe(RecipeBase):
             key_out=Path(f"{path}.key_conll"),
         )
         return out
+
+
+def _tokens(sentences: Sequence[Sequence[str]]) -> list[str]:
+    """A document's sentences as one token sequence."""
+    return [w for words in sentences for w in words]
 
 
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> CorefRecipe:

@@ -21,6 +21,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    MODELS_RELEASE,
     TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
@@ -33,10 +34,7 @@ from tasks.common.peer import (
 )
 
 #: allennlp-models' files this configuration follows.
-SOURCE = (
-    "allenai/allennlp-models v2.10.1 (02480d86450dff1dfc2003f4ebd93d0347532a20) "
-    "training_config/pair_classification/esim.jsonnet and esim_elmo.jsonnet"
-)
+SOURCE = f"{MODELS_RELEASE} training_config/pair_classification/esim.jsonnet and esim_elmo.jsonnet"
 
 #: Every change from :data:`SOURCE`.
 CHANGES = (

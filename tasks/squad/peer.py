@@ -32,6 +32,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    MODELS_RELEASE,
     TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
@@ -44,7 +45,7 @@ from tasks.common.peer import (
 
 #: allennlp-models' file this configuration follows.
 SOURCE = (
-    "allenai/allennlp-models v2.10.1 (02480d86450dff1dfc2003f4ebd93d0347532a20) "
+    f"{MODELS_RELEASE} "
     "training_config/rc/dialog_qa.jsonnet and allennlp_models/rc/models/dialog_qa.py"
 )
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    MODELS_RELEASE,
     TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
@@ -35,10 +36,7 @@ from tasks.common.peer import (
 from tasks.common.spans import spans_to_brackets, tags_to_spans
 
 #: allennlp-models' files this configuration follows.
-SOURCE = (
-    "allenai/allennlp-models v2.10.1 (02480d86450dff1dfc2003f4ebd93d0347532a20) "
-    "training_config/structured_prediction/srl.jsonnet and srl_elmo.jsonnet"
-)
+SOURCE = f"{MODELS_RELEASE} training_config/structured_prediction/srl.jsonnet and srl_elmo.jsonnet"
 
 #: Every change from :data:`SOURCE`.
 CHANGES = (

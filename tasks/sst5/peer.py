@@ -25,6 +25,7 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    MODELS_RELEASE,
     TIMING_CHANGE,
     PeerAdapter,
     PeerInputs,
@@ -38,7 +39,7 @@ from tasks.common.peer import (
 
 #: allennlp-models' files this configuration follows.
 SOURCE = (
-    "allenai/allennlp-models v2.10.1 (02480d86450dff1dfc2003f4ebd93d0347532a20) "
+    f"{MODELS_RELEASE} "
     "training_config/classification/biattentive_classification_network.jsonnet and "
     "biattentive_classification_network_elmo.jsonnet"
 )
