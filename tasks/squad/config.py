@@ -60,10 +60,32 @@ class SquadConfig:
     # the modules' PyTorch defaults, as allennlp-models' DialogQA leaves them (its
     # InitializerApplicator is empty in dialog_qa.jsonnet)
     init: str = added_field("document-qa", why="'torch' keeps PyTorch's default initialisation")
+    # Three places where allennlp-models' DialogQA (dialog_qa.py at v2.10.1) builds document-qa's
+    # model differently; each default is document-qa's, the other value DialogQA's (reference
+    # parity, tasks/squad/README.md).
+    # document-qa StaticAttentionSelf: a learned "no alignment" logit beside the self-attention
+    # scores; DialogQA: a plain masked softmax over the other context tokens
+    self_attention_null: bool = added_field(
+        True, why="False: self-attention without the learned no-alignment logit, as DialogQA"
+    )
+    # document-qa's residual block: VariationalDropoutLayer before its GRU as well as after;
+    # DialogQA drops only the GRU's output
+    residual_input_dropout: bool = added_field(
+        True, why="False: no dropout before the residual GRU, as DialogQA"
+    )
+    # "chars": dropout on the character embeddings (document-qa Conv1d(keep_probs=0.8));
+    # "words": on the CNN's word vectors (allennlp TokenCharactersEncoder(dropout=0.2))
+    char_dropout_on: str = added_field(
+        "chars", why="'words': the char CNN's dropout on its output, as DialogQA's embedder"
+    )
 
     def __post_init__(self) -> None:
         if self.init not in ("document-qa", "torch"):
             raise ValueError(f"init must be 'document-qa' or 'torch', got {self.init!r}")
+        if self.char_dropout_on not in ("chars", "words"):
+            raise ValueError(
+                f"char_dropout_on must be 'chars' or 'words', got {self.char_dropout_on!r}"
+            )
 
 
 def mini() -> SquadConfig:

@@ -224,7 +224,11 @@ class BiDAFSelfAttention(nn.Module):
             config.char_filters,
             config.char_width,
             max_chars=config.max_word_chars,
-            dropout=config.char_dropout,
+            dropout=config.char_dropout if config.char_dropout_on == "chars" else 0.0,
+        )
+        # DialogQA's character embedder drops the CNN's word vectors (plain dropout) instead
+        self.char_word_drop = nn.Dropout(
+            config.char_dropout if config.char_dropout_on == "words" else 0.0
         )
         h = config.hidden
         embed_dim = word_vectors.shape[1] + self.chars.output_dim + injector.extra_dim("input")
@@ -235,8 +239,9 @@ class BiDAFSelfAttention(nn.Module):
         self.attended = nn.Linear(4 * enc_dim, 2 * h)
         self.self_gru = BiGRU(2 * h, h)
         self.self_attention = TrilinearAttention(2 * h)
-        # document-qa StaticAttentionSelf: learned "no-alignment-bias", initialised to -1
-        self.no_alignment = nn.Parameter(torch.tensor(-1.0))
+        # document-qa StaticAttentionSelf: learned "no-alignment-bias", initialised to -1 (absent
+        # in DialogQA's self-attention: ``self_attention_null`` false)
+        self.no_alignment = nn.Parameter(torch.tensor(-1.0)) if config.self_attention_null else None
         self.self_linear = nn.Linear(3 * 2 * h, 2 * h)
         self.start_gru = BiGRU(2 * h, h)
         self.start_out = nn.Linear(2 * h, 1)
@@ -260,7 +265,8 @@ class BiDAFSelfAttention(nn.Module):
     def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""
         injected = self.injector(layers)
-        x = torch.cat([self.words(words), self.chars(chars)], dim=-1)  # (b, t, word+char)
+        char_words = self.char_word_drop(self.chars(chars))  # (b, t, filters)
+        x = torch.cat([self.words(words), char_words], dim=-1)  # (b, t, word+char)
         x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)
         h = self.drop(self.encoder(self.drop(x), mask))  # (b, t, 2h)
         # the output mix is appended after the dropout: it has only the injector's own dropout
@@ -269,9 +275,12 @@ class BiDAFSelfAttention(nn.Module):
     def self_attention_weights(self, s: Tensor, mask: Tensor) -> Tensor:
         """Context-to-context attention (b, tc, tc): trilinear scores, no token attends to
         itself, and the learned no-alignment logit lets a token attend to nothing (rows may sum
-        to less than 1). Source: document-qa ``StaticAttentionSelf``."""
+        to less than 1). Source: document-qa ``StaticAttentionSelf``. Without the logit
+        (``self_attention_null`` false, as DialogQA) each real row sums to 1."""
         eye = torch.eye(s.shape[1], dtype=torch.bool, device=s.device)[None]  # (1, tc, tc)
         keys = mask[:, None, :] & mask[:, :, None] & ~eye  # (b, tc, tc)
+        if self.no_alignment is None:  # DialogQA: rows sum to 1 over the other tokens
+            return masked_softmax(self.self_attention(s, s), keys)
         return masked_softmax_with_null(self.self_attention(s, s), keys, self.no_alignment)
 
     def forward(self, batch: SquadBatch) -> SquadOutput:
@@ -283,7 +292,8 @@ class BiDAFSelfAttention(nn.Module):
         x = bi_attention(self.bi_attention(c, q), c, q, c_mask, q_mask)  # (b, tc, 4·enc)
         x = F.relu(self.attended(x))  # (b, tc, 2h)
 
-        s = self.drop(self.self_gru(self.drop(x), c_mask))  # (b, tc, 2h)
+        s_in = self.drop(x) if self.config.residual_input_dropout else x  # (b, tc, 2h)
+        s = self.drop(self.self_gru(s_in, c_mask))  # (b, tc, 2h)
         attn = self.self_attention_weights(s, c_mask)  # (b, tc, tc)
         a = torch.bmm(attn, s)  # (b, tc, 2h)
         x = x + F.relu(self.self_linear(torch.cat([s, a, s * a], dim=-1)))  # residual (b, tc, 2h)

@@ -63,11 +63,13 @@ def _vectors() -> torch.Tensor:
     return vectors
 
 
-def _model(sites: frozenset[str] = frozenset(), seed: int = 0) -> BiDAFSelfAttention:
+def _model(
+    sites: frozenset[str] = frozenset(), seed: int = 0, config: SquadConfig = CONFIG
+) -> BiDAFSelfAttention:
     torch.manual_seed(seed)
     rep = FakeRepresentation() if sites else build_representation("none")
     injector = Injector(rep, sites, dropout=0.0)
-    return BiDAFSelfAttention(CONFIG, _vectors(), N_CHARS, injector)
+    return BiDAFSelfAttention(config, _vectors(), N_CHARS, injector)
 
 
 def _mask(lengths: list[int]) -> torch.Tensor:
@@ -345,6 +347,70 @@ def test_self_attention_has_a_learned_no_alignment_option() -> None:
     w = model.self_attention_weights(s, mask).detach()
     torch.testing.assert_close(w[0, :7].sum(-1), torch.ones(7))
     torch.testing.assert_close(w[1, :4].sum(-1), torch.ones(4))
+
+
+def test_without_the_null_each_token_attends_over_the_other_tokens_only() -> None:
+    """``self_attention_null=False`` (DialogQA): no no-alignment logit, each real row sums to 1
+    over the other real tokens; itself, padding and padded rows get 0."""
+    model = _model(config=dataclasses.replace(CONFIG, self_attention_null=False))
+    assert model.no_alignment is None
+    assert "no_alignment" not in dict(model.named_parameters())
+    s = torch.randn(3, 7, 2 * CONFIG.hidden)
+    mask = _mask(C_LENGTHS)
+    w = model.self_attention_weights(s, mask).detach()  # (3, 7, 7)
+    for b, n in enumerate(C_LENGTHS):
+        if n > 1:
+            torch.testing.assert_close(w[b, :n].sum(-1), torch.ones(n))
+        assert torch.equal(w[b].diagonal(), torch.zeros(7))
+        assert torch.equal(w[b, :, n:], torch.zeros(7, 7 - n))
+        assert torch.equal(w[b, n:], torch.zeros(7 - n, 7))
+    with_null = _model()  # the same draws otherwise: its rows sum to less than 1
+    assert (with_null.self_attention_weights(s, mask)[0, :7].sum(-1) < 1).all()
+
+
+def _residual_gru_input(model: BiDAFSelfAttention) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the residual GRU reads and the merged attention it comes from, in train mode."""
+    seen: dict[str, torch.Tensor] = {}
+    hooks = [
+        model.attended.register_forward_hook(lambda m, i, o: seen.update(attended=o)),
+        model.self_gru.register_forward_hook(lambda m, i, o: seen.update(gru_in=i[0])),
+    ]
+    torch.manual_seed(0)
+    model.train()(_batch(seed=2))
+    for hook in hooks:
+        hook.remove()
+    return seen["gru_in"], torch.relu(seen["attended"])
+
+
+def test_residual_input_dropout_off_feeds_the_merged_attention_as_it_is() -> None:
+    dialog_qa = _model(config=dataclasses.replace(CONFIG, residual_input_dropout=False))
+    gru_in, merged = _residual_gru_input(dialog_qa)
+    assert torch.equal(gru_in, merged)
+    gru_in, merged = _residual_gru_input(_model())  # document-qa: dropped first
+    assert not torch.equal(gru_in, merged)
+    kept = gru_in != 0
+    torch.testing.assert_close(gru_in[kept], merged[kept] / (1 - CONFIG.dropout))
+
+
+def test_char_dropout_on_words_drops_the_cnn_output_not_the_characters() -> None:
+    words = dataclasses.replace(CONFIG, char_dropout_on="words")
+    model = _model(config=words).train()
+    assert model.chars.dropout.p == 0.0
+    assert model.char_word_drop.p == CONFIG.char_dropout
+    default = _model()
+    assert default.chars.dropout.p == CONFIG.char_dropout and default.char_word_drop.p == 0.0
+    batch = _batch(seed=3)
+    seen: dict[str, torch.Tensor] = {}
+    model.chars.register_forward_hook(lambda m, i, o: seen.update(cnn=o))
+    model.char_word_drop.register_forward_hook(lambda m, i, o: seen.update(dropped=o))
+    torch.manual_seed(0)
+    model.encode(batch.context_words, batch.context_chars, batch.context_layers, batch.context_mask)
+    cnn, dropped = seen["cnn"], seen["dropped"]
+    kept = dropped != 0
+    assert ((cnn != 0) & ~kept).any()  # some non-zero word features were dropped
+    torch.testing.assert_close(dropped[kept], cnn[kept] / (1 - CONFIG.char_dropout))
+    with pytest.raises(ValueError, match="char_dropout_on"):
+        SquadConfig(char_dropout_on="embeddings")
 
 
 # ------------------------------------------------------------------------------ output site
