@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from tasks.core import Optimizer, Schedule, TrainConfig, added_field
 
@@ -62,6 +63,7 @@ class SrlConfig:
         fill_missing_words: words without a pre-trained vector start from ``N(mean, std)`` of
             the found vectors' values, as allennlp's ``embedding`` initialises them
             (:func:`tasks.common.vocab.fill_missing_vectors`), instead of zeros.
+        init: how the predicate-indicator embedding is drawn (``torch`` or ``allennlp``).
     """
 
     word_vectors: str = GLOVE_6B_100D
@@ -76,12 +78,21 @@ class SrlConfig:
     fill_missing_words: bool = added_field(
         False, why="words without a vector start from N(mean, std) instead of zeros"
     )
+    # The predicate-indicator embedding's initialisation: "torch" (``nn.Embedding``'s N(0, 1))
+    # or "allennlp" (Xavier uniform, as allennlp v2.10.1 ``Embedding`` draws every embedding it
+    # does not read from a file: allennlp-models' ``srl`` builds ``binary_feature_embedding``
+    # so; bound √(6 / (2 + predicate_dim)), a standard deviation 0.14 at 100-d instead of 1).
+    init: Literal["torch", "allennlp"] = added_field(
+        "torch", why="Xavier-uniform predicate-indicator embedding (allennlp's Embedding)"
+    )
 
     def __post_init__(self) -> None:
         if self.layers < 1 or self.hidden < 1 or self.predicate_dim < 1:
             raise ValueError("layers, hidden and predicate_dim must be >= 1")
         if not 0.0 <= self.recurrent_dropout < 1.0:
             raise ValueError(f"recurrent_dropout must be in [0, 1), got {self.recurrent_dropout}")
+        if self.init not in ("torch", "allennlp"):
+            raise ValueError(f"init must be 'torch' or 'allennlp', got {self.init!r}")
         if self.max_length is not None and self.max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {self.max_length}")
 

@@ -245,7 +245,9 @@ class SrlTagger(nn.Module):
         self.words = nn.Embedding.from_pretrained(
             word_vectors, freeze=not config.train_word_vectors, padding_idx=0
         )
-        self.predicate = nn.Embedding(2, config.predicate_dim)
+        self.predicate = nn.Embedding(2, config.predicate_dim)  # N(0, 1): PyTorch's default
+        if config.init == "allennlp":  # allennlp's Embedding: Xavier uniform, ±√(6 / (2 + dim))
+            nn.init.xavier_uniform_(self.predicate.weight)
         input_dim = word_vectors.shape[1] + config.predicate_dim + injector.extra_dim("input")
         self.encoder = AlternatingHighwayLSTM(
             input_dim, config.hidden, config.layers, config.recurrent_dropout

@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import cast
 
+import pytest
 import torch
 
 from tasks.common.inject import Injector
@@ -189,3 +190,18 @@ def test_words_without_a_vector_start_from_the_found_values_distribution() -> No
     filled = SrlTagger(config, vectors, LABELS, injector).words.weight
     assert filled[1].abs().sum() > 0 and not filled[0].any()
     assert torch.equal(filled[2], vectors[2])
+
+
+def test_the_predicate_embedding_is_drawn_as_allennlp_draws_it_on_request() -> None:
+    wide = dataclasses.replace(CONFIG, predicate_dim=500)
+    torch_default = _model(config=wide).predicate.weight.detach()  # (2, 500)
+    assert torch.equal(
+        torch_default, _model(config=dataclasses.replace(wide, init="torch")).predicate.weight
+    )
+    assert 0.9 < torch_default.std().item() < 1.1  # nn.Embedding's N(0, 1)
+    xavier = _model(config=dataclasses.replace(wide, init="allennlp")).predicate.weight.detach()
+    bound = (6 / (2 + 500)) ** 0.5
+    assert xavier.abs().max().item() <= bound
+    assert abs(xavier.std().item() - bound / 3**0.5) < 0.01  # uniform: sd = bound / √3
+    with pytest.raises(ValueError, match="init"):
+        SrlConfig(init="xavier")  # type: ignore[arg-type]
