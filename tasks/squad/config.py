@@ -57,8 +57,11 @@ class SquadConfig:
     max_context_tokens: int | None = None
     train: TrainConfig = field(default_factory=lambda: PAPER_TRAINING)
     # "document-qa": every task parameter drawn as document-qa draws it (model.py); "torch":
-    # the modules' PyTorch defaults, as allennlp-models' DialogQA leaves them (its
-    # InitializerApplicator is empty in dialog_qa.jsonnet)
+    # the modules' PyTorch defaults; "allennlp": as allennlp-models' DialogQA draws them (its
+    # InitializerApplicator is empty in dialog_qa.jsonnet, so each module keeps its own rule:
+    # PyTorch's defaults for the GRUs and linear layers, Xavier uniform for the character
+    # embeddings (allennlp ``Embedding``), U(±√(6 / (3d + 1))) weights and a zero bias for
+    # the two trilinear similarities (allennlp ``LinearMatrixAttention.reset_parameters``))
     init: str = added_field("document-qa", why="'torch' keeps PyTorch's default initialisation")
     # Three places where allennlp-models' DialogQA (dialog_qa.py at v2.10.1) builds document-qa's
     # model differently; each default is document-qa's, the other value DialogQA's (reference
@@ -80,8 +83,10 @@ class SquadConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.init not in ("document-qa", "torch"):
-            raise ValueError(f"init must be 'document-qa' or 'torch', got {self.init!r}")
+        if self.init not in ("document-qa", "torch", "allennlp"):
+            raise ValueError(
+                f"init must be 'document-qa', 'torch' or 'allennlp', got {self.init!r}"
+            )
         if self.char_dropout_on not in ("chars", "words"):
             raise ValueError(
                 f"char_dropout_on must be 'chars' or 'words', got {self.char_dropout_on!r}"

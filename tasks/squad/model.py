@@ -188,6 +188,16 @@ def init_trilinear_(att: TrilinearAttention) -> None:
     nn.init.uniform_(att.bias, -bias, bias)
 
 
+def init_trilinear_like_allennlp_(att: TrilinearAttention) -> None:
+    """allennlp ``LinearMatrixAttention(combination="x,y,x*y")``, in place: its one weight
+    vector of length ``3d`` (here ``w_x``, ``w_y`` and ``w_xy``) ~ U(±√(6 / (3d + 1))), its
+    bias 0."""
+    limit = math.sqrt(6.0 / (3 * att.w_xy.numel() + 1))
+    for w in (att.w_x.weight, att.w_y.weight, att.w_xy):
+        nn.init.uniform_(w, -limit, limit)
+    nn.init.zeros_(att.bias)
+
+
 def init_char_cnn_(chars: CharCNNEncoder) -> None:
     """document-qa's char embedder, in place: embeddings U(±0.05) with a zero padding row
     (``LearnedCharEmbedder``); ``Conv1d``'s filter and bias have no initialiser, so TF's default
@@ -249,6 +259,8 @@ class BiDAFSelfAttention(nn.Module):
         self.end_out = nn.Linear(2 * h, 1)
         if config.init == "document-qa":
             self.init_like_document_qa()
+        elif config.init == "allennlp":
+            self.init_like_allennlp()
 
     def init_like_document_qa(self) -> None:
         """Re-draw every task parameter as document-qa initialises it (the fixed word vectors,
@@ -261,6 +273,18 @@ class BiDAFSelfAttention(nn.Module):
             init_trilinear_(att)
         for dense in (self.attended, self.self_linear, self.start_out, self.end_out):
             init_dense_(dense)
+
+    def init_like_allennlp(self) -> None:
+        """Re-draw the parameters whose allennlp modules draw them otherwise than PyTorch's
+        defaults, as allennlp-models' DialogQA gets them (its configuration adds no
+        initializer): the character embeddings Xavier uniform (allennlp ``Embedding``; the
+        padding row zero, as allennlp's CNN masks it) and both trilinear similarities
+        (:func:`init_trilinear_like_allennlp_`). The GRUs and linear layers keep PyTorch's."""
+        nn.init.xavier_uniform_(self.chars.embedding.weight)
+        with torch.no_grad():
+            self.chars.embedding.weight[0].zero_()
+        for att in (self.bi_attention, self.self_attention):
+            init_trilinear_like_allennlp_(att)
 
     def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""

@@ -117,3 +117,28 @@ def test_torch_init_keeps_pytorch_defaults() -> None:
         assert all(torch.count_nonzero(p) > 0 for n, p in gru.named_parameters() if "bias" in n)
     with pytest.raises(ValueError, match="init must be"):
         SquadConfig(init="xavier")
+
+
+def test_allennlp_init_draws_as_dialog_qa_modules_do() -> None:
+    """``init="allennlp"``: characters Xavier uniform (padding row 0), trilinear weights
+    U(±√(6 / (3d + 1))) with a zero bias, GRUs left at PyTorch's U(±1/√hidden)."""
+    torch.manual_seed(0)
+    vectors = torch.randn(12, WORD_DIM)
+    injector = Injector(build_representation("none"), frozenset(), dropout=0.0)
+    model = BiDAFSelfAttention(
+        dataclasses.replace(CONFIG, init="allennlp"), vectors, N_CHARS, injector
+    )
+    chars = model.chars.embedding.weight.detach()  # (N_CHARS, char_dim)
+    bound = math.sqrt(6.0 / (N_CHARS + CONFIG.char_dim))
+    assert chars.abs().max() <= bound and torch.count_nonzero(chars[0]) == 0
+    assert chars[1:].std().item() == pytest.approx(bound / math.sqrt(3.0), rel=0.15)
+    for att in (model.bi_attention, model.self_attention):
+        d = att.w_xy.numel()
+        limit = math.sqrt(6.0 / (3 * d + 1))
+        weights = torch.cat([att.w_x.weight.flatten(), att.w_y.weight.flatten(), att.w_xy])
+        assert weights.abs().max() <= limit
+        assert weights.abs().max() > 0.8 * limit  # not the narrower PyTorch default ±1/√d
+        assert att.bias.item() == 0.0
+    gru_bound = 1.0 / math.sqrt(CONFIG.hidden)
+    for gru in _grus(model):
+        assert torch.cat([p.flatten() for p in gru.parameters()]).abs().max() <= gru_bound
