@@ -82,6 +82,13 @@ class SquadConfig:
         "chars", why="'words': the char CNN's dropout on its output, as DialogQA's embedder"
     )
 
+    # words without a pre-trained vector: zero (as before) or,
+    # true, drawn from N(mean, std) of the file's values (and kept fixed), as allennlp's
+    # ``embedding`` starts the vocabulary words its pre-trained file lacks
+    fill_missing_words: bool = added_field(
+        False, why="words without a vector start from N(mean, std) instead of zeros"
+    )
+
     def __post_init__(self) -> None:
         if self.init not in ("document-qa", "torch", "allennlp"):
             raise ValueError(

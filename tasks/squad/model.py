@@ -37,6 +37,7 @@ from tasks.common.layers import (
     masked_softmax,
     masked_softmax_with_null,
 )
+from tasks.common.vocab import fill_missing_vectors
 from tasks.representations import Layers
 from tasks.squad.config import SquadConfig
 
@@ -227,6 +228,8 @@ class BiDAFSelfAttention(nn.Module):
     ) -> None:
         super().__init__()
         self.config, self.injector = config, injector
+        if config.fill_missing_words:  # allennlp's embedding: N(mean, std) for the gaps
+            word_vectors = fill_missing_vectors(word_vectors)
         self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
         self.chars = CharCNNEncoder(
             n_chars,

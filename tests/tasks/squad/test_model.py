@@ -449,3 +449,19 @@ def test_attention_bytes_is_copies_times_batch_times_context_squared_times_four(
         assert attention_bytes(batch, tokens + 1, training=training) > available
     assert longest_fitting_context(2, 4000, training=False) == 10
     assert longest_fitting_context(2, 0, training=True) == 0
+
+
+def test_words_without_a_vector_can_start_as_allennlp_starts_them() -> None:
+    vectors = _vectors()
+    vectors[3] = 0.0  # a word the file lacks
+    config = dataclasses.replace(CONFIG, fill_missing_words=True)
+    torch.manual_seed(0)
+    injector = Injector(build_representation("none"), frozenset(), dropout=0.0)
+    words = BiDAFSelfAttention(config, vectors, N_CHARS, injector).words.weight
+    assert not words.requires_grad  # still fixed
+    assert torch.equal(words[0], torch.zeros(WORD_DIM))  # padding
+    assert torch.count_nonzero(words[3]) == WORD_DIM  # drawn
+    kept = [i for i in range(VOCAB) if i not in (0, 3)]
+    assert torch.equal(words[kept], vectors[kept])
+    default = BiDAFSelfAttention(CONFIG, vectors, N_CHARS, injector).words.weight
+    assert torch.equal(default[3], torch.zeros(WORD_DIM))  # default: left at zero
