@@ -89,6 +89,13 @@ class SquadConfig:
         False, why="words without a vector start from N(mean, std) instead of zeros"
     )
 
+    # DialogQA's QuAC heads: yes/no and follow-up classifiers (3 classes each) on the end GRU's
+    # output at the gold end, whose losses DialogQA always adds; on SQuAD every question has the
+    # same label for both (the peer gives "x" and "n"), so they only add two constant targets
+    constant_heads: bool = added_field(
+        False, why="DialogQA's yes/no and follow-up heads, trained on one constant label each"
+    )
+
     def __post_init__(self) -> None:
         if self.init not in ("document-qa", "torch", "allennlp"):
             raise ValueError(

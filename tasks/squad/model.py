@@ -144,6 +144,9 @@ def longest_fitting_context(batch: int, available: int, *, training: bool) -> in
     return math.isqrt(max(available, 0) // (copies * batch * FLOAT_BYTES))
 
 
+#: Classes of each of DialogQA's yes/no and follow-up heads (``constant_heads``).
+QUAC_CLASSES = 3
+
 #: document-qa's GRU initialiser ``CudnnGru(w_init=TruncatedNormal(stddev=0.05))``: every input
 #: and recurrent matrix (``recurrent_init=None`` → ``w_init``), biases zero (``is_forget_bias``
 #: all false for GRUs). ``tf.truncated_normal`` re-draws values beyond 2σ.
@@ -260,6 +263,8 @@ class BiDAFSelfAttention(nn.Module):
         self.start_out = nn.Linear(2 * h, 1)
         self.end_gru = BiGRU(2 * h + 2 * h, h)
         self.end_out = nn.Linear(2 * h, 1)
+        # DialogQA (``constant_heads``): yes/no and follow-up logits from the end GRU's output
+        self.quac_heads = nn.Linear(2 * h, 2 * QUAC_CLASSES) if config.constant_heads else None
         if config.init == "document-qa":
             self.init_like_document_qa()
         elif config.init == "allennlp":
@@ -288,6 +293,17 @@ class BiDAFSelfAttention(nn.Module):
             self.chars.embedding.weight[0].zero_()
         for att in (self.bi_attention, self.self_attention):
             init_trilinear_like_allennlp_(att)
+
+    def constant_heads_loss(self, end_h: Tensor, gold_end: Tensor) -> Tensor:
+        """DialogQA's two extra losses (``constant_heads``): the NLL of class 0 (every
+        question's one label) for the yes/no and the follow-up head, each read from the end
+        GRU's output at the gold end token. ``end_h`` (b, tc, 2h), ``gold_end`` (b,)."""
+        assert self.quac_heads is not None
+        at_end = end_h[torch.arange(end_h.shape[0], device=end_h.device), gold_end]  # (b, 2h)
+        logits = self.quac_heads(at_end).view(-1, 2, QUAC_CLASSES)  # (b, 2, 3)
+        target = torch.zeros(logits.shape[:2], dtype=torch.long, device=logits.device)  # (b, 2)
+        nll = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (b, 2)
+        return nll.mean(0).sum()
 
     def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""
@@ -336,4 +352,6 @@ class BiDAFSelfAttention(nn.Module):
         loss = None
         if batch.spans is not None:
             loss = F.nll_loss(log_start, batch.spans[:, 0]) + F.nll_loss(log_end, batch.spans[:, 1])
+            if self.quac_heads is not None:
+                loss = loss + self.constant_heads_loss(end_h, batch.spans[:, 1])
         return SquadOutput(loss, spans, start_logits, end_logits)

@@ -465,3 +465,28 @@ def test_words_without_a_vector_can_start_as_allennlp_starts_them() -> None:
     assert torch.equal(words[kept], vectors[kept])
     default = BiDAFSelfAttention(CONFIG, vectors, N_CHARS, injector).words.weight
     assert torch.equal(default[3], torch.zeros(WORD_DIM))  # default: left at zero
+
+
+def test_constant_heads_add_two_class_0_losses_read_at_the_gold_end() -> None:
+    """``constant_heads`` (DialogQA's yes/no and follow-up heads): the loss grows by the mean
+    NLL of class 0 of each head at each question's gold end; spans are decoded as before."""
+    heads = dataclasses.replace(CONFIG, constant_heads=True)
+    model = _model(config=heads).eval()
+    assert model.quac_heads is not None and _model().quac_heads is None
+    batch = _batch(seed=6)
+    seen: dict[str, torch.Tensor] = {}
+    model.end_gru.register_forward_hook(lambda m, i, o: seen.update(end=o))
+    out = model(batch)
+    assert batch.spans is not None and out.loss is not None
+    end_h, gold = seen["end"], batch.spans[:, 1]
+    extra = torch.tensor(0.0)
+    for head in range(2):  # brute force: one question, one head at a time
+        for b in range(end_h.shape[0]):
+            logits = model.quac_heads(end_h[b, gold[b]])[3 * head : 3 * head + 3]
+            extra = extra - torch.log_softmax(logits, -1)[0] / end_h.shape[0]
+    log_start = masked_log_softmax(out.start_logits, batch.context_mask)
+    log_end = masked_log_softmax(out.end_logits, batch.context_mask)
+    span_loss = -(log_start[range(3), batch.spans[:, 0]] + log_end[range(3), gold]).mean()
+    torch.testing.assert_close(out.loss, span_loss + extra)
+    out.loss.backward()
+    assert model.quac_heads.weight.grad is not None
