@@ -664,8 +664,16 @@ def _points(epochs: Sequence[Mapping[str, Any]]) -> list[EpochPoint]:
 
 def collect(request: PeerRequest, out: Path) -> list[Series]:
     """Both sides' series from the stored records alone: the peer's (``out/runs/<task>``) and
-    the project's (``out/project-runs``, at the task's current version); missing runs are
-    left out (a table can be built over several sittings)."""
+    the project's (``out/project-runs``, at the task's current version and configuration);
+    missing runs are left out (a table can be built over several sittings).
+
+    A project record counts only while its resolved configuration is what its spec resolves to
+    now (:func:`experiments.run.identity.config_digest`): after a preset's default changes, the
+    runs made under the old default are left out rather than shown under the row's name. A
+    ``--variant`` item that the preset now has anyway drops from the row's name (a record made
+    as ``baseline + init=allennlp`` is the ``baseline`` row once the preset draws so).
+    """
+    from experiments.run.identity import config_digest
     from experiments.run.store import ResultsStore
 
     task = request.spec
@@ -676,7 +684,9 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
         s.sources[int(peer["seed"])] = peer["key"]
     root = out / "project-runs"
     store = ResultsStore(root) if root.is_dir() else None
-    base = _pairs(project_overrides(request))
+    base_overrides = project_overrides(request)
+    base = _pairs(base_overrides)
+    preset = task.configure(request.preset, list(base_overrides))
     for row, rep, state in _rows(request):
         if store is None:
             break
@@ -691,8 +701,14 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
                 or spec.seed not in request.seeds
                 or spec.max_epochs != request.epochs
                 or variant is None
+                or record.provenance.identity.get("config") != config_digest(spec, task)
             ):
                 continue
+            variant = tuple(
+                item
+                for item in variant
+                if task.configure(request.preset, [*base_overrides, item]) != preset
+            )
             folder = store.path_of(record.run_id)
             assert folder is not None
             points = []

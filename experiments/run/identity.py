@@ -320,6 +320,17 @@ def resolved_config(spec: RunSpec, task: TaskSpec | None = None) -> Any:
     return _plain(_task(spec, task).configure(spec.preset, list(spec.overrides)))
 
 
+def config_digest(spec: RunSpec, task: TaskSpec | None = None) -> str:
+    """The ``config`` field of the identity a run of ``spec`` would have now: a digest of
+    :func:`resolved_config` (computed from the code alone, without the data or the weights).
+
+    Args:
+        spec: the run.
+        task: the spec's task, when the caller has looked it up (default: the registry's).
+    """
+    return _json_digest(resolved_config(spec, task))
+
+
 def _task(spec: RunSpec, task: TaskSpec | None) -> TaskSpec:
     """``task``, or the spec's task from the registry when ``None``."""
     if task is not None:
@@ -546,6 +557,7 @@ __all__ = [
     "CodeVersion",
     "RunIdentity",
     "code_version",
+    "config_digest",
     "content_digest",
     "data_identity",
     "folder_digests",

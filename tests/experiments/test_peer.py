@@ -27,11 +27,13 @@ from experiments.peer.run import (
     split_variant,
     variant_row,
 )
+from experiments.run.identity import config_digest
 from experiments.run.spec import RunSpec
 from experiments.run.store import ResultsStore, RunRecord
 from tasks.common.prf import span_f1_from_totals
 from tasks.ner.peer import PEER
 from tasks.ner.task import VERSION as NER_VERSION
+from tasks.registry import get_task
 from tests.experiments.helpers import PROVENANCE
 
 IDS = tuple(f"dev.txt:{i}" for i in range(1, 41))
@@ -102,6 +104,7 @@ def store_project_run(
     seed: int,
     per_epoch: list[int],
     variant: tuple[str, ...] = (),
+    config: str | None = None,
     **fields: object,
 ) -> None:
     spec = RunSpec(
@@ -132,8 +135,11 @@ def store_project_run(
                 "units_file": name,
             }
         )
+    # made by this code: the configuration the spec resolves to now (unless a test says else)
+    identity = {"config": config_digest(spec) if config is None else config}
+    provenance = replace(PROVENANCE, identity=identity)
     record = RunRecord(
-        spec, {"dev_f1": per_epoch[-1] / 40}, PROVENANCE, tuple(log), attachments=attachments
+        spec, {"dev_f1": per_epoch[-1] / 40}, provenance, tuple(log), attachments=attachments
     )
     store.put(record)
 
@@ -237,20 +243,42 @@ def test_peer_summary_from_the_command_line(
 def test_a_variant_row_sits_after_its_row_against_the_same_peer_row(tmp_path: Path) -> None:
     out, request = stored(tmp_path)
     store = ResultsStore(out / "project-runs")
-    variant = ("train.batching=shuffled",)
+    variant = ("train.batching=examples",)
     for seed in (0, 1):
         store_project_run(store, request, seed, [20, 33], variant)
     other = replace(request, data="elsewhere")  # another request's run is not a variant
     store_project_run(store, other, 0, [1, 1], variant)
     found = [(s.side, s.row) for s in collect(request, out)]
-    shuffled = "baseline + train.batching=shuffled"
-    assert found == [("allennlp", "baseline"), ("project", "baseline"), ("project", shuffled)]
+    examples = "baseline + train.batching=examples"
+    assert found == [("allennlp", "baseline"), ("project", "baseline"), ("project", examples)]
     lines = render_task("ner", out, plot=False).read_text().splitlines()
     rows = [line for line in lines if line.startswith("| some/folder |")]
-    assert [r.split(" | ")[1] for r in rows] == ["baseline", "baseline", shuffled, shuffled]
+    assert [r.split(" | ")[1] for r in rows] == ["baseline", "baseline", examples, examples]
     assert rows[3].split(" | ")[3].startswith("76.25")  # allennlp's epoch 2: (30 + 31) / 80
     assert any("`--variant`" in line for line in lines)
-    assert variant_row("elmo carry", ()) == "elmo carry" and base_row(shuffled) == "baseline"
+    assert variant_row("elmo carry", ()) == "elmo carry" and base_row(examples) == "baseline"
+
+
+def test_runs_made_under_another_preset_default_are_left_out(tmp_path: Path) -> None:
+    """A record whose resolved configuration is not what its spec resolves to now (a preset's
+    default changed since) is not shown under the row's name."""
+    out, request = stored(tmp_path)
+    store = ResultsStore(out / "project-runs")
+    store_project_run(store, request, 0, [1, 1], ("train.batching=examples",), config="old")
+    found = [(s.side, s.row) for s in collect(request, out)]
+    assert found == [("allennlp", "baseline"), ("project", "baseline")]
+
+
+def test_a_variant_item_the_preset_has_anyway_names_no_variant(tmp_path: Path) -> None:
+    out, request = stored(tmp_path)
+    store = ResultsStore(out / "project-runs")
+    preset = get_task("ner").configure("paper", [])
+    assert not any(item.startswith("dropout=") for item in project_overrides(request))
+    store_project_run(store, request, 0, [5, 5], (f"dropout={preset.dropout}",))
+    store_project_run(store, request, 1, [5, 5], (f"dropout={preset.dropout / 2}",))
+    rows = [s.row for s in collect(request, out) if s.side == "project"]
+    # the preset's own value changes nothing: that record is a baseline run; half is a variant
+    assert rows == ["baseline", f"baseline + dropout={preset.dropout / 2}"]
 
 
 @pytest.mark.slow
@@ -371,7 +399,7 @@ def test_a_long_variant_row_is_lettered_with_its_changes_in_a_note(tmp_path: Pat
     ``ROW + variant A``, its changes in a note; the CSV keeps the full name."""
     out, request = stored(tmp_path)
     store = ResultsStore(out / "project-runs")
-    variant = ("train.batching=shuffled", "train.optimizer.lr=0.002", "dropout=0.25")
+    variant = ("train.batching=examples", "train.optimizer.lr=0.002", "dropout=0.25")
     for seed in (0, 1):
         store_project_run(store, request, seed, [20, 33], variant)
     lines = render_task("ner", out, plot=False).read_text().splitlines()
@@ -379,8 +407,8 @@ def test_a_long_variant_row_is_lettered_with_its_changes_in_a_note(tmp_path: Pat
     assert [r.split(" | ")[1] for r in rows[2:]] == ["baseline + variant A"] * 2
     assert all(len(line) <= 160 for line in lines)
     text = " ".join(lines)
-    assert "Variant A: `baseline` with `dropout=0.25`, `train.batching=shuffled`," in text
-    full = "baseline + dropout=0.25 + train.batching=shuffled + train.optimizer.lr=0.002"
+    assert "Variant A: `baseline` with `dropout=0.25`, `train.batching=examples`," in text
+    full = "baseline + dropout=0.25 + train.batching=examples + train.optimizer.lr=0.002"
     assert full in (out / "ner.csv").read_text()
 
 
