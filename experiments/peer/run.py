@@ -671,7 +671,8 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
     now (:func:`experiments.run.identity.config_digest`): after a preset's default changes, the
     runs made under the old default are left out rather than shown under the row's name. A
     ``--variant`` item that the preset now has anyway drops from the row's name (a record made
-    as ``baseline + init=allennlp`` is the ``baseline`` row once the preset draws so).
+    as ``baseline + init=allennlp`` is the ``baseline`` row once the preset draws so); a run
+    asked for without such items, when there is one for the same seed, is shown instead.
     """
     from experiments.run.identity import config_digest
     from experiments.run.store import ResultsStore
@@ -687,6 +688,7 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
     base_overrides = project_overrides(request)
     base = _pairs(base_overrides)
     preset = task.configure(request.preset, list(base_overrides))
+    spares: dict[tuple[str, int], int] = {}  # (row, seed) → no-op items of the run shown
     for row, rep, state in _rows(request):
         if store is None:
             break
@@ -704,11 +706,14 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
                 or record.provenance.identity.get("config") != config_digest(spec, task)
             ):
                 continue
-            variant = tuple(
+            changing = tuple(
                 item
                 for item in variant
                 if task.configure(request.preset, [*base_overrides, item]) != preset
             )
+            # of two runs of one row and seed, the one asked for without no-op items wins
+            spare = len(variant) - len(changing)
+            variant = changing
             folder = store.path_of(record.run_id)
             assert folder is not None
             points = []
@@ -730,6 +735,9 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
             if rep == "elmo":
                 variant = (*variant, *_elmo_variant_of(spec, task, request.preset))
             name = variant_row(row, variant)
+            if spares.get((name, spec.seed), spare + 1) <= spare:
+                continue
+            spares[(name, spec.seed)] = spare
             s = series.setdefault(("project", name), Series("project", name))
             s.runs[spec.seed] = points
             s.sources[spec.seed] = record.run_id

@@ -276,9 +276,11 @@ def test_a_variant_item_the_preset_has_anyway_names_no_variant(tmp_path: Path) -
     assert not any(item.startswith("dropout=") for item in project_overrides(request))
     store_project_run(store, request, 0, [5, 5], (f"dropout={preset.dropout}",))
     store_project_run(store, request, 1, [5, 5], (f"dropout={preset.dropout / 2}",))
-    rows = [s.row for s in collect(request, out) if s.side == "project"]
+    found = {s.row: s for s in collect(request, out) if s.side == "project"}
     # the preset's own value changes nothing: that record is a baseline run; half is a variant
-    assert rows == ["baseline", f"baseline + dropout={preset.dropout / 2}"]
+    assert list(found) == ["baseline", f"baseline + dropout={preset.dropout / 2}"]
+    # seed 0 has two baseline runs: the one asked for as the plain row is shown
+    assert found["baseline"].runs[0][-1].metric == pytest.approx(30 / 40)
 
 
 @pytest.mark.slow
