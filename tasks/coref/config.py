@@ -84,10 +84,6 @@ class CorefConfig:
     head_reads_elmo: bool = added_field(
         False, why="the head attention also reads the input site's representation (allennlp)"
     )
-    # What the representation reads: each sentence as a sequence (e2e-coref ``cache_elmo.py``
-    # runs the biLM sentence by sentence), or the whole document as one token sequence
-    # (allennlp-models coref: one text field per document, so its ELMo embedder reads the
-    # document at once and the forward LM sees the sentences before each one).
     # The initialisation of the FFNNs (mention and pair scorers) and of the feature embeddings
     # (width, distance, speaker, genre): "torch" (PyTorch's module defaults: uniform ±1/√fan_in
     # weights, N(0, 1) embeddings) or "allennlp" (Xavier-normal weights and embeddings, as the
@@ -96,6 +92,10 @@ class CorefConfig:
     init: Literal["torch", "allennlp"] = added_field(
         "torch", why="Xavier-normal FFNN weights and feature embeddings (allennlp coref.jsonnet)"
     )
+    # What the representation reads: each sentence as a sequence (e2e-coref ``cache_elmo.py``
+    # runs the biLM sentence by sentence), or the whole document as one token sequence
+    # (allennlp-models coref: one text field per document, so its ELMo embedder reads the
+    # document at once and the forward LM sees the sentences before each one).
     document_as_one_sequence: bool = added_field(
         False, why="the representation reads each document as one token sequence (allennlp)"
     )
