@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from tasks.common.vocab import GLOVE_840B
 from tasks.core import Optimizer, Schedule, TrainConfig, added_field
@@ -62,10 +63,12 @@ class SquadConfig:
     # PyTorch's defaults for the GRUs and linear layers, Xavier uniform for the character
     # embeddings (allennlp ``Embedding``), U(±√(6 / (3d + 1))) weights and a zero bias for
     # the two trilinear similarities (allennlp ``LinearMatrixAttention.reset_parameters``))
-    init: str = added_field("document-qa", why="'torch' keeps PyTorch's default initialisation")
-    # Three places where allennlp-models' DialogQA (dialog_qa.py at v2.10.1) builds document-qa's
-    # model differently; each default is document-qa's, the other value DialogQA's (reference
-    # parity, tasks/squad/README.md).
+    init: str = added_field(
+        "document-qa", why="'torch': PyTorch's defaults; 'allennlp': DialogQA's modules' own rules"
+    )
+    # The fields below are where allennlp-models' DialogQA (dialog_qa.py at v2.10.1) differs
+    # from document-qa's model; each default is document-qa's, the other value DialogQA's
+    # (reference parity, tasks/squad/README.md).
     # document-qa StaticAttentionSelf: a learned "no alignment" logit beside the self-attention
     # scores; DialogQA: a plain masked softmax over the other context tokens
     self_attention_null: bool = added_field(
@@ -78,17 +81,15 @@ class SquadConfig:
     )
     # "chars": dropout on the character embeddings (document-qa Conv1d(keep_probs=0.8));
     # "words": on the CNN's word vectors (allennlp TokenCharactersEncoder(dropout=0.2))
-    char_dropout_on: str = added_field(
+    char_dropout_on: Literal["chars", "words"] = added_field(
         "chars", why="'words': the char CNN's dropout on its output, as DialogQA's embedder"
     )
-
-    # words without a pre-trained vector: zero (as before) or,
-    # true, drawn from N(mean, std) of the file's values (and kept fixed), as allennlp's
-    # ``embedding`` starts the vocabulary words its pre-trained file lacks
+    # words without a pre-trained vector: zero (the default, as before) or, true,
+    # drawn from N(mean, std) of the file's values and kept fixed, as allennlp's ``embedding``
+    # starts the vocabulary words its pre-trained file lacks
     fill_missing_words: bool = added_field(
         False, why="words without a vector start from N(mean, std) instead of zeros"
     )
-
     # DialogQA's QuAC heads: yes/no and follow-up classifiers (3 classes each) on the end GRU's
     # output at the gold end, whose losses DialogQA always adds; on SQuAD every question has the
     # same label for both (the peer gives "x" and "n"), so they only add two constant targets

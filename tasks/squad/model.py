@@ -301,8 +301,7 @@ class BiDAFSelfAttention(nn.Module):
         assert self.quac_heads is not None
         at_end = end_h[torch.arange(end_h.shape[0], device=end_h.device), gold_end]  # (b, 2h)
         logits = self.quac_heads(at_end).view(-1, 2, QUAC_CLASSES)  # (b, 2, 3)
-        target = torch.zeros(logits.shape[:2], dtype=torch.long, device=logits.device)  # (b, 2)
-        nll = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (b, 2)
+        nll = -F.log_softmax(logits, dim=-1)[..., 0]  # (b, 2): class 0 is every label
         return nll.mean(0).sum()
 
     def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
