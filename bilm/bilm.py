@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal, cast, overload
 
 import torch
 from torch import Tensor, nn
@@ -440,7 +440,8 @@ class BiLM(nn.Module):
         final_h: list[Tensor] = []
         final_c: list[Tensor] = []
         inputs = (x_forward, x_backward)
-        for layer_index, pair in enumerate(self.lstms):
+        # the registered modules, which an adapter library (peft's LoRA) may have wrapped
+        for layer_index, pair in enumerate(self.layers):
             outs = []
             for d in range(2):
                 layer_input = inputs[d]
@@ -450,7 +451,8 @@ class BiLM(nn.Module):
                 if layer_index > 0 or (self.training and self.dropout > 0):
                     words = index = None  # deeper layers' inputs depend on the context
                 state = (h0[layer_index, d], c0[layer_index, d])
-                out, h_n, c_n = pair[d](layer_input, lens, *state, words, index)
+                lstm = cast(nn.ModuleList, pair)[d]  # an LSTMWithProjection, or a wrapper
+                out, h_n, c_n = lstm(layer_input, lens, *state, words, index)
                 if layer_index > 0 and self.options.lstm.use_skip_connections:
                     out = out + layer_input  # residual from layer 1 on (Peters et al. §3.4)
                 final_h.append(h_n)

@@ -615,7 +615,10 @@ class LSTMWithProjection(nn.Module):
         """
         steps, batch, _ = inputs.shape
         counts = active_counts(lengths, steps)
-        if torch.is_grad_enabled() and (inputs.requires_grad or self.w_state.requires_grad):
+        weights = (self.w_input, self.w_state, self.bias, self.w_proj)  # adapted, if wrapped
+        if torch.is_grad_enabled() and (
+            inputs.requires_grad or any(w is not None and w.requires_grad for w in weights)
+        ):
             zin = torch.addmm(self.bias, inputs.reshape(steps * batch, -1), self.w_input)
             zin = zin.view(steps, batch, 4 * self.cell_dim)  # (T, B, 4C) all input products
             order = range(steps - 1, -1, -1) if self.reverse else range(steps)
@@ -852,19 +855,22 @@ class LSTMWithProjection(nn.Module):
         steps, batch, _ = zin.shape
         C = self.cell_dim
         h, c = h0, c0
+        # read once: under a parametrization (peft's LoRA on these matrices) each read of the
+        # attribute computes the adapted weight anew
+        w_state, w_proj = self.w_state, self.w_proj
         outputs: list[Tensor] = [zin.new_zeros(batch, self.hidden_dim)] * steps
         for t in order:
             n = counts[t]
             if n == 0:
                 continue
-            z = torch.addmm(zin[t, :n], h[:n], self.w_state)  # (n, 4C)
+            z = torch.addmm(zin[t, :n], h[:n], w_state)  # (n, 4C)
             sig = torch.sigmoid(z[:, : 3 * C])
             cell = sig[:, C : 2 * C] * c[:n] + sig[:, :C] * torch.tanh(z[:, 3 * C :])
             if self.cell_clip is not None:
                 cell = cell.clamp(-self.cell_clip, self.cell_clip)
             hn = sig[:, 2 * C :] * torch.tanh(cell)  # (n, C)
-            if self.w_proj is not None:
-                hn = hn @ self.w_proj  # (n, P)
+            if w_proj is not None:
+                hn = hn @ w_proj  # (n, P)
             if self.proj_clip is not None:
                 hn = hn.clamp(-self.proj_clip, self.proj_clip)
             if n < batch:

@@ -27,6 +27,7 @@ from experiments.run.spec import RunSpec
 from tasks.common.feature_cache import FeatureCache
 from tasks.core import Represent
 from tasks.representations import REPRESENTATIONS, Layers, Representation, build_representation
+from tasks.representations.adapt import ADAPT_KEYS, adapt, adapt_config
 
 __all__ = [
     "HARNESS_KEYS",
@@ -39,8 +40,10 @@ __all__ = [
 ]
 
 #: Keys of a representation configuration that the harness reads itself (they never reach the
-#: representation's builder): ``finetune`` asks for the task-tuned biLM of paper §3.4.
-HARNESS_KEYS = frozenset({"finetune"})
+#: representation's builder): ``finetune`` asks for the task-tuned biLM of paper §3.4; ``adapt``
+#: and its options say what of the representation trains with the task model
+#: (:mod:`tasks.representations.adapt`).
+HARNESS_KEYS = frozenset({"finetune", *ADAPT_KEYS})
 
 logger = logging.getLogger(__name__)
 
@@ -48,18 +51,20 @@ logger = logging.getLogger(__name__)
 def build_spec_representation(
     spec: RunSpec, config: dict[str, Any] | None = None
 ) -> Representation:
-    """The spec's representation; its state policy is the spec's ``state`` (the one source).
+    """The spec's representation, adapted as its configuration says (``adapt``: frozen,
+    finetune or lora); its state policy is the spec's ``state`` (the one source).
 
     Args:
         spec: the run.
         config: the representation's configuration (default: the spec's, e.g. replaced by
-            :func:`finetuned_bilm`'s).
+            :func:`finetuned_bilm`'s); the adaptation is always the spec's.
     """
-    config = dict(spec.representation_config if config is None else config)
+    how = adapt_config(spec.representation_config)  # the spec's, whatever ``config`` holds
+    config = builder_options(spec.representation_config if config is None else config)
     if spec.representation in REPRESENTATIONS:
         if "state" in inspect.signature(REPRESENTATIONS[spec.representation]).parameters:
             config["state"] = spec.state
-    return build_representation(spec.representation, **config)
+    return adapt(build_representation(spec.representation, **config), how)
 
 
 def builder_options(config: Mapping[str, Any]) -> dict[str, Any]:

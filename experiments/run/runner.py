@@ -141,6 +141,8 @@ class TrainOutcome:
         counts: examples per split.
         finetune_ppl: held-out perplexity of a task-tuned biLM before and after fine-tuning.
         health: whether the run is dead, and why (:mod:`experiments.run.health`).
+        costs: what the run cost (:func:`run_costs`): trainable parameters (the
+            representation's share apart), training CPU seconds per epoch, peak memory.
     """
 
     metrics: dict[str, float]
@@ -158,6 +160,7 @@ class TrainOutcome:
     counts: dict[str, int]
     finetune_ppl: dict[str, float] = field(default_factory=dict)
     health: health.Health = field(default_factory=health.Health)
+    costs: dict[str, float] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------- the loop
@@ -321,7 +324,9 @@ def _train_batch(run: Run, state: LoopState, batch: Any) -> None:
     schedule = cfg.schedule
     if schedule.kind == "exponential" and state.step % schedule.every == 0:
         state.lr = max(schedule.min_lr, state.lr * schedule.factor)
-        set_lr(run.optimizer, state.lr)
+        set_lr(run.optimizer, state.lr, state.step)
+    elif state.step <= run.warmup:  # a trained representation's learning rate warms up
+        set_lr(run.optimizer, state.lr, state.step)
 
 
 def _grad_norm(run: Run) -> Tensor:
@@ -423,7 +428,7 @@ def _select(run: Run, state: LoopState, dev: Mapping[str, float], epoch: int) ->
     schedule = run.train_config.schedule
     if schedule.kind == "plateau" and state.plateau_evals > schedule.patience:
         state.lr = max(schedule.min_lr, state.lr * schedule.factor)
-        set_lr(run.optimizer, state.lr)
+        set_lr(run.optimizer, state.lr, state.step)
         state.plateau_evals = 0
     return False
 
@@ -458,7 +463,26 @@ def _finish(run: Run, state: LoopState, started: float) -> TrainOutcome:
         counts={s: len(v) for s, v in run.splits.items()},
         finetune_ppl=dict(run.finetune_ppl),
         health=_health(run, state),
+        costs=run_costs(run, state.log),
     )
+
+
+def run_costs(run: Run, log: list[dict[str, Any]]) -> dict[str, float]:
+    """What a run cost: its trainable parameters (``trainable_params``, of which the
+    representation's: ``representation_trainable_params``), the median over epochs of the
+    training CPU seconds of each (``train_cpu_s_per_epoch``; the evaluations within an epoch
+    summed) and its peak resident memory (``peak_rss_mb``)."""
+    by_epoch: dict[int, float] = {}
+    for line in log:
+        epoch = int(line.get("epoch", 0))
+        by_epoch[epoch] = by_epoch.get(epoch, 0.0) + float(line.get("train_cpu_s", 0.0))
+    cpu = list(by_epoch.values())
+    return {
+        "trainable_params": float(run.trainable_parameters),
+        "representation_trainable_params": float(run.representation_parameters),
+        "train_cpu_s_per_epoch": float(np.median(cpu)) if cpu else 0.0,
+        "peak_rss_mb": max((float(line.get("peak_rss_mb", 0.0)) for line in log), default=0.0),
+    }
 
 
 def _link_wandb_run(run: Run, sink: Sink, outcome: TrainOutcome) -> None:
@@ -520,6 +544,7 @@ def run_spec(spec: RunSpec | ResolvedRun, options: RunOptions = DEFAULT_OPTIONS)
             "started_unix": started,
             "wall_s": outcome.seconds,
             "skipped_steps": float(outcome.skipped_steps),
+            **outcome.costs,
         },
         attachments={
             **{p.name: p.read_text(encoding="utf-8") for p in outcome.predictions.values()},

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from bilm.files import write_json, write_text
@@ -28,7 +29,8 @@ def score(run: Run, split: str) -> tuple[dict[str, float], Any]:
     evaluation mode)."""
     run.model.eval()
     examples = run.splits[split]
-    predictions = run.recipe.predict(run.forward, examples, run.represent)
+    with torch.no_grad():  # a trained representation's features too (collated here)
+        predictions = run.recipe.predict(run.forward, examples, run.represent)
     return run.recipe.score(predictions, examples), predictions
 
 

@@ -48,6 +48,7 @@ from tasks.common.inject import Injector
 from tasks.common.progress import bars_enabled
 from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig
 from tasks.representations import Representation
+from tasks.representations.adapt import AdaptConfig, adapt_config
 
 __all__ = [
     "Run",
@@ -158,6 +159,11 @@ class Run:
     #: the run identity's reuse fields as JSON (:attr:`ResolvedRun.reuse_key`): a checkpoint
     #: resumes only under it (``""``: not checked)
     identity: str = ""
+    #: optimizer steps over which a trained representation's learning rate warms up (0: none)
+    warmup: int = 0
+    #: trainable parameters: the whole run's, and the representation's share of them
+    trainable_parameters: int = 0
+    representation_parameters: int = 0
     #: each optimizer step's total gradient norm before clipping, since the last evaluation,
     #: on the device (read once per evaluation: no sync per step); empty at every checkpoint
     grad_norms: list[Tensor] = field(default_factory=list)
@@ -280,7 +286,9 @@ def set_up(resolved: ResolvedRun, options: RunOptions, data: RunData | None = No
     work.mkdir(parents=True, exist_ok=True)
     representation, represent, finetune_ppl = _setup_representation(resolved, data, options, device)
     injector, model = _setup_model(spec, data.recipe, representation, device)
-    trainable, optimizer, ema = _setup_optimizer(data.train_config, model)
+    how = adapt_config(spec.representation_config)
+    trainable, optimizer, ema = _setup_optimizer(data.train_config, model, representation, how)
+    own = _representation_trainable(representation)
     return Run(
         spec=spec,
         task=task,
@@ -302,6 +310,9 @@ def set_up(resolved: ResolvedRun, options: RunOptions, data: RunData | None = No
         eval_lines=options.eval_lines or (options.progress and not bars_enabled(True)),
         epoch_units=options.epoch_units,
         identity=resolved.reuse_key,
+        warmup=how.warmup if own else 0,
+        trainable_parameters=sum(p.numel() for p in trainable),
+        representation_parameters=sum(p.numel() for p in own),
     )
 
 
@@ -380,9 +391,21 @@ def _setup_model(
 
 
 def _setup_optimizer(
-    config: TrainConfig, model: nn.Module
+    config: TrainConfig, model: nn.Module, representation: Representation, how: AdaptConfig
 ) -> tuple[list[nn.Parameter], torch.optim.Optimizer, EMA | None]:
-    """The trainable parameters, their optimizer and (when configured) their EMA."""
+    """The trainable parameters, their optimizer (a trained representation's in a group of
+    its own learning rate and warm-up, :mod:`tasks.representations.adapt`) and (when
+    configured) their EMA."""
     trainable = [p for p in model.parameters() if p.requires_grad]
     ema = EMA(model, config.ema) if config.ema else None
-    return trainable, build_optimizer(config, trainable), ema
+    own = _representation_trainable(representation)
+    optimizer = build_optimizer(config, trainable, own, how.learning_rate_scale, how.warmup)
+    return trainable, optimizer, ema
+
+
+def _representation_trainable(representation: Representation) -> list[nn.Parameter]:
+    """The representation's parameters that train (none while frozen)."""
+    module = getattr(representation, "adapt_module", None)
+    if not representation.trainable or not isinstance(module, nn.Module):
+        return []
+    return [p for p in module.parameters() if p.requires_grad]

@@ -23,6 +23,7 @@ from typing import Any
 from bilm.bilm import STATE_POLICIES, StatePolicy
 from bilm.scalar_mix import MixSpec
 from tasks.core import SITES, SPLITS, Site
+from tasks.representations.adapt import adapt_config
 
 MIX_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(MixSpec))
 NO_REPRESENTATION = "none"
@@ -102,7 +103,11 @@ class RunSpec:
             object.__setattr__(self, "train_fraction", None if fraction == 1.0 else fraction)
         object.__setattr__(self, "sites", _normalise_sites(self.sites))
         object.__setattr__(self, "overrides", _normalise_overrides(self.overrides))
-        object.__setattr__(self, "representation_config", _json_copy(self.representation_config))
+        config = _json_copy(self.representation_config)
+        adapt_config(config)  # a bad mode or option fails here, naming its key
+        if config.get("adapt") == "frozen":  # the default: the same run as without the key
+            del config["adapt"]
+        object.__setattr__(self, "representation_config", config)
         if not isinstance(self.mix, MixSpec):
             raise TypeError(f"mix must be a MixSpec, got {type(self.mix).__name__}")
         dropout = _as_float("dropout", self.dropout)

@@ -35,6 +35,7 @@ from bilm.dynamic_mix import DynamicMix
 from bilm.scalar_mix import MixSpec, ScalarMix, mix_from_spec
 from tasks.common.sites import SITES, Site
 from tasks.representations import Layers, Representation
+from tasks.representations.adapt import adapter_parameters
 
 __all__ = ["SITES", "Injected", "Injector", "MixSpec", "Site", "mix_penalty"]
 
@@ -78,7 +79,10 @@ class Injector(nn.Module):
     A frozen representation is kept *outside* the module tree: it is not in ``parameters()`` or
     ``state_dict()`` (task checkpoints stay small; its fingerprint identifies it), ``train()``
     does not touch it, but ``.to()``/``.cuda()``/``.half()`` still move it (when it is an
-    ``nn.Module``). A trainable representation is an ordinary submodule.
+    ``nn.Module``). A fine-tuned representation is an ordinary submodule. One adapted with LoRA
+    (:mod:`tasks.representations.adapt`) stays outside too, and only its adapters are the
+    injector's (``adapters``: trained, checkpointed, no second copy of the encoder);
+    ``train()`` reaches it.
     """
 
     def __init__(
@@ -93,10 +97,14 @@ class Injector(nn.Module):
         for site in sorted(sites):
             _check_site(site)
         self.mix = mix or MixSpec()
-        if representation.trainable:
+        self._owns_representation = representation.trainable and not _adapters_only(representation)
+        if self._owns_representation:
             self.representation = representation  # a submodule when it is an nn.Module
         else:
             self.__dict__["representation"] = representation  # outside the module tree
+        if _adapters_only(representation):  # LoRA: the adapters alone are the model's
+            module = representation.adapt_module  # type: ignore[attr-defined]
+            self.adapters = nn.ParameterList([p for _, p in adapter_parameters(module)])
         self.sites: frozenset[str] = sites
         on = sites if representation.num_layers > 0 and representation.output_dim > 0 else set()
         self.active_sites: frozenset[str] = frozenset(on)
@@ -203,9 +211,22 @@ class Injector(nn.Module):
     def _apply(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Injector:
         super()._apply(fn, *args, **kwargs)
         rep = self.representation
-        if not rep.trainable and isinstance(rep, nn.Module):
-            rep._apply(fn, *args, **kwargs)  # keep the frozen representation on our device
+        if not self._owns_representation and isinstance(rep, nn.Module):
+            rep._apply(fn, *args, **kwargs)  # keep the outside representation on our device
         return self
+
+    def train(self, mode: bool = True) -> Injector:
+        """Train or eval mode; also for a LoRA-adapted representation outside the tree."""
+        super().train(mode)
+        rep = self.representation
+        if not self._owns_representation and rep.trainable and isinstance(rep, nn.Module):
+            rep.train(mode)
+        return self
+
+
+def _adapters_only(representation: Representation) -> bool:
+    """Whether only LoRA adapters of ``representation`` train (``tasks.representations.adapt``)."""
+    return bool(representation.trainable) and getattr(representation, "adaptation", "") == "lora"
 
 
 def mix_penalty(model: nn.Module) -> Tensor:

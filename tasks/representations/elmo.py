@@ -17,31 +17,67 @@ from bilm.bilm import STATE_POLICIES, BiLM, StatePolicy
 from bilm.elmo import run_bilm
 from tasks.representations.base import Layers, _digest, tensors_digest
 
-__all__ = ["ElmoRepresentation", "build_elmo"]
+__all__ = ["DIRECTIONS", "ElmoRepresentation", "build_elmo"]
+
+#: Which halves of the biLM's layers a representation returns.
+DIRECTIONS = ("both", "forward", "backward")
 
 
 class ElmoRepresentation(nn.Module):
     """A biLM's L + 1 layers (token layer ``[x; x]``, each biLSTM layer ``[fwd; bwd]``).
 
+    With ``directions="forward"`` (``"backward"``) every layer is its forward (backward) half
+    alone, ``P`` wide: the token layer ``x`` and each biLSTM layer's forward (backward) LM
+    output; the mix then reads one direction. ``"both"`` (default) is ELMo.
+
     Args:
         model: a loaded :class:`bilm.BiLM` (its state policy is kept).
         name: registry name (``"elmo"`` or ``"bilm-random"``).
         trainable: let gradients reach the biLM (fine-tuning); default frozen, as in the paper.
+        directions: ``"both"``, ``"forward"`` or ``"backward"``.
     """
 
     context_free_layers: int = 1  # layer 0 is the char CNN of the token alone (feature cache)
+    #: LoRA's default place in the biLM (:mod:`tasks.representations.adapt`): its LSTMs'
+    #: input, recurrent and projection matrices, wrapped as parameters (no ``nn.Linear`` here).
+    lora_defaults = {"kind": "parameters", "rank": 2, "targets": ("w_input", "w_state", "w_proj")}
 
-    def __init__(self, model: BiLM, name: str = "elmo", trainable: bool = False) -> None:
+    def __init__(
+        self,
+        model: BiLM,
+        name: str = "elmo",
+        trainable: bool = False,
+        directions: str = "both",
+    ) -> None:
         super().__init__()
+        if directions not in DIRECTIONS:
+            raise ValueError(f"directions must be one of {DIRECTIONS}, got {directions!r}")
         self.bilm = model
         self.name = name
         self.trainable = trainable
-        self.output_dim = model.output_dim
+        self.adaptation = "finetune" if trainable else "frozen"
+        self.directions = directions
+        half = model.output_dim // 2
+        self._columns = {
+            "both": slice(None),
+            "forward": slice(0, half),
+            "backward": slice(half, None),
+        }[directions]
+        self.output_dim = model.output_dim if directions == "both" else half
         self.num_layers = model.num_layers
         for p in model.parameters():
             p.requires_grad_(trainable)
         if not trainable:
             self.eval()
+
+    @property
+    def adapt_module(self) -> BiLM:
+        """The biLM, which ``finetune`` and ``lora`` train (:mod:`tasks.representations.adapt`)."""
+        return self.bilm
+
+    def train(self, mode: bool = True) -> ElmoRepresentation:
+        """Training mode only while something of the biLM trains (a frozen one stays in eval)."""
+        return super().train(mode and self.trainable)
 
     @property
     def state_policy(self) -> StatePolicy:
@@ -66,12 +102,15 @@ class ElmoRepresentation(nn.Module):
         device = self.bilm.char_cnn.char_embedding.weight.device
         char_ids = features["char_ids"].to(device)  # (batch, time, max_chars)
         out = run_bilm(self.bilm, char_ids, trainable=self.trainable)
-        return Layers(out.layers, out.mask)  # (L+1, batch, time, 2P), (batch, time)
+        layers = out.layers[..., self._columns]  # (L+1, batch, time, 2P or P)
+        return Layers(layers, out.mask)  # (batch, time) mask
 
     def fingerprint(self) -> str:
         """SHA-256 of options, state policy and every weight (about 0.3 s for the full ELMo)."""
         options = json.dumps(self.bilm.options.to_dict(), sort_keys=True)
-        return _digest(["elmo/1", options, self.bilm.state, tensors_digest(self.bilm.state_dict())])
+        view = [] if self.directions == "both" else [f"directions={self.directions}"]
+        weights = tensors_digest(self.bilm.state_dict())  # adapters included when wrapped
+        return _digest(["elmo/1", options, self.bilm.state, weights, *view])
 
 
 def _check_state(state: str) -> StatePolicy:
@@ -101,6 +140,7 @@ def build_elmo(
     published: str | None = None,
     state: StatePolicy = "reset",
     trainable: bool = False,
+    directions: str = "both",
 ) -> ElmoRepresentation:
     """ELMo from official files, a published model by name, or a project checkpoint.
 
@@ -115,6 +155,8 @@ def build_elmo(
             the URL and the path to place the file at.
         state: LSTM state policy; ``"reset"`` (default) makes vectors batch- and order-independent.
         trainable: fine-tune the biLM (default frozen).
+        directions: ``"both"`` (ELMo), ``"forward"`` or ``"backward"``: the layers' forward or
+            backward halves alone (:class:`ElmoRepresentation`).
 
     Raises:
         ValueError: inconsistent arguments.
@@ -133,4 +175,4 @@ def build_elmo(
         model = bilm.load_official(options, weights, state=policy)
     else:
         model = bilm.load_checkpoint(checkpoint or _default_checkpoint("elmo"), state=policy)
-    return ElmoRepresentation(model, name="elmo", trainable=trainable)
+    return ElmoRepresentation(model, name="elmo", trainable=trainable, directions=directions)

@@ -30,13 +30,13 @@ pre-tokenizer is switched to ``add_prefix_space=True`` (as ``AutoTokenizer(...,
 add_prefix_space=True)`` does for RoBERTa's own class); likewise a SentencePiece ``Metaspace``
 pre-tokenizer that marks only the first word (``prepend_scheme="first"``) marks every word.
 
-**Frozen and cacheable.** Parameters never require grad, the model stays in eval mode and runs
-under ``no_grad``; a sentence's vectors depend on nothing but its words. :meth:`fingerprint` is a
-SHA-256 over the loaded content (the configuration without its path, the full tokenizer
-definition, every weight), the ``transformers`` and ``tokenizers`` versions and every option;
-the model's name or folder is not part of it, so the bundled MiniLM and a copy of its folder share
-feature-cache entries. ``precision="bf16"`` runs the encoder under ``torch.autocast`` (bfloat16);
-layers are always returned as float32.
+**Frozen and cacheable** (unless adapted: :mod:`tasks.representations.adapt`). Parameters never
+require grad, the model stays in eval mode and runs under ``no_grad``; a sentence's vectors depend
+on nothing but its words. :meth:`fingerprint` is a SHA-256 over the loaded content (the
+configuration without its path, the full tokenizer definition, every weight), the ``transformers``
+and ``tokenizers`` versions and every option; the model's name or folder is not part of it, so the
+bundled MiniLM and a copy of its folder share feature-cache entries. ``precision="bf16"`` runs the
+encoder under ``torch.autocast`` (bfloat16); layers are always returned as float32.
 """
 
 from __future__ import annotations
@@ -114,9 +114,13 @@ class HfRepresentation(nn.Module):
             (they get zero vectors).
     """
 
-    trainable = False
+    trainable = False  # until adapted (tasks.representations.adapt)
+    adaptation = "frozen"
     state_policy: StatePolicy = "reset"  # no state between calls
     context_free_layers = 0  # even the embedding output depends on the position
+    #: LoRA's default place (:mod:`tasks.representations.adapt`): ``peft``'s own default
+    #: target modules for the model's type (the attention's query and value maps for BERT).
+    lora_defaults = {"kind": "modules", "rank": 8, "targets": None}
 
     def __init__(self, model: nn.Module, tokenizer: Any, options: HfOptions, name: str = "hf"):
         super().__init__()
@@ -209,9 +213,19 @@ class HfRepresentation(nn.Module):
         words = _pool_pieces(pieces, order, counts.reshape(-1), self.options.pooling)
         return Layers(words.view(self.num_layers, batch, time, self.output_dim), mask)
 
+    @property
+    def adapt_module(self) -> nn.Module:
+        """The encoder, which ``finetune`` and ``lora`` train (:mod:`.adapt`)."""
+        return self.model
+
+    def train(self, mode: bool = True) -> HfRepresentation:
+        """Training mode (the encoder's dropout) only while something of it trains."""
+        return super().train(mode and self.trainable)
+
     def fingerprint(self) -> str:
-        """SHA-256 of the configuration, tokenizer, weights, library versions and options."""
-        if self._fingerprint is None:
+        """SHA-256 of the configuration, tokenizer, weights, library versions and options
+        (kept after the first call while frozen; a trained encoder's is computed anew)."""
+        if self._fingerprint is None or self.trainable:
             transformers = importlib.import_module("transformers")
             tokenizers = importlib.import_module("tokenizers")
             config = json.loads(self.config.to_json_string(use_diff=False))
@@ -277,7 +291,8 @@ class HfRepresentation(nn.Module):
 
     def _hidden_states(self, input_ids: Tensor, attention: Tensor) -> Tensor:
         """The selected hidden states, float32, flattened over windows and positions."""
-        with torch.no_grad(), autocast(input_ids.device, self.options.precision):
+        grad = self.trainable and torch.is_grad_enabled()  # frozen: never a graph
+        with torch.set_grad_enabled(grad), autocast(input_ids.device, self.options.precision):
             out = self.model(
                 input_ids=input_ids,
                 attention_mask=attention,

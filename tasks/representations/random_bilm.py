@@ -18,6 +18,7 @@ def build_bilm_random(
     checkpoint: str | Path | None = None,
     seed: int = 0,
     state: StatePolicy = "reset",
+    directions: str = "both",
 ) -> ElmoRepresentation:
     """A biLM with ELMo's architecture and random weights (:func:`bilm.init_weights`).
 
@@ -27,6 +28,7 @@ def build_bilm_random(
             default: the shipped small model's architecture.
         seed: initialisation seed (same seed, same weights, same fingerprint).
         state: LSTM state policy.
+        directions: ``"both"``, ``"forward"`` or ``"backward"`` (:class:`ElmoRepresentation`).
     """
     policy = _check_state(state)
     if options is not None and checkpoint is not None:
@@ -42,4 +44,6 @@ def build_bilm_random(
             raise bilm.WeightsError(f"{path}: checkpoint has no 'options' metadata")
         opts = BiLMOptions.from_dict(json.loads(meta["options"]), source=f"{path} (metadata)")
     model = bilm.init_weights(BiLM(opts, state=policy), seed=seed)
-    return ElmoRepresentation(model.eval(), name="bilm-random", trainable=False)
+    return ElmoRepresentation(
+        model.eval(), name="bilm-random", trainable=False, directions=directions
+    )
