@@ -93,6 +93,13 @@ class SquadConfig:
     # DialogQA's QuAC heads: yes/no and follow-up classifiers (3 classes each) on the end GRU's
     # output at the gold end, whose losses DialogQA always adds; on SQuAD every question has the
     # same label for both (the peer gives "x" and "n"), so they only add two constant targets
+    # DialogQA's character CNN (allennlp's TokenCharactersIndexer and CnnEncoder): each word
+    # between beginning- and end-of-word markers, padded to the batch's longest word, the max
+    # over every window, those over padding included; "document-qa": no markers, the max over
+    # the windows that start on a character
+    char_cnn: Literal["document-qa", "allennlp"] = added_field(
+        "document-qa", why="'allennlp': word-boundary markers and the max over padding too"
+    )
     constant_heads: bool = added_field(
         False, why="DialogQA's yes/no and follow-up heads, trained on one constant label each"
     )
@@ -102,6 +109,8 @@ class SquadConfig:
             raise ValueError(
                 f"init must be 'document-qa', 'torch' or 'allennlp', got {self.init!r}"
             )
+        if self.char_cnn not in ("document-qa", "allennlp"):
+            raise ValueError(f"char_cnn must be 'document-qa' or 'allennlp', got {self.char_cnn!r}")
         if self.char_dropout_on not in ("chars", "words"):
             raise ValueError(
                 f"char_dropout_on must be 'chars' or 'words', got {self.char_dropout_on!r}"

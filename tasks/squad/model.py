@@ -202,6 +202,16 @@ def init_trilinear_like_allennlp_(att: TrilinearAttention) -> None:
     nn.init.zeros_(att.bias)
 
 
+def with_word_boundaries(chars: Tensor, begin: int, end: int) -> Tensor:
+    """``chars`` (b, t, w) right-padded ids → (b, t, w + 2): each word's ids between ``begin``
+    and ``end`` (allennlp's ``start_tokens``/``end_tokens``); padding words stay all 0."""
+    lengths = (chars != 0).sum(-1, keepdim=True)  # (b, t, 1)
+    out = F.pad(chars, (1, 1))  # (b, t, w + 2)
+    real = lengths > 0  # (b, t, 1)
+    out[..., :1] = torch.where(real, torch.full_like(lengths, begin), out[..., :1])
+    return out.scatter(-1, lengths + 1, torch.where(real, torch.full_like(lengths, end), 0))
+
+
 def init_char_cnn_(chars: CharCNNEncoder) -> None:
     """document-qa's char embedder, in place: embeddings U(±0.05) with a zero padding row
     (``LearnedCharEmbedder``); ``Conv1d``'s filter and bias have no initialiser, so TF's default
@@ -234,13 +244,16 @@ class BiDAFSelfAttention(nn.Module):
         if config.fill_missing_words:  # allennlp's embedding: N(mean, std) for the gaps
             word_vectors = fill_missing_vectors(word_vectors)
         self.words = nn.Embedding.from_pretrained(word_vectors, freeze=True, padding_idx=0)
+        boundaries = config.char_cnn == "allennlp"  # two more ids: the word-boundary markers
+        self.boundaries = (n_chars, n_chars + 1) if boundaries else None
         self.chars = CharCNNEncoder(
-            n_chars,
+            n_chars + 2 * boundaries,
             config.char_dim,
             config.char_filters,
             config.char_width,
-            max_chars=config.max_word_chars,
+            max_chars=config.max_word_chars + 2 * boundaries,
             dropout=config.char_dropout if config.char_dropout_on == "chars" else 0.0,
+            pool_padding=boundaries,
         )
         # DialogQA's character embedder drops the CNN's word vectors (plain dropout) instead
         self.char_word_drop = nn.Dropout(
@@ -307,6 +320,8 @@ class BiDAFSelfAttention(nn.Module):
     def encode(self, words: Tensor, chars: Tensor, layers: Layers, mask: Tensor) -> Tensor:
         """Steps 1–2 for the question or the context: (b, t) ids → (b, t, enc_dim)."""
         injected = self.injector(layers)
+        if self.boundaries is not None:
+            chars = with_word_boundaries(chars, *self.boundaries)  # (b, t, chars + 2)
         char_words = self.char_word_drop(self.chars(chars))  # (b, t, filters)
         x = torch.cat([self.words(words), char_words], dim=-1)  # (b, t, word+char)
         x = self.injector.concat("input", x, injected)  # (b, t, embed_dim)

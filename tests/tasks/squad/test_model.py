@@ -22,6 +22,7 @@ from tasks.squad.model import (
     best_spans,
     bi_attention,
     longest_fitting_context,
+    with_word_boundaries,
 )
 
 CONFIG = dataclasses.replace(
@@ -411,6 +412,43 @@ def test_char_dropout_on_words_drops_the_cnn_output_not_the_characters() -> None
     torch.testing.assert_close(dropped[kept], cnn[kept] / (1 - CONFIG.char_dropout))
     with pytest.raises(ValueError, match="char_dropout_on"):
         SquadConfig(char_dropout_on="embeddings")
+
+
+def test_word_boundaries_wrap_each_real_word_and_leave_padding() -> None:
+    chars = torch.tensor([[[5, 6, 7, 0], [3, 0, 0, 0], [0, 0, 0, 0]]])  # (1, 3, 4)
+    expected = [[[10, 5, 6, 7, 11, 0], [10, 3, 11, 0, 0, 0], [0, 0, 0, 0, 0, 0]]]
+    assert with_word_boundaries(chars, 10, 11).tolist() == expected
+
+
+def test_allennlp_char_cnn_pools_every_window_of_the_batch_padded_words() -> None:
+    """``char_cnn=allennlp``: markers, two more embedding rows, and per word the max of
+    ReLU(conv) over all windows of the word padded to the batch's longest (brute force)."""
+    config = dataclasses.replace(CONFIG, char_cnn="allennlp")
+    model = _model(config=config).eval()
+    default = _model()
+    assert model.chars.embedding.num_embeddings == default.chars.embedding.num_embeddings + 2
+    batch = _batch(seed=5)
+    chars = batch.context_chars[:, :, : CONFIG.max_word_chars]
+    marked = with_word_boundaries(chars, *model.boundaries)  # (b, t, w + 2)
+    got = model.chars(marked)  # (b, t, filters)
+    longest = max(model.chars.width, int((marked != 0).sum(-1).max()))
+    conv, emb = model.chars.conv, model.chars.embedding
+    for i in range(marked.shape[0]):
+        for j in range(marked.shape[1]):
+            word = marked[i, j, :longest]
+            if not (word != 0).any():
+                assert not got[i, j].any()  # padding words give 0
+                continue
+            x = emb(torch.nn.functional.pad(word, (0, longest - len(word))))  # (longest, dim)
+            windows = [
+                torch.relu(
+                    conv.weight.flatten(1) @ x[k : k + conv.kernel_size[0]].T.flatten() + conv.bias
+                )
+                for k in range(longest - conv.kernel_size[0] + 1)
+            ]
+            torch.testing.assert_close(got[i, j], torch.stack(windows).max(0).values)
+    with pytest.raises(ValueError, match="char_cnn"):
+        SquadConfig(char_cnn="bytes")
 
 
 # ------------------------------------------------------------------------------ output site
