@@ -305,6 +305,14 @@ TABLE_TARGETS = {
     "biLM; computed live, never cached), and the biLM fine-tuned one epoch on the task's "
     "training text first (paper A.1), every task on Table 1's split, each tested against "
     "reset (the reset column is Table 1's ELMo column); `-- --seeds 0,1,2` for three seeds",
+    "adapt": "Beyond the paper: ELMo and the bundled MiniLM frozen, fine-tuned with the task "
+    "model and adapted with LoRA (docs/adaptation.md), every task on Table 1's split, each mode "
+    "tested against the same representation frozen; `-- --data real --seeds 0,1,2 --store "
+    "results/real/runs --out results/real` for the real sets",
+    "directions": "Beyond the paper: the biLM's forward language model alone, its backward one "
+    "alone and both (ELMo), every task on Table 1's split, each direction tested against both; "
+    "`-- --data real --seeds 0,1,2 --store results/real/runs --out results/real` for the real "
+    "sets",
 }
 
 

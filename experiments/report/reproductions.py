@@ -30,9 +30,11 @@ from experiments.report.render import (
     Row,
     RunsColumn,
     TableSpec,
+    adapt_table,
     bilm_description,
     bilm_table,
     cove_table,
+    directions_table,
     dynamic_table,
     load_paper,
     real_table,
@@ -48,7 +50,9 @@ from tasks.representations import representation_label
 #: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
 Data = str | Mapping[str, str]
 
-TABLES = ("table1", "table2", "table3", "cove", "dynamic", "bilm", "real")
+TABLES = ("table1", "table2", "table3", "cove", "dynamic", "bilm", "adapt", "directions", "real")
+#: Tables whose rows take Table 1's main configuration alone (no per-task ablation rows).
+MAIN_ONLY = ("dynamic", "bilm", "adapt", "directions")
 #: The biLM table's caption line on its fine-tuned column (the other columns are not).
 BILM_FINETUNE_LINE = (
     "Fine-tuned biLM: the biLM first fine-tuned one epoch as a language model on each task's "
@@ -72,6 +76,10 @@ def reproductions() -> dict[str, str]:
         "dynamic": "beyond the paper: per-token (dynamic) vs static layer weights, every task",
         "bilm": "beyond the paper's tables: biLM state reset / warm / carry and the biLM "
         "fine-tuned on the task's text (A.1), every task",
+        "adapt": "beyond the paper: ELMo and MiniLM frozen, fine-tuned and with LoRA adapters, "
+        "every task",
+        "directions": "beyond the paper: the biLM's forward, backward and both directions, "
+        "every task",
         "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
         "MiniLM per set, 3 seeds",
     }
@@ -110,7 +118,7 @@ def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
         if unknown:
             raise KeyError(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
         return [t for t in TASKS if t in tasks]
-    if name in ("table1", "dynamic", "bilm"):
+    if name == "table1" or name in MAIN_ONLY:
         return list(TASKS)
     if name == "real":
         readers = {s.task for s in real_sets()}
@@ -352,7 +360,7 @@ def tables(
         data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     all_rows, splits_text, split, one_paper_split = _table_rows(
-        placed, preset, data, seeds, rep_config, overrides, main_only=kind in ("dynamic", "bilm")
+        placed, preset, data, seeds, rep_config, overrides, main_only=kind in MAIN_ONLY
     )
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
@@ -401,6 +409,12 @@ def tables(
         return [dressed(t, f"{t.title} {where}", None)]
     if kind == "bilm":
         t = bilm_table(all_rows, table_seeds, rep_config)  # Table 1's ELMo runs are "reset"
+        return [dressed(t, f"{t.title} {where}", None)]
+    if kind == "adapt":
+        t = adapt_table(all_rows, table_seeds, rep_config)
+        return [dressed(t, f"{t.title} {where}", None)]
+    if kind == "directions":
+        t = directions_table(all_rows, table_seeds, rep_config)
         return [dressed(t, f"{t.title} {where}", None)]
     t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
     chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])

@@ -225,3 +225,43 @@ def test_tables_name_the_representation_and_the_data_they_compare() -> None:
     assert demo.label == "SST-5 (accuracy) — DEMO data"
     (row,) = reproductions.rows("sst5", dataclasses.replace(base, data="/data/subj"), "test")
     assert row.label == "SST-5 task model on subj (accuracy)"
+
+
+def test_adapt_table_tests_each_mode_against_the_same_representation_frozen() -> None:
+    """``reproduce adapt``: ELMo's frozen column is Table 1's ELMo run (reused); each trained
+    column differs from its representation's frozen one by ``adapt`` alone, and is tested
+    against it; MiniLM's columns likewise."""
+    config = {"checkpoint": "lm.pt"}
+    (table,) = reproductions.tables("adapt", "mini", "demo", (0, 1), config)
+    (t1,) = reproductions.tables("table1", "mini", "demo", (0, 1), config)
+    assert [row.base.task for row in table.rows] == list(registry.TASKS)
+    elmo = next(c for c in t1.columns if getattr(c, "label", "") == "ELMo")
+    columns = table.columns
+    assert len(columns) == 6
+    for frozen, tuned, lora in (columns[:3], columns[3:]):
+        assert frozen.versus is None and tuned.versus == lora.versus == frozen.label
+        for row in table.rows:
+            (base, _) = table.expected(row, frozen)
+            assert "adapt" not in base.representation_config
+            for column, mode in ((tuned, "finetune"), (lora, "lora")):
+                (spec, _) = table.expected(row, column)
+                assert spec.representation_config == {**base.representation_config, "adapt": mode}
+                plain = dataclasses.replace(spec, representation_config=base.representation_config)
+                assert plain == base
+    row = table.rows[0]
+    t1_row = next(r for r in t1.rows if r.base.task == row.base.task)
+    assert table.expected(row, columns[0])[0].run_id == t1.expected(t1_row, elmo)[0].run_id
+    assert table.expected(row, columns[3])[0].representation == "hf"
+
+
+def test_directions_table_tests_each_direction_against_both() -> None:
+    config = {"checkpoint": "lm.pt"}
+    (table,) = reproductions.tables("directions", "mini", "demo", (0,), config)
+    both, forward, backward = table.columns
+    assert (forward.versus, backward.versus) == (both.label, both.label)
+    for row in table.rows:
+        (base,) = table.expected(row, both)
+        assert base.representation_config == config
+        for column, direction in ((forward, "forward"), (backward, "backward")):
+            (spec,) = table.expected(row, column)
+            assert spec.representation_config == {**config, "directions": direction}

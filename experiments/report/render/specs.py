@@ -429,6 +429,68 @@ def bilm_table(
     )
 
 
+def adapt_table(
+    rows: Sequence[Row],
+    seeds: tuple[int, ...] = (0,),
+    rep_config: Mapping[str, Any] | None = None,
+    others: Mapping[str, Mapping[str, Any]] | None = None,
+) -> TableSpec:
+    """Beyond the paper: what of the representation trains with the task model
+    (docs/adaptation.md). For each row's ELMo configuration (``rep_config``) and each other
+    representation (name → configuration; default the bundled MiniLM): frozen features (the
+    paper's use), the whole encoder fine-tuned, and LoRA adapters, each tested against the same
+    representation frozen. No paper number stands beside them (the paper trains no biLM with
+    its task)."""
+    base = {k: v for k, v in (rep_config or {}).items() if k != "finetune"}
+    others = {"hf": {}} if others is None else others
+    groups = {"elmo": base, **others}
+    columns: list[Column] = []
+    for name, config in groups.items():
+        label = representation_label(name, config)
+        frozen = f"{label}, frozen"
+        columns.append(
+            RunsColumn(frozen, {"representation": name, "representation_config": dict(config)})
+        )
+        for mode, words in (("finetune", "fine-tuned"), ("lora", "LoRA")):
+            changes = {"representation": name, "representation_config": {**config, "adapt": mode}}
+            columns.append(RunsColumn(f"{label}, {words}", changes, versus=frozen))
+    return TableSpec(
+        name="adapt",
+        title="Frozen, fine-tuned or adapted with LoRA",
+        rows=tuple(rows),
+        columns=tuple(columns),
+        seeds=seeds,
+    )
+
+
+def directions_table(
+    rows: Sequence[Row],
+    seeds: tuple[int, ...] = (0,),
+    rep_config: Mapping[str, Any] | None = None,
+) -> TableSpec:
+    """Beyond the paper: the biLM's two directions apart (docs/adaptation.md). Each row's ELMo
+    configuration with the mix over every layer's forward half alone, its backward half alone,
+    and both (ELMo), each direction tested against both. No paper number stands beside them."""
+    base = {k: v for k, v in (rep_config or {}).items() if k != "finetune"}
+    return TableSpec(
+        name="directions",
+        title="The biLM's forward and backward language models apart",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Both (ELMo)", {"representation_config": base}),
+            *(
+                RunsColumn(
+                    f"{words} only",
+                    {"representation_config": {**base, "directions": direction}},
+                    versus="Both (ELMo)",
+                )
+                for direction, words in (("forward", "Forward"), ("backward", "Backward"))
+            ),
+        ),
+        seeds=seeds,
+    )
+
+
 def real_table(
     rows: Sequence[Row],
     seeds: tuple[int, ...] = (0,),
