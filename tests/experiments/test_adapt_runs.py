@@ -1,8 +1,8 @@
 """Adapted runs through the one loop (``tasks.representations.adapt``): the mode and its options
 are part of a run's identity (``frozen`` is the configuration without them), each mode learns
-NER's DEMO set, a fine-tuned or LoRA run's record holds its costs, and ``predict`` rebuilds the
+NER's DEMO set, a fine-tuned or LoRA run's record holds its costs, ``predict`` rebuilds the
 adapted representation from the spec and the run's checkpoint and writes the run's own dev
-predictions again."""
+predictions again, and ``run --spec`` replays the run to the same numbers."""
 
 from __future__ import annotations
 
@@ -98,3 +98,8 @@ def test_predict_rebuilds_an_adapted_run(mode: str, tmp_path: Path) -> None:
     assert main(["predict", run_id, "--input", str(source), "--out", str(out), *dirs[:6]]) == 0
     written = (tmp_path / "store" / "ner" / run_id / "predictions-dev.txt").read_text()
     assert out.read_text() == written
+    # replayed from its spec into another store: the same run, the same numbers
+    spec = tmp_path / "store" / "ner" / run_id / "spec.json"
+    again = ["--store", str(tmp_path / "again"), "--work", str(tmp_path / "work2"), "--quiet"]
+    assert main(["run", "--spec", str(spec), *again]) == 0
+    assert dict(ResultsStore(tmp_path / "again").get(run_id).metrics) == dict(record.metrics)
