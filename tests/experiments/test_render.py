@@ -846,3 +846,24 @@ def test_a_one_seed_difference_is_shown_conditional_and_never_significant() -> N
     pooled = dataclasses.replace(three, conditional=True, scheme="pooled")
     assert cells_module.adjusted_text(pooled) == "Holm<0.001, conditional on the seeds"
     assert cells_module.SIGNIFICANT not in cells_module.comparison_text(one, metric)
+
+
+def test_recorded_costs_are_a_caption_line_per_row() -> None:
+    """Runs that kept their costs (``experiments.run.runner.run_costs``) give one line per row
+    with each column's medians; runs without them (older records) add nothing."""
+    table = dataclasses.replace(one_column_table((0, 1, 2)), caption=("biLM: tiny.",))
+    costs = [(39936.0, 12.0, 800.0), (39936.0, 14.0, 900.0), (39936.0, 40.0, 1000.0)]
+    records = []
+    for seed, (trained, cpu, peak) in enumerate(costs):
+        record = make_record(derive(make_spec(), {"seed": seed}), 0.8)
+        timings = {
+            **record.timings,
+            "representation_trainable_params": trained,
+            "train_cpu_s_per_epoch": cpu,
+            "peak_rss_mb": peak,
+        }
+        records.append(dataclasses.replace(record, timings=timings))
+    text = prose(render(table, records, {}))
+    assert "Costs, SNLI (medians): ELMo 39.9 k trained, 14 CPU s/epoch, 0.9 GB." in text
+    plain = [make_record(derive(make_spec(), {"seed": s}), 0.8) for s in range(3)]
+    assert "Costs," not in render(table, plain, {})

@@ -60,6 +60,7 @@ from experiments.report.render.captions import (
     SCHEMES,
     SIGNIFICANCE_DOC,
     Note,
+    cost_lines,
     dead_notes,
     epochs_line,
     essentials,
@@ -275,6 +276,7 @@ def table_layout(
     if table.caption:
         provenance += [
             epochs_line(table, records),
+            *cost_lines(table, records),
             *provenance_lines(found_runs(table, records)),
             *sample_efficiency_lines(table, records),
         ]

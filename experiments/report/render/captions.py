@@ -10,6 +10,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from experiments.report.render.cells import (
     DEAD,
     DELTA_ROW,
@@ -138,6 +140,42 @@ def epochs_line(table: TableSpec, records: Sequence[RunRecord]) -> str:
     if not found:
         return "Epochs: no run found yet."
     return f"Epochs: {span(ran)} run per training run; selected (best dev) epoch {span(best)}."
+
+
+#: The cost figures a record keeps (``experiments.run.runner.run_costs``), in the order shown.
+COSTS = ("representation_trainable_params", "train_cpu_s_per_epoch", "peak_rss_mb")
+
+
+def cost_lines(table: TableSpec, records: Sequence[RunRecord]) -> list[str]:
+    """Caption lines, one per row whose runs recorded their costs: per column the median over
+    its runs found of the representation's trainable parameters, the training CPU seconds per
+    epoch and the peak memory (records made before costs were kept add nothing)."""
+    by_id = {r.run_id: r for r in records}
+    lines = []
+    for row in table.rows:
+        parts = []
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+            kept = [r.timings for r in found if all(k in r.timings for k in COSTS)]
+            if not kept:
+                continue
+            trained, cpu, peak = (float(np.median([t[k] for t in kept])) for k in COSTS)
+            parts.append(
+                f"{column.label} {_count(trained)} trained, {cpu:.0f} CPU s/epoch, "
+                f"{peak / 1024:.1f} GB"
+            )
+        if parts:
+            lines.append(f"Costs, {row.label.split(' (')[0]} (medians): " + "; ".join(parts) + ".")
+    return lines
+
+
+def _count(n: float) -> str:
+    """A parameter count: ``0``, ``39.9 k``, ``22.7 M``."""
+    if n >= 1e6:
+        return f"{n / 1e6:.1f} M"
+    return f"{n / 1e3:.1f} k" if n >= 1e3 else f"{n:.0f}"
 
 
 def _identity(record: RunRecord) -> Mapping[str, Any]:
