@@ -42,6 +42,7 @@ from experiments.report.render import (
     table2,
     table3,
 )
+from experiments.report.render.captions import runs_by_cell
 from experiments.run.spec import RunSpec, baseline_fields, baseline_of, derive
 from tasks.registry import TASKS, get_task
 from tasks.representations import representation_label
@@ -710,14 +711,10 @@ def weights_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     runs, per task and injection site (paper Figure 2)."""
     from experiments.report.plots import layer_weights
 
-    by_id = {r.run_id: r for r in records}
     lines = []
-    for row in table.rows:
+    for row, cells in runs_by_cell(table, records):
         parts = []
-        for column in table.columns:
-            if not isinstance(column, RunsColumn):
-                continue
-            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+        for column, found in cells:
             for site, weights in layer_weights(found).items():
                 values = ", ".join(f"{w:.2f}" for w in weights.mean)
                 parts.append(f"{column.label} {site} [{values}]")

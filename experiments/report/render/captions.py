@@ -146,18 +146,36 @@ def epochs_line(table: TableSpec, records: Sequence[RunRecord]) -> str:
 COSTS = ("representation_trainable_params", "train_cpu_s_per_epoch", "peak_rss_mb")
 
 
+def runs_by_cell(
+    table: TableSpec, records: Sequence[Any]
+) -> list[tuple[Row, list[tuple[RunsColumn, list[Any]]]]]:
+    """Per row, each run column with the runs of ``records`` that fill its cell (in seed
+    order; none yet: an empty list)."""
+    by_id = {r.run_id: r for r in records}
+    return [
+        (
+            row,
+            [
+                (
+                    column,
+                    [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id],
+                )
+                for column in table.columns
+                if isinstance(column, RunsColumn)
+            ],
+        )
+        for row in table.rows
+    ]
+
+
 def cost_lines(table: TableSpec, records: Sequence[RunRecord]) -> list[str]:
     """Caption lines, one per row whose runs recorded their costs: per column the median over
     its runs found of the representation's trainable parameters, the training CPU seconds per
     epoch and the peak memory (records made before costs were kept add nothing)."""
-    by_id = {r.run_id: r for r in records}
     lines = []
-    for row in table.rows:
+    for row, cells in runs_by_cell(table, records):
         parts = []
-        for column in table.columns:
-            if not isinstance(column, RunsColumn):
-                continue
-            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+        for column, found in cells:
             kept = [r.timings for r in found if all(k in r.timings for k in COSTS)]
             if not kept:
                 continue
