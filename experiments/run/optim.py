@@ -115,5 +115,4 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float, step: int) -> None:
     for group in optimizer.param_groups:
         warmup = int(group.get("warmup", 0))
         warm = min(1.0, (step + 1) / warmup) if warmup else 1.0
-        scale = float(group.get("lr_scale", 1.0)) * warm
-        group["lr"] = lr * scale if scale != 1.0 else lr
+        group["lr"] = lr * float(group.get("lr_scale", 1.0)) * warm

@@ -287,8 +287,8 @@ def set_up(resolved: ResolvedRun, options: RunOptions, data: RunData | None = No
     representation, represent, finetune_ppl = _setup_representation(resolved, data, options, device)
     injector, model = _setup_model(spec, data.recipe, representation, device)
     how = adapt_config(spec.representation_config)
-    trainable, optimizer, ema = _setup_optimizer(data.train_config, model, representation, how)
     own = _representation_trainable(representation)
+    trainable, optimizer, ema = _setup_optimizer(data.train_config, model, own, how)
     return Run(
         spec=spec,
         task=task,
@@ -391,14 +391,13 @@ def _setup_model(
 
 
 def _setup_optimizer(
-    config: TrainConfig, model: nn.Module, representation: Representation, how: AdaptConfig
+    config: TrainConfig, model: nn.Module, own: list[nn.Parameter], how: AdaptConfig
 ) -> tuple[list[nn.Parameter], torch.optim.Optimizer, EMA | None]:
-    """The trainable parameters, their optimizer (a trained representation's in a group of
-    its own learning rate and warm-up, :mod:`tasks.representations.adapt`) and (when
+    """The trainable parameters, their optimizer (``own``, a trained representation's, in a
+    group of its own learning rate and warm-up, :mod:`tasks.representations.adapt`) and (when
     configured) their EMA."""
     trainable = [p for p in model.parameters() if p.requires_grad]
     ema = EMA(model, config.ema) if config.ema else None
-    own = _representation_trainable(representation)
     optimizer = build_optimizer(config, trainable, own, how.learning_rate_scale, how.warmup)
     return trainable, optimizer, ema
 
