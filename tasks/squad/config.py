@@ -90,9 +90,6 @@ class SquadConfig:
     fill_missing_words: bool = added_field(
         False, why="words without a vector start from N(mean, std) instead of zeros"
     )
-    # DialogQA's QuAC heads: yes/no and follow-up classifiers (3 classes each) on the end GRU's
-    # output at the gold end, whose losses DialogQA always adds; on SQuAD every question has the
-    # same label for both (the peer gives "x" and "n"), so they only add two constant targets
     # DialogQA's character CNN (allennlp's TokenCharactersIndexer and CnnEncoder): each word
     # between beginning- and end-of-word markers, padded to the batch's longest word, the max
     # over every window, those over padding included; "document-qa": no markers, the max over
@@ -100,8 +97,19 @@ class SquadConfig:
     char_cnn: Literal["document-qa", "allennlp"] = added_field(
         "document-qa", why="'allennlp': word-boundary markers and the max over padding too"
     )
+    # DialogQA's QuAC heads: yes/no and follow-up classifiers (3 classes each) on the end GRU's
+    # output at the gold end, whose losses DialogQA always adds; on SQuAD every question has the
+    # same label for both (the peer gives "x" and "n"), so they only add two constant targets
     constant_heads: bool = added_field(
         False, why="DialogQA's yes/no and follow-up heads, trained on one constant label each"
+    )
+    # DialogQA reads a paragraph with all its questions as one instance and encodes the passage
+    # once (embedding, character CNN, representation, phrase GRU and their dropout), repeating
+    # the encoded passage for each question (dialog_qa.py at v2.10.1, ``repeated_passage``);
+    # document-qa encodes each question's copy on its own. True: the questions of a batch that
+    # share a paragraph share its encoding and so its dropout masks
+    shared_paragraphs: bool = added_field(
+        False, why="a batch encodes each paragraph once for all its questions, as DialogQA"
     )
 
     def __post_init__(self) -> None:

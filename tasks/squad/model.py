@@ -44,7 +44,8 @@ from tasks.squad.config import SquadConfig
 
 @dataclass(frozen=True)
 class SquadBatch:
-    """A padded batch. Shapes: (batch, time) word ids / masks, (batch, time, chars) char ids."""
+    """A padded batch. Shapes: (batch, time) word ids / masks, (batch, time, chars) char ids;
+    the context's first dimension is the paragraphs' count where ``context_index`` is set."""
 
     context_words: Tensor
     context_chars: Tensor
@@ -55,6 +56,9 @@ class SquadBatch:
     spans: Tensor | None  # (batch, 2) inclusive token span of the first answer
     context_layers: Layers  # representation layers (e.g. ELMo) of the context
     question_layers: Layers
+    # (batch,) the row of the context tensors each question reads (``shared_paragraphs``); None:
+    # row i is question i's own copy of its paragraph
+    context_index: Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -344,6 +348,8 @@ class BiDAFSelfAttention(nn.Module):
         """Span logits, best spans and (with gold spans) the loss."""
         c_mask, q_mask = batch.context_mask, batch.question_mask
         c = self.encode(batch.context_words, batch.context_chars, batch.context_layers, c_mask)
+        if batch.context_index is not None:  # each paragraph encoded once, then repeated
+            c, c_mask = c[batch.context_index], c_mask[batch.context_index]  # (b, tc, ·)
         q = self.encode(batch.question_words, batch.question_chars, batch.question_layers, q_mask)
 
         x = bi_attention(self.bi_attention(c, q), c, q, c_mask, q_mask)  # (b, tc, 4·enc)

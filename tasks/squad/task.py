@@ -169,11 +169,25 @@ class SquadRecipe(RecipeBase):
 
     # -------------------------------------------------------------- batches
     def collate(self, examples: Sequence[SquadExample], represent: Represent) -> SquadBatch:
-        """Padded context and question ids, gold spans when every example has one, layers."""
+        """Padded context and question ids, gold spans when every example has one, layers.
+
+        With ``shared_paragraphs`` the context tensors hold each paragraph of the batch once
+        (in order of first use) and ``context_index`` gives each question's row."""
         contexts = [self.context(ex) for ex in examples]
         questions = [ex.question_tokens for ex in examples]
         ids = self.ids
-        cw, cc, cm = ids.pad(contexts)
+        index = None
+        paragraphs = contexts
+        if self.config.shared_paragraphs:
+            rows: dict[tuple[str, str], int] = {}  # paragraph → its row
+            firsts: list[int] = []  # each row's first question
+            for i, ex in enumerate(examples):
+                if (ex.title, ex.context) not in rows:
+                    rows[ex.title, ex.context] = len(firsts)
+                    firsts.append(i)
+            index = torch.tensor([rows[ex.title, ex.context] for ex in examples])  # (b,)
+            paragraphs = [contexts[i] for i in firsts]
+        cw, cc, cm = ids.pad(paragraphs)
         qw, qc, qm = ids.pad(questions)
         spans = None  # gold spans only when every answer lies inside the (cut) context
         inside = [
@@ -190,8 +204,9 @@ class SquadRecipe(RecipeBase):
             qc,
             qm,
             spans,
-            represent([list(c) for c in contexts]),
+            represent([list(c) for c in paragraphs]),
             represent([list(q) for q in questions]),
+            index,
         )
 
     # -------------------------------------------------------------- model

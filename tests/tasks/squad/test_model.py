@@ -528,3 +528,37 @@ def test_constant_heads_add_two_class_0_losses_read_at_the_gold_end() -> None:
     torch.testing.assert_close(out.loss, span_loss + extra)
     out.loss.backward()
     assert model.quac_heads.weight.grad is not None
+
+
+def test_shared_paragraphs_encode_each_paragraph_once_for_its_questions() -> None:
+    model = _model(frozenset({"input", "output"}))
+    full = _batch(layers=True)
+    index = torch.tensor([0, 1, 0])  # question 2 reads question 0's paragraph
+    copies = dataclasses.replace(
+        full,
+        context_words=full.context_words[index],
+        context_chars=full.context_chars[index],
+        context_mask=full.context_mask[index],
+        context_layers=Layers(full.context_layers.tensors[:, index], full.context_mask[index]),
+    )
+    shared = dataclasses.replace(
+        full,
+        context_words=full.context_words[:2],
+        context_chars=full.context_chars[:2],
+        context_mask=full.context_mask[:2],
+        context_layers=Layers(full.context_layers.tensors[:, :2], full.context_mask[:2]),
+        context_index=index,
+    )
+    model.eval()
+    a, b = model(copies), model(shared)
+    assert torch.allclose(a.start_logits, b.start_logits, atol=1e-6)
+    assert torch.equal(a.spans, b.spans)
+    assert a.loss is not None and b.loss is not None and torch.allclose(a.loss, b.loss)
+    encoded: list[torch.Tensor] = []
+    model.encoder.register_forward_hook(lambda m, args, out: encoded.append(out))
+    model.train()
+    torch.manual_seed(1)
+    model(shared)
+    assert [e.shape[0] for e in encoded] == [2, 3]  # the paragraphs once, then the questions
+    model(copies)
+    assert encoded[2].shape[0] == 3  # every question's own copy

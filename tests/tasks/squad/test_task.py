@@ -187,3 +187,26 @@ def test_available_memory_of_the_cpu_is_the_machines_available_ram() -> None:
     available = squad_task.available_memory(torch.device("cpu"))
     assert available is not None and 0 < available
     assert squad_task.available_memory(torch.device("meta")) is None
+
+
+def test_shared_paragraphs_collate_each_paragraph_once(recipe) -> None:  # type: ignore[no-untyped-def]
+    by_paragraph: dict[str, list[SquadExample]] = {}
+    for ex in recipe.splits["train"]:
+        by_paragraph.setdefault(ex.context, []).append(ex)
+    a, b = [qs for qs in by_paragraph.values() if len(qs) >= 2][:2]
+    chunk = [a[0], b[0], a[1], b[1]]
+    seen: list[int] = []
+
+    def represent(seqs):  # type: ignore[no-untyped-def]
+        seen.append(len(seqs))
+        return Layers.empty([len(x) for x in seqs])
+
+    config = dataclasses.replace(recipe.config, shared_paragraphs=True)
+    shared = dataclasses.replace(recipe, config=config)
+    batch = shared.collate(chunk, represent)
+    plain = recipe.collate(chunk, represent)
+    assert batch.context_index is not None and batch.context_index.tolist() == [0, 1, 0, 1]
+    assert plain.context_index is None and seen == [2, 4, 4, 4]  # contexts, questions; twice
+    assert torch.equal(batch.context_words[batch.context_index], plain.context_words)
+    assert torch.equal(batch.context_mask[batch.context_index], plain.context_mask)
+    assert batch.spans is not None and torch.equal(batch.spans, plain.spans)
