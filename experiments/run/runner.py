@@ -230,7 +230,8 @@ def train(
     except BaseException:
         sink.finish({})
         raise
-    sink.finish({**outcome.metrics, "best_epoch": outcome.best_epoch})
+    # the summary: the scores, the selected epoch and what the run cost (run_costs)
+    sink.finish({**outcome.metrics, "best_epoch": outcome.best_epoch, **outcome.costs})
     _link_wandb_run(run, sink, outcome)
     return outcome
 
