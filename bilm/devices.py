@@ -33,6 +33,8 @@ from typing import Literal, get_args
 
 import torch
 
+from bilm.lstm import cpu_bf16_unit
+
 __all__ = [
     "DEVICE_SPECS",
     "SHARED_CPU_WAIT_POLICY",
@@ -134,7 +136,9 @@ def resolve_precision(device: torch.device, precision: str = "fp32") -> Precisio
 
     Raises:
         DeviceError: an unknown precision, ``fp16`` on the CPU (no loss scaling there: use
-            ``bf16`` or ``fp32``), or ``bf16`` on a GPU without bfloat16 support.
+            ``bf16`` or ``fp32``), ``bf16`` on a GPU without bfloat16 support, or ``bf16`` on
+            a CPU without a bf16 multiply unit (AMX or AVX-512-bf16,
+            :func:`bilm.lstm.cpu_bf16_unit`), where oneDNN emulates it, slower than fp32.
     """
     if precision not in PRECISIONS:
         raise DeviceError(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
@@ -144,6 +148,11 @@ def resolve_precision(device: torch.device, precision: str = "fp32") -> Precisio
         )
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise DeviceError(f"--precision bf16: {describe_device(device)} has no bfloat16 support")
+    if precision == "bf16" and device.type == "cpu" and cpu_bf16_unit() is None:
+        raise DeviceError(
+            "--precision bf16: this CPU has neither AMX nor AVX-512-bf16, so bf16 would be "
+            "emulated and slower than fp32; use --precision fp32 here"
+        )
     return precision  # narrowed to Precision by the membership test above
 
 

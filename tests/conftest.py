@@ -24,3 +24,13 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     import os
 
     os.environ.setdefault("ELMO_BENCH_CACHE", str(tmp_path_factory.mktemp("elmo-bench-cache")))
+
+
+@pytest.fixture
+def cpu_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bf16 training allowed on this CPU even without a bf16 unit, where ``resolve_precision``
+    refuses it for speed: the tests that use it check what bf16 computes, not how fast."""
+    from bilm import devices
+
+    unit = devices.cpu_bf16_unit()
+    monkeypatch.setattr(devices, "cpu_bf16_unit", lambda: unit or "emulated (test)")

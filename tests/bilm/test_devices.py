@@ -121,10 +121,16 @@ def test_describe_and_synchronize(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ------------------------------------------------------------------------------ precision
-def test_precisions_on_the_cpu() -> None:
+def test_precisions_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert devices.PRECISIONS == ("fp32", "bf16", "fp16")
     assert resolve_precision(CPU, "fp32") == "fp32"
-    assert resolve_precision(CPU, "bf16") == "bf16"
+    for unit in ("AMX", "AVX-512-bf16"):
+        monkeypatch.setattr(devices, "cpu_bf16_unit", lambda unit=unit: unit)
+        assert resolve_precision(CPU, "bf16") == "bf16"
+    monkeypatch.setattr(devices, "cpu_bf16_unit", lambda: None)  # emulated: slower than fp32
+    with pytest.raises(DeviceError, match="neither AMX nor AVX-512-bf16.*use --precision fp32"):
+        resolve_precision(CPU, "bf16")
+    assert resolve_precision(CPU, "fp32") == "fp32"
     with pytest.raises(DeviceError, match="fp16 needs a CUDA device .*use bf16 or fp32"):
         resolve_precision(CPU, "fp16")
     with pytest.raises(DeviceError, match="expected one of fp32, bf16, fp16"):

@@ -178,6 +178,7 @@ def sessions(out: Path) -> list[dict[str, object]]:
     return [r["session"] for r in rows if "session" in r]
 
 
+@pytest.mark.usefixtures("cpu_bf16")
 def test_bf16_on_cpu_resumes_exactly_and_is_recorded(tmp_path: Path) -> None:
     text = corpus(tmp_path / "train.txt")
     cfg = config()

@@ -118,6 +118,7 @@ def test_bad_config_and_missing_files_exit_cleanly(tmp_path: Path, capsys) -> No
     assert main(["evaluate", "--input", str(text), "--checkpoint", str(text)]) == 1
 
 
+@pytest.mark.usefixtures("cpu_bf16")
 def test_device_and_precision_flags(tmp_path: Path, capsys) -> None:
     text = corpus(tmp_path / "train.txt", n=40)
     args = ["pretrain", "--train", str(text), "--config", "tiny", "--quiet", "--max-steps", "2"]

@@ -214,6 +214,7 @@ def test_non_finite_losses_stop_the_run(
         train(toy_spec(), opts(tmp_path))
 
 
+@pytest.mark.usefixtures("cpu_bf16")
 def test_device_and_precision_are_checked_and_recorded(toy: object, tmp_path: Path) -> None:
     from bilm.devices import DeviceError
 
