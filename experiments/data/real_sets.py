@@ -69,6 +69,8 @@ class RealSet:
         licence: the set's licence, as its README states it.
         reference: a published figure on the set, with its citation (another setup: shown for
             orientation, never as a reproduction); ``""`` when there is none.
+        left_out_of: the named tables (``reproduce`` names) that leave the set out, each with
+            why (the table's caption says it), e.g. runs too long for the machine.
     """
 
     name: str
@@ -79,6 +81,11 @@ class RealSet:
     overrides: tuple[str, ...] = ()
     licence: str = ""
     reference: str = ""
+    left_out_of: tuple[tuple[str, str], ...] = ()
+
+    def left_out_reason(self, table: str) -> str | None:
+        """Why the named ``table`` leaves this set out, or ``None`` where it has a row."""
+        return dict(self.left_out_of).get(table)
 
     @property
     def data(self) -> str:
@@ -114,9 +121,14 @@ def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> lis
                 overrides=tuple(entry.get("overrides", ())),
                 licence=entry.get("licence", ""),
                 reference=entry.get("reference", ""),
+                left_out_of=tuple(entry.get("left_out_of", {}).items()),
             )
         except KeyError as error:
             raise ValueError(f"{path}: [{name}] lacks {error.args[0]!r}") from None
+        except AttributeError:  # not a table
+            raise ValueError(f"{path}: [{name}] left_out_of is not a table of reasons") from None
+        if not all(isinstance(v, str) and v for _, v in item.left_out_of):
+            raise ValueError(f"{path}: [{name}] left_out_of: each table needs a reason")
         if item.task not in TASKS or item.split not in ("dev", "test"):
             raise ValueError(f"{path}: [{name}] task {item.task!r} / split {item.split!r}")
         if tasks is None or item.task in tasks:

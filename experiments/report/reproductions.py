@@ -361,7 +361,7 @@ def tables(
         data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     all_rows, splits_text, split, one_paper_split = _table_rows(
-        placed, preset, data, seeds, rep_config, overrides, main_only=kind in MAIN_ONLY
+        placed, preset, data, seeds, rep_config, overrides, kind in MAIN_ONLY, kind
     )
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
@@ -376,6 +376,7 @@ def tables(
     caption = (
         *caption,
         *_left_out_lines(left_out),
+        *(_left_out_sets(task_names, kind) if data == REAL else ()),
         *_reference_lines(all_rows, data),
         _deviations_line(all_rows),
     )
@@ -430,15 +431,16 @@ def _table_rows(
     rep_config: Mapping[str, Any],
     overrides: Sequence[str],
     main_only: bool = False,
+    kind: str = "table1",
 ) -> tuple[list[Row], str, str | None, str | None]:
     """A table's rows, the text naming their splits, the split of every row (``None`` when
     rows differ) and of the paper's numbers (``None`` when they differ, or for real sets).
 
     ``data`` :data:`~experiments.data.real_sets.REAL` makes a row per real set of the placed tasks
-    (:func:`_real_rows`), each on its own data folder and split; otherwise a row per task on
-    ``data`` (a mapping: on its task's entry)."""
+    (:func:`_real_rows`; those the table ``kind`` leaves out are not), each on its own data
+    folder and split; otherwise a row per task on ``data`` (a mapping: on its task's entry)."""
     if data == REAL:
-        table_rows = _real_rows(list(placed), preset, seeds, rep_config, overrides, main_only)
+        table_rows = _real_rows(list(placed), preset, seeds, rep_config, overrides, main_only, kind)
         by_split: dict[str, list[str]] = {}
         for row in table_rows:
             names = by_split.setdefault(row.split or "dev", [])
@@ -462,13 +464,15 @@ def _real_rows(
     rep_config: Mapping[str, Any],
     overrides: Sequence[str],
     main_only: bool,
+    kind: str = "table1",
 ) -> list[Row]:
-    """A row per real set of ``task_names`` (``experiments/data/real_sets.toml``): the task's paper
-    ELMo configuration on the set's folder, with the set's changes before the user's, scored on
-    the set's split; no paper number stands beside them (another data set)."""
-    sets = real_sets(task_names)
+    """A row per real set of ``task_names`` (``experiments/data/real_sets.toml``) that the table
+    ``kind`` does not leave out: the task's paper ELMo configuration on the set's folder, with
+    the set's changes before the user's, scored on the set's split; no paper number stands
+    beside them (another data set)."""
+    sets = [s for s in real_sets(task_names) if s.left_out_reason(kind) is None]
     if not sets:
-        raise KeyError(f"no real set is read by {', '.join(task_names)}")
+        raise KeyError(f"no real set of {', '.join(task_names)} has a row in {kind}")
     out: list[Row] = []
     for item in sets:
         changes = (*item.overrides, *overrides)
@@ -484,6 +488,15 @@ def _real_rows(
         ]
         out += set_rows[:1] if main_only else set_rows
     return out
+
+
+def _left_out_sets(task_names: Sequence[str], kind: str) -> list[str]:
+    """Caption lines naming the real sets the table ``kind`` leaves out, and why."""
+    return [
+        f"Left out: {s.label} ({s.name}): {reason}."
+        for s in real_sets(task_names)
+        if (reason := s.left_out_reason(kind)) is not None
+    ]
 
 
 def _reference_lines(table_rows: Sequence[Row], data: Data) -> list[str]:
@@ -661,7 +674,7 @@ def compare_table(
         raise KeyError(f"compare has no rows: choose tasks from {', '.join(TASKS)}")
     placed = {t: row_split(t, "table1", eval_split) for t in task_names}
     all_rows, placed_text, split, paper_split = _table_rows(
-        placed, preset, data, seeds, rep_config, overrides, main_only=True
+        placed, preset, data, seeds, rep_config, overrides, main_only=True, kind="compare"
     )
 
     def column(name: str, config: Mapping[str, Any], paper_key: str | None) -> RunsColumn:

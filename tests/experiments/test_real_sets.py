@@ -158,3 +158,26 @@ def test_committed_records_name_no_machine_folder() -> None:
     for path in (repo / "results").rglob("read-stats.json"):
         text = path.read_text(encoding="utf-8")
         assert '"source": "/' not in text, path
+
+
+def test_a_named_table_leaves_out_the_sets_it_names_and_says_why(tmp_path: Path) -> None:
+    sets = real_sets.real_sets()
+    out = [s for s in sets if s.left_out_reason("adapt") is not None]
+    assert [s.name for s in out] == ["litbank-coref"]  # fine-tuning over whole documents
+    (adapt,) = reproductions.tables("adapt", "mini", "real", (0, 1, 2), {})
+    assert [row.base.data for row in adapt.rows] == [s.data for s in sets if s not in out]
+    caption = " ".join(adapt.caption)
+    assert f"Left out: {out[0].label} (litbank-coref): a fine-tuned or LoRA encoder" in caption
+    (directions,) = reproductions.tables("directions", "mini", "real", (0, 1, 2), {})
+    assert [row.base.data for row in directions.rows] == [s.data for s in sets]
+    assert "Left out" not in " ".join(directions.caption)
+    with pytest.raises(KeyError, match="no real set of coref has a row in adapt"):
+        reproductions.tables("adapt", "mini", "real", (0,), {}, tasks=["coref"])
+    path = tmp_path / "sets.toml"
+    entry = '[a]\ntask = "coref"\nlabel = "A"\nfolder = "x"\nsplit = "dev"\n'
+    path.write_text(entry + 'left_out_of = "adapt"\n')
+    with pytest.raises(ValueError, match=r"\[a\] left_out_of is not a table of reasons"):
+        real_sets.real_sets(path=path)
+    path.write_text(entry + 'left_out_of = { adapt = "" }\n')
+    with pytest.raises(ValueError, match=r"\[a\] left_out_of: each table needs a reason"):
+        real_sets.real_sets(path=path)
