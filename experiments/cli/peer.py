@@ -81,6 +81,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "for the ELMo rows' point (with --repr elmo)",
     )
     parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="the project runs' arithmetic: bf16 autocast rows ('ROW + precision=bf16', stored "
+        "in <out>/project-runs-bf16) beside allennlp's fp32 rows and the project's fp32 rows",
+    )
+    parser.add_argument(
         "--max-parallel", type=positive_int, default=2, help="runs at once (default 2)"
     )
     parser.add_argument("--out", type=Path, default=Path("results/peer"))
@@ -105,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
     """Train what is missing, then render ``<out>/<task>.md`` and its plot (after training, the
     summary across tasks too); ``--summary`` renders the summary alone; ``--build-plan`` prints
     how the peer's venv is built (:func:`experiments.peer.venv.plan`)."""
+    import torch
+
+    from bilm.devices import DeviceError, resolve_precision
     from experiments.peer.render import render_summary, render_task
     from experiments.peer.run import PeerRequest, run_request
 
@@ -140,10 +150,12 @@ def run(args: argparse.Namespace) -> int:
                 representations=tuple(args.repr),
                 states=tuple(args.state),
                 variant=tuple(args.variant),
+                precision=args.precision,
             )
             _ = request.adapter  # a task without a peer: one line, before anything runs
             request.spec.configure(request.preset, request.all_overrides)  # --set, before data
-        except ValueError as error:
+            resolve_precision(torch.device("cpu"), request.precision)  # bf16 needs its unit
+        except (ValueError, DeviceError) as error:
             raise UsageError(str(error)) from None
         run_request(request, args.out, args.work, max_parallel=args.max_parallel)
     path = render_task(args.task, args.out)

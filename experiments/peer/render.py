@@ -34,6 +34,7 @@ from experiments.peer.run import (
     base_row,
     collect,
     peer_records,
+    precision_variant,
 )
 from experiments.report.render.captions import Note
 from experiments.report.render.formats import numbered_notes
@@ -277,6 +278,45 @@ def _lines_of(found: DataComparison, metric: Any) -> list[str]:
     return lines
 
 
+#: The bf16 section's header: each bf16 project row beside the same row in fp32.
+PRECISION_HEADER = (
+    "| data | row | epoch | fp32 {label} | bf16 {label} | Δ | p | within noise "
+    "| CPU s/epoch fp32 | bf16 | ratio |\n"
+    "|---|---|---:|---:|---:|---:|---:|:---:|---:|---:|---:|"
+)
+
+
+def precision_pairs(found: DataComparison) -> list[tuple[str, Series, Series]]:
+    """Each bf16 project row of one data set with the same row in fp32 (both run):
+    ``(bf16 row, its series, the fp32 row's series)``."""
+    by = {s.row: s for s in found.series if s.side == "project"}
+    bf16 = " + ".join(("", *precision_variant("bf16")))
+    return [
+        (row, series, by[row.replace(bf16, "")])
+        for row, series in by.items()
+        if row.endswith(bf16) and row.replace(bf16, "") in by
+    ]
+
+
+def _precision_lines(found: DataComparison, metric: Any, mft: Any) -> list[str]:
+    """The bf16 section's lines of one data set: per epoch, the fp32 row, the bf16 row, their
+    difference (bf16 − fp32) with its seed-aware test, whether it is within noise (p ≥
+    :data:`ALPHA`; epoch 1 is not judged), and both CPU times."""
+    lines = []
+    for row, bf16, fp32 in precision_pairs(found):
+        for r in compare_epochs(bf16, fp32, mft, metric.scale):
+            p = r.comparison.p_value if r.comparison is not None else None
+            noise = "" if r.epoch == 1 or p is None else ("yes" if p >= ALPHA else "**no**")
+            ratio = "–" if r.cpu_ratio is None else f"{r.cpu_ratio:.2f}"
+            lines.append(
+                f"| {found.request.data_label} | {found.names.get(row, row)} | {r.epoch} | "
+                f"{_cell(r.peer, metric)} | {_cell(r.project, metric)} | "
+                f"{r.difference * metric.scale:+.{metric.decimals}f} | {_p(r.comparison)} | "
+                f"{noise} | {r.peer_cpu:.0f} | {r.project_cpu:.0f} | {ratio} |"
+            )
+    return lines
+
+
 def _data_note(request: PeerRequest, series: list[Series]) -> str:
     n_dev = next((len(p.units[0]) for s in series for p in _at_all(s) if p.units), 0)
     seeds = ", ".join(str(s) for s in request.seeds)
@@ -359,7 +399,13 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
             if any(" + " in p[1] for p in panels)
             else ""
         )
-        + (" " + variant_note if variant_note else ""),
+        + (" " + variant_note if variant_note else "")
+        + (
+            " `ROW + precision=bf16`: the project's row trained under bf16 autocast (fp32 "
+            "weights and optimizer state; `--precision bf16`); allennlp's rows are fp32."
+            if any("precision=bf16" in s.row for f in found for s in f.series)
+            else ""
+        ),
         "Summary: " + " | ".join(summary) + ".",
         (f"allennlp's configuration follows {adapter.source}, changed:", adapter.changes),
         f"Made by `nox -s peer -- --task {task_name} --data DATA --seeds … --epochs …` "
@@ -369,6 +415,16 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
     ]
     numbered = [Note(n) if isinstance(n, str) else Note(n[0], tuple(n[1])) for n in notes]
     text = ["", "Notes:", "", *numbered_notes(numbered), ""]
+    precision = [ln for f in found for ln in _precision_lines(f, metric, task.metric_from_totals)]
+    if precision:  # bf16 rows: each beside the same row in fp32
+        body += [
+            "",
+            f"bf16 against fp32 (the project's rows; Δ = bf16 − fp32, the same seed-aware test; "
+            f"within noise: p ≥ {ALPHA:g}, from epoch 2):",
+            "",
+            PRECISION_HEADER.format(label=metric.label),
+            *precision,
+        ]
     path = out / f"{task_name}.md"
     path.write_text("\n".join(head + body + text), encoding="utf-8")
     (out / f"{task_name}.csv").write_text(_csv(figures, metric), encoding="utf-8")

@@ -15,7 +15,8 @@ One :class:`PeerRequest` (task, data, seeds, epochs, batch size, representations
   the checkpoints stay in the work folder (not committed);
 * **project jobs**, one per (representation, state, seed): ``python -m experiments run`` with
   the ``paper`` preset, ``--epoch-units`` (dev unit statistics at every epoch), one thread, the
-  same epochs and batch size, into the store ``<out>/project-runs`` (reused by run identity).
+  same epochs and batch size, into the store ``<out>/project-runs`` (reused by run identity;
+  bf16 runs into ``<out>/project-runs-bf16``, :func:`project_store`).
 
 Jobs run ``max_parallel`` at a time (default 2: one per core of a 2-core machine), longest first.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -44,6 +46,10 @@ from experiments.peer.venv import PEER_SIDE, ensure_venv, peer_env, peer_venv
 from tasks.common.peer import PeerAdapter, PeerInputs, PeerRun
 from tasks.core import TaskSpec
 from tasks.registry import get_task
+
+#: The project runs' precisions a peer request can ask for (``run``'s ``--precision``; fp16
+#: needs CUDA and a grad scaler, and the peer trains on the CPU).
+PRECISIONS = ("fp32", "bf16")
 
 __all__ = [
     "PEER_FORMAT",
@@ -96,6 +102,10 @@ class PeerRequest:
             ``elmo.KEY=VALUE`` (:data:`ELMO_VARIANT_KEYS`) changes the ELMo rows' point
             instead of the task configuration: its sites, mix or dropout (``run``'s
             ``--sites``, ``--mode``, ``--lam``, ``--layer-norm``, ``--dropout``).
+        precision: the project runs' arithmetic (``run``'s ``--precision``): ``fp32``, or
+            ``bf16`` autocast (fp32 weights and optimizer state), stored apart
+            (:func:`project_store`) and shown as ``<row> + precision=bf16`` against the same
+            allennlp rows (which stay fp32) and against the project's fp32 row.
 
     Raises:
         ValueError: no seed or a negative one, epochs or batch size below 1, an unknown
@@ -113,8 +123,11 @@ class PeerRequest:
     states: tuple[str, ...] = ("carry", "reset")
     preset: str = "paper"
     variant: tuple[str, ...] = ()
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if not self.seeds or min(self.seeds) < 0:
             raise ValueError(f"seeds must be one or more integers >= 0, got {self.seeds}")
         if self.epochs < 1 or self.batch_size < 1:
@@ -168,6 +181,13 @@ class PeerRequest:
             if item.data == self.data:
                 return item.label
         return self.data
+
+
+def project_store(out: Path, precision: str) -> Path:
+    """Where the project's runs of one precision are stored: ``out/project-runs`` (fp32) or
+    ``out/project-runs-<precision>``. Precision is not part of a run's id (the same run in
+    bf16 is the same experiment, run otherwise), so each precision has its own store."""
+    return out / ("project-runs" if precision == "fp32" else f"project-runs-{precision}")
 
 
 @dataclass(frozen=True)
@@ -516,10 +536,12 @@ def _project_argv(
         str(request.epochs),
         "--threads",
         "1",
+        "--precision",
+        request.precision,
         "--store",
-        str(out / "project-runs"),
+        str(project_store(out, request.precision)),
         "--work",
-        str(work / "project"),
+        str(work / ("project" if request.precision == "fp32" else f"project-{request.precision}")),
         "--out",
         str(work / "project-tables"),
         "--epoch-units",
@@ -590,7 +612,8 @@ def run_request(
                 )
             argv = _project_argv(request, rep, state, seed, out, work)
             cost = request.epochs * (1.5 if state == "carry" and rep == "elmo" else 0.8)
-            project_jobs.append(_ProjectJob(variant_row(row, request.variant), seed, argv, cost))
+            shown = (*request.variant, *precision_variant(request.precision))
+            project_jobs.append(_ProjectJob(variant_row(row, shown), seed, argv, cost))
     logs = root / "project-logs"
     todo: list[tuple[float, Callable[[], str]]] = []
     for job in peer_jobs:
@@ -683,15 +706,15 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
         s = series.setdefault(("allennlp", peer["row"]), Series("allennlp", peer["row"]))
         s.runs[int(peer["seed"])] = _points(peer["epochs"])
         s.sources[int(peer["seed"])] = peer["key"]
-    root = out / "project-runs"
-    store = ResultsStore(root) if root.is_dir() else None
     base_overrides = project_overrides(request)
     base = _pairs(base_overrides)
     preset = task.configure(request.preset, list(base_overrides))
     spares: dict[tuple[str, int], int] = {}  # (row, seed) → no-op items of the run shown
-    for row, rep, state in _rows(request):
-        if store is None:
-            break
+    stores = [(p, project_store(out, p)) for p in PRECISIONS]
+    for (precision, root), (row, rep, state) in itertools.product(stores, _rows(request)):
+        if not root.is_dir():
+            continue
+        store = ResultsStore(root)
         filters: dict[str, Any] = {"representation": rep, "preset": request.preset}
         if rep != "none":
             filters["state"] = state
@@ -704,6 +727,7 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
                 or spec.max_epochs != request.epochs
                 or variant is None
                 or record.provenance.identity.get("config") != config_digest(spec, task)
+                or record.provenance.identity.get("precision", "fp32") != precision
             ):
                 continue
             changing = tuple(
@@ -734,7 +758,7 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
                 )
             if rep == "elmo":
                 variant = (*variant, *_elmo_variant_of(spec, task, request.preset))
-            name = variant_row(row, variant)
+            name = variant_row(row, (*variant, *precision_variant(precision)))
             if spares.get((name, spec.seed), spare + 1) <= spare:
                 continue
             spares[(name, spec.seed)] = spare
@@ -748,6 +772,11 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
         return (order.index(base) if base in order else -1, s.row != base, s.row)
 
     return sorted(series.values(), key=rank)
+
+
+def precision_variant(precision: str) -> tuple[str, ...]:
+    """The row-name item of a project precision other than fp32 (``precision=bf16``)."""
+    return () if precision == "fp32" else (f"precision={precision}",)
 
 
 def variant_row(row: str, variant: Sequence[str]) -> str:

@@ -20,10 +20,12 @@ from experiments.peer.run import (
     EpochPoint,
     PeerRequest,
     Series,
+    _project_argv,
     base_row,
     collect,
     peer_key,
     project_overrides,
+    project_store,
     split_variant,
     variant_row,
 )
@@ -105,6 +107,7 @@ def store_project_run(
     per_epoch: list[int],
     variant: tuple[str, ...] = (),
     config: str | None = None,
+    precision: str = "fp32",
     **fields: object,
 ) -> None:
     spec = RunSpec(
@@ -137,6 +140,8 @@ def store_project_run(
         )
     # made by this code: the configuration the spec resolves to now (unless a test says else)
     identity = {"config": config_digest(spec) if config is None else config}
+    if precision != "fp32":  # as the run records it (experiments.run.identity)
+        identity["precision"] = precision
     provenance = replace(PROVENANCE, identity=identity)
     record = RunRecord(
         spec, {"dev_f1": per_epoch[-1] / 40}, provenance, tuple(log), attachments=attachments
@@ -471,3 +476,34 @@ def test_a_line_off_target_links_its_tasks_deviations_entry(tmp_path: Path) -> N
     assert line.endswith(f"| {link} |") and "0 of 1" in line
     on = render._summary_row("ner", "crf_tagger", "x | 2, 64", "baseline", rows, metric, link)
     assert on.endswith("| – |")
+
+
+def test_bf16_rows_sit_beside_allennlp_and_beside_the_same_row_in_fp32(tmp_path: Path) -> None:
+    out, request = stored(tmp_path)
+    bf16 = replace(request, precision="bf16")
+    store = ResultsStore(project_store(out, "bf16"))
+    assert store.root == out / "project-runs-bf16"
+    store_project_run(store, bf16, 0, [20, 30], precision="bf16")
+    store_project_run(store, bf16, 1, [22, 32], precision="bf16")
+    # an fp32 record in the bf16 store (or the reverse) is not shown under the other's name
+    store_project_run(ResultsStore(out / "project-runs"), request, 2, [1, 1], precision="bf16")
+    found = [(s.side, s.row) for s in collect(request, out)]
+    row = "baseline + precision=bf16"
+    assert found == [("allennlp", "baseline"), ("project", "baseline"), ("project", row)]
+    lines = render_task("ner", out, plot=False).read_text().splitlines()
+    beside_peer = [line for line in lines if line.startswith(f"| some/folder | {row} |")]
+    assert len(beside_peer) == 4  # against allennlp, then against fp32: 2 epochs each
+    start = next(i for i, line in enumerate(lines) if line.startswith("bf16 against fp32"))
+    assert lines[start + 2].startswith("| data | row | epoch | fp32 F1 | bf16 F1 | Δ | p |")
+    first, second = (line.split(" | ") for line in lines[start + 4 : start + 6])
+    assert all(len(line) <= 160 for line in lines)
+    assert first[2:6] == ["1", "52.50 ± 0.00", "52.50 ± 3.54", "+0.00"]  # of 40: 21, 21; 20, 22
+    assert second[2:6] == ["2", "76.25 ± 1.77", "77.50 ± 3.54", "+1.25"]  # 30, 31; 30, 32
+    assert first[7] == "" and second[7] in ("yes", "**no**")  # epoch 1 is not judged
+    assert any("`ROW + precision=bf16`" in line for line in lines)
+    argv = _project_argv(bf16, "none", "reset", 0, out, tmp_path / "work")
+    at = argv.index("--precision")
+    assert argv[at + 1] == "bf16" and argv[argv.index("--store") + 1] == str(store.root)
+    assert argv[argv.index("--work") + 1] == str(tmp_path / "work" / "project-bf16")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        replace(request, precision="fp16")
