@@ -105,7 +105,7 @@ class SquadConfig:
     )
     # DialogQA reads a paragraph with all its questions as one instance and encodes the passage
     # once (embedding, character CNN, representation, phrase GRU and their dropout), repeating
-    # the encoded passage for each question (dialog_qa.py at v2.10.1, ``repeated_passage``);
+    # the encoded passage for each question (dialog_qa.py at v2.10.1, ``repeated_encoded_passage``);
     # document-qa encodes each question's copy on its own. True: the questions of a batch that
     # share a paragraph share its encoding and so its dropout masks
     shared_paragraphs: bool = added_field(
