@@ -139,14 +139,17 @@ def render(entry: Entry, out: Path, main: Main, root: Path = REPO) -> dict[str, 
     (relative to ``root``) → the rendered file.
 
     The command runs with ``root`` as the working folder (its paths are relative to the
-    repository). A peer entry reads its records from ``out``, so they are linked there first.
+    repository). A peer entry reads its records from ``out`` (``runs``, and the project's
+    store of each precision, ``project-runs*``), so they are linked there first.
     """
     out.mkdir(parents=True, exist_ok=True)
     with contextlib.chdir(root):
         if entry.argv[0] == "peer":
-            for records in ("runs", "project-runs"):
-                if (root / entry.out / records).is_dir():
-                    (out / records).symlink_to((root / entry.out / records).resolve())
+            folder = root / entry.out
+            stores = sorted(p.name for p in folder.glob("project-runs*") if p.is_dir())
+            for records in ("runs", *stores):
+                if (folder / records).is_dir():
+                    (out / records).symlink_to((folder / records).resolve())
         _run(main, entry.arguments(out.resolve()))
     return rendered_files(entry, out)
 
