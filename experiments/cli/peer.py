@@ -41,6 +41,7 @@ def _among(choices: tuple[str, ...], flag: str) -> Callable[[str], tuple[str, ..
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The options of ``peer``."""
+    from experiments.peer.run import PRECISIONS
     from tasks.registry import TASKS
 
     parser.add_argument("--task", choices=sorted(TASKS), help="the task (not with --summary)")
@@ -82,7 +83,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--precision",
-        choices=("fp32", "bf16"),
+        choices=PRECISIONS,
         default="fp32",
         help="the project runs' arithmetic: bf16 autocast rows ('ROW + precision=bf16', stored "
         "in <out>/project-runs-bf16) beside allennlp's fp32 rows and the project's fp32 rows",

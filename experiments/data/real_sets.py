@@ -111,6 +111,9 @@ def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> lis
         sections = tomllib.load(handle)
     out = []
     for name, entry in sections.items():
+        reasons = entry.get("left_out_of", {})
+        if not isinstance(reasons, dict):
+            raise ValueError(f"{path}: [{name}] left_out_of is not a table of reasons")
         try:
             item = RealSet(
                 name=name,
@@ -121,12 +124,10 @@ def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> lis
                 overrides=tuple(entry.get("overrides", ())),
                 licence=entry.get("licence", ""),
                 reference=entry.get("reference", ""),
-                left_out_of=tuple(entry.get("left_out_of", {}).items()),
+                left_out_of=tuple(reasons.items()),
             )
         except KeyError as error:
             raise ValueError(f"{path}: [{name}] lacks {error.args[0]!r}") from None
-        except AttributeError:  # not a table
-            raise ValueError(f"{path}: [{name}] left_out_of is not a table of reasons") from None
         if not all(isinstance(v, str) and v for _, v in item.left_out_of):
             raise ValueError(f"{path}: [{name}] left_out_of: each table needs a reason")
         if item.task not in TASKS or item.split not in ("dev", "test"):

@@ -33,8 +33,8 @@ from experiments.peer.run import (
     Series,
     base_row,
     collect,
+    fp32_row,
     peer_records,
-    precision_variant,
 )
 from experiments.report.render.captions import Note
 from experiments.report.render.formats import numbered_notes
@@ -290,11 +290,10 @@ def precision_pairs(found: DataComparison) -> list[tuple[str, Series, Series]]:
     """Each bf16 project row of one data set with the same row in fp32 (both run):
     ``(bf16 row, its series, the fp32 row's series)``."""
     by = {s.row: s for s in found.series if s.side == "project"}
-    bf16 = " + ".join(("", *precision_variant("bf16")))
     return [
-        (row, series, by[row.replace(bf16, "")])
+        (row, series, by[fp32])
         for row, series in by.items()
-        if row.endswith(bf16) and row.replace(bf16, "") in by
+        if (fp32 := fp32_row(row)) is not None and fp32 in by
     ]
 
 
@@ -403,7 +402,7 @@ def render_task(task_name: str, out: Path, plot: bool = True) -> Path:
         + (
             " `ROW + precision=bf16`: the project's row trained under bf16 autocast (fp32 "
             "weights and optimizer state; `--precision bf16`); allennlp's rows are fp32."
-            if any("precision=bf16" in s.row for f in found for s in f.series)
+            if any(fp32_row(s.row) is not None for f in found for s in f.series)
             else ""
         ),
         "Summary: " + " | ".join(summary) + ".",

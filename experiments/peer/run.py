@@ -53,6 +53,7 @@ PRECISIONS = ("fp32", "bf16")
 
 __all__ = [
     "PEER_FORMAT",
+    "PRECISIONS",
     "ELMO_VARIANT_KEYS",
     "EpochPoint",
     "PeerRequest",
@@ -60,8 +61,10 @@ __all__ = [
     "collect",
     "base_row",
     "ensure_venv",
+    "fp32_row",
     "peer_venv",
     "prepare_inputs",
+    "project_store",
     "run_request",
     "variant_row",
 ]
@@ -183,11 +186,17 @@ class PeerRequest:
         return self.data
 
 
+def _of_precision(name: str, precision: str) -> str:
+    """``name`` for fp32, ``name-<precision>`` otherwise (a precision's own folders)."""
+    return name if precision == "fp32" else f"{name}-{precision}"
+
+
 def project_store(out: Path, precision: str) -> Path:
     """Where the project's runs of one precision are stored: ``out/project-runs`` (fp32) or
     ``out/project-runs-<precision>``. Precision is not part of a run's id (the same run in
-    bf16 is the same experiment, run otherwise), so each precision has its own store."""
-    return out / ("project-runs" if precision == "fp32" else f"project-runs-{precision}")
+    bf16 is the same experiment, run otherwise), so each precision has its own store (and its
+    own work folder: a finished run's checkpoint would otherwise answer for the other)."""
+    return out / _of_precision("project-runs", precision)
 
 
 @dataclass(frozen=True)
@@ -541,7 +550,7 @@ def _project_argv(
         "--store",
         str(project_store(out, request.precision)),
         "--work",
-        str(work / ("project" if request.precision == "fp32" else f"project-{request.precision}")),
+        str(work / _of_precision("project", request.precision)),
         "--out",
         str(work / "project-tables"),
         "--epoch-units",
@@ -710,11 +719,9 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
     base = _pairs(base_overrides)
     preset = task.configure(request.preset, list(base_overrides))
     spares: dict[tuple[str, int], int] = {}  # (row, seed) → no-op items of the run shown
-    stores = [(p, project_store(out, p)) for p in PRECISIONS]
-    for (precision, root), (row, rep, state) in itertools.product(stores, _rows(request)):
-        if not root.is_dir():
-            continue
-        store = ResultsStore(root)
+    stores = [(p, ResultsStore(project_store(out, p))) for p in PRECISIONS]
+    present = [(p, store) for p, store in stores if store.root.is_dir()]
+    for (precision, store), (row, rep, state) in itertools.product(present, _rows(request)):
         filters: dict[str, Any] = {"representation": rep, "preset": request.preset}
         if rep != "none":
             filters["state"] = state
@@ -775,8 +782,16 @@ def collect(request: PeerRequest, out: Path) -> list[Series]:
 
 
 def precision_variant(precision: str) -> tuple[str, ...]:
-    """The row-name item of a project precision other than fp32 (``precision=bf16``)."""
+    """The row-name item of a project precision other than fp32 (``precision=bf16``), the
+    last item of its row's name (:func:`collect`)."""
     return () if precision == "fp32" else (f"precision={precision}",)
+
+
+def fp32_row(row: str, precision: str = "bf16") -> str | None:
+    """The fp32 row a ``precision`` row was trained beside (its name without the precision
+    item), or ``None`` for a row of another precision."""
+    suffix = variant_row("", precision_variant(precision))
+    return row.removesuffix(suffix) if suffix and row.endswith(suffix) else None
 
 
 def variant_row(row: str, variant: Sequence[str]) -> str:
