@@ -165,10 +165,12 @@ class CharCNNEncoder(nn.Module):
     Words shorter than ``width`` are padded to the width (zero pad embeddings). The input's own
     char-axis length does not matter: it is cut/padded to ``max(max_chars, width)``.
 
-    With ``pool_padding`` the encoder is allennlp's ``CnnEncoder`` over its
-    ``TokenCharactersIndexer`` instead: every word is padded to the batch's longest word (at
-    least ``width``) and the max runs over every window, those over padding included (their
-    ReLU(bias + …) can win); padding words still give 0.
+    With ``whole_windows`` the encoder is allennlp's ``CnnEncoder`` over its
+    ``TokenCharactersIndexer`` instead (allennlp v2.10.1 ``modules/seq2vec_encoders/
+    cnn_encoder.py``): every word is padded to the batch's longest word (at least ``width``)
+    and the max runs over the windows that lie wholly inside the word (it masks a window
+    starting at ``i > length − width``); a word shorter than ``width`` has no such window and,
+    like a padding word, gives 0.
     """
 
     def __init__(
@@ -179,14 +181,14 @@ class CharCNNEncoder(nn.Module):
         width: int,
         max_chars: int,
         dropout: float = 0.0,
-        pool_padding: bool = False,
+        whole_windows: bool = False,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_chars, char_dim, padding_idx=0)
         self.conv = nn.Conv1d(char_dim, n_filters, width)  # VALID: no padding
         self.dropout = nn.Dropout(dropout)
         self.width, self.max_chars = width, max_chars
-        self.pool_padding = pool_padding
+        self.whole_windows = whole_windows
         self.output_dim = n_filters
 
     def forward(self, chars: Tensor) -> Tensor:
@@ -203,7 +205,7 @@ class CharCNNEncoder(nn.Module):
         """
         b, t, w = chars.shape
         chars = chars[:, :, : self.max_chars]
-        if self.pool_padding:
+        if self.whole_windows:
             return self._encode_batch_padded(chars.reshape(b * t, -1)).view(b, t, -1)
         span = max(self.max_chars, self.width)
         if not self.training or self.dropout.p == 0.0:
@@ -223,13 +225,18 @@ class CharCNNEncoder(nn.Module):
 
     def _encode_batch_padded(self, chars: Tensor) -> Tensor:
         """allennlp's ``CnnEncoder``: ``chars`` (words, len) padded to the longest word (at least
-        ``width``), the max over all windows; padding words give 0. → (words, filters)."""
+        ``width``), the max over the windows wholly inside each word; a word shorter than the
+        width and a padding word give 0. → (words, filters)."""
         lengths = (chars != 0).sum(-1)  # (words,)
         longest = max(self.width, int(lengths.max()) if lengths.numel() else 0)
         chars = F.pad(chars[:, :longest], (0, longest - min(longest, chars.shape[1])))
         x = self.dropout(self.embedding(chars))  # (words, longest, char_dim); pad rows are 0
-        pooled = F.relu(self.conv(x.transpose(1, 2))).max(dim=2).values  # (words, filters)
-        return pooled * (lengths > 0)[:, None].to(pooled.dtype)
+        windows = F.relu(self.conv(x.transpose(1, 2)))  # (words, filters, longest - width + 1)
+        starts = torch.arange(windows.shape[2], device=chars.device)  # (n_windows,)
+        inside = starts[None, :] <= (lengths - self.width)[:, None]  # (words, n_windows)
+        # ReLU outputs are >= 0: a masked window set to 0 never beats an inside one, and a word
+        # without any inside window gets 0, as allennlp's minimum value replaced by 0
+        return windows.masked_fill(~inside[:, None, :], 0.0).max(dim=2).values  # (words, filters)
 
     def _encode_words(self, chars: Tensor, span: int) -> Tensor:
         """The real words of ``chars`` (words, ≤ span) alone, their characters cut to the

@@ -90,12 +90,13 @@ class SquadConfig:
     fill_missing_words: bool = added_field(
         False, why="words without a vector start from N(mean, std) instead of zeros"
     )
-    # DialogQA's character CNN (allennlp's TokenCharactersIndexer and CnnEncoder): each word
-    # between beginning- and end-of-word markers, padded to the batch's longest word, the max
-    # over every window, those over padding included; "document-qa": no markers, the max over
-    # the windows that start on a character
+    # DialogQA's character CNN (allennlp v2.10.1's TokenCharactersIndexer and CnnEncoder): each
+    # word between beginning- and end-of-word markers, the max over the windows wholly inside
+    # the marked word (a word of fewer than width − 2 characters gives 0), its embeddings drawn
+    # as allennlp's 262-row byte embedding; "document-qa": no markers, the max over the windows
+    # that start on a character
     char_cnn: Literal["document-qa", "allennlp"] = added_field(
-        "document-qa", why="'allennlp': word-boundary markers and the max over padding too"
+        "document-qa", why="'allennlp': word-boundary markers, the max over whole windows only"
     )
     # DialogQA's QuAC heads: yes/no and follow-up classifiers (3 classes each) on the end GRU's
     # output at the gold end, whose losses DialogQA always adds; on SQuAD every question has the

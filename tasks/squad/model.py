@@ -148,6 +148,10 @@ def longest_fitting_context(batch: int, available: int, *, training: bool) -> in
     return math.isqrt(max(available, 0) // (copies * batch * FLOAT_BYTES))
 
 
+#: Rows of allennlp's character embedding in DialogQA's configuration: UTF-8 byte ids shifted
+#: by one (``CharacterTokenizer(byte_encoding="utf-8")``: 1–256), the word-boundary markers 259
+#: and 260, and 0 for padding; ``char_cnn=allennlp`` draws its embeddings with these fans.
+ALLENNLP_CHAR_ROWS = 262
 #: Classes of each of DialogQA's yes/no and follow-up heads (``constant_heads``).
 QUAC_CLASSES = 3
 
@@ -257,7 +261,7 @@ class BiDAFSelfAttention(nn.Module):
             config.char_width,
             max_chars=config.max_word_chars + 2 * boundaries,
             dropout=config.char_dropout if config.char_dropout_on == "chars" else 0.0,
-            pool_padding=boundaries,
+            whole_windows=boundaries,
         )
         # DialogQA's character embedder drops the CNN's word vectors (plain dropout) instead
         self.char_word_drop = nn.Dropout(
@@ -303,11 +307,16 @@ class BiDAFSelfAttention(nn.Module):
         """Re-draw the parameters whose allennlp modules draw them otherwise than PyTorch's
         defaults, as allennlp-models' DialogQA gets them (its configuration adds no
         initializer): the character embeddings Xavier uniform (allennlp ``Embedding``; the
-        padding row zero, as allennlp's CNN masks it) and both trilinear similarities
+        padding row zero, as allennlp's CNN masks it), with the fans of allennlp's
+        :data:`ALLENNLP_CHAR_ROWS`-row byte embedding under ``char_cnn=allennlp`` (else of this
+        vocabulary's rows), and both trilinear similarities
         (:func:`init_trilinear_like_allennlp_`). The GRUs and linear layers keep PyTorch's."""
-        nn.init.xavier_uniform_(self.chars.embedding.weight)
+        weight = self.chars.embedding.weight  # (rows, char_dim)
+        rows = ALLENNLP_CHAR_ROWS if self.boundaries is not None else weight.shape[0]
+        limit = math.sqrt(6.0 / (rows + weight.shape[1]))  # xavier_uniform_'s bound
+        nn.init.uniform_(weight, -limit, limit)
         with torch.no_grad():
-            self.chars.embedding.weight[0].zero_()
+            weight[0].zero_()
         for att in (self.bi_attention, self.self_attention):
             init_trilinear_like_allennlp_(att)
 

@@ -42,6 +42,7 @@ from tasks.common.peer import (
     elmo_embedder,
     glove_embedder,
 )
+from tasks.squad.model import ALLENNLP_CHAR_ROWS
 
 #: allennlp-models' file this configuration follows.
 SOURCE = (
@@ -200,7 +201,7 @@ def config(
         "token_characters": {
             "type": "character_encoding",
             "dropout": 0.2,
-            "embedding": {"embedding_dim": CHAR_DIM, "num_embeddings": 262},
+            "embedding": {"embedding_dim": CHAR_DIM, "num_embeddings": ALLENNLP_CHAR_ROWS},
             "encoder": {
                 "type": "cnn",
                 "embedding_dim": CHAR_DIM,

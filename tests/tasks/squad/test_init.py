@@ -12,7 +12,7 @@ from torch import nn
 from tasks.common.inject import Injector
 from tasks.representations import build_representation
 from tasks.squad.config import PRESETS, SquadConfig
-from tasks.squad.model import GRU_STD, BiDAFSelfAttention
+from tasks.squad.model import ALLENNLP_CHAR_ROWS, GRU_STD, BiDAFSelfAttention
 
 # wide enough for thousands of draws per GRU, small enough to build in milliseconds
 CONFIG = dataclasses.replace(
@@ -130,6 +130,13 @@ def test_allennlp_init_draws_as_dialog_qa_modules_do() -> None:
     )
     chars = model.chars.embedding.weight.detach()  # (N_CHARS, char_dim)
     bound = math.sqrt(6.0 / (N_CHARS + CONFIG.char_dim))
+    assert chars.abs().max() <= bound and torch.count_nonzero(chars[0]) == 0
+    assert chars[1:].std().item() == pytest.approx(bound / math.sqrt(3.0), rel=0.15)
+    # with allennlp's character CNN the fans are those of its 262-row byte embedding
+    config = dataclasses.replace(CONFIG, init="allennlp", char_cnn="allennlp")
+    marked = BiDAFSelfAttention(config, vectors, N_CHARS, injector)
+    chars = marked.chars.embedding.weight.detach()  # (N_CHARS + 2, char_dim)
+    bound = math.sqrt(6.0 / (ALLENNLP_CHAR_ROWS + CONFIG.char_dim))
     assert chars.abs().max() <= bound and torch.count_nonzero(chars[0]) == 0
     assert chars[1:].std().item() == pytest.approx(bound / math.sqrt(3.0), rel=0.15)
     for att in (model.bi_attention, model.self_attention):

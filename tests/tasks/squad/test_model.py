@@ -420,10 +420,11 @@ def test_word_boundaries_wrap_each_real_word_and_leave_padding() -> None:
     assert with_word_boundaries(chars, 10, 11).tolist() == expected
 
 
-def test_allennlp_char_cnn_pools_every_window_of_the_batch_padded_words() -> None:
+def test_allennlp_char_cnn_pools_the_windows_inside_each_word() -> None:
     """``char_cnn=allennlp``: markers, two more embedding rows, and per word the max of
-    ReLU(conv) over all windows of the word padded to the batch's longest (brute force)."""
-    config = dataclasses.replace(CONFIG, char_cnn="allennlp")
+    ReLU(conv) over the windows wholly inside the marked word, 0 without one (brute force, as
+    allennlp v2.10.1's ``CnnEncoder``)."""
+    config = dataclasses.replace(CONFIG, char_cnn="allennlp", char_width=5)  # DialogQA's width
     model = _model(config=config).eval()
     default = _model()
     assert model.chars.embedding.num_embeddings == default.chars.embedding.num_embeddings + 2
@@ -431,22 +432,23 @@ def test_allennlp_char_cnn_pools_every_window_of_the_batch_padded_words() -> Non
     chars = batch.context_chars[:, :, : CONFIG.max_word_chars]
     marked = with_word_boundaries(chars, *model.boundaries)  # (b, t, w + 2)
     got = model.chars(marked)  # (b, t, filters)
-    longest = max(model.chars.width, int((marked != 0).sum(-1).max()))
     conv, emb = model.chars.conv, model.chars.embedding
+    width = conv.kernel_size[0]
+    short = 0
     for i in range(marked.shape[0]):
         for j in range(marked.shape[1]):
-            word = marked[i, j, :longest]
-            if not (word != 0).any():
-                assert not got[i, j].any()  # padding words give 0
+            word = marked[i, j][marked[i, j] != 0]  # the marked word's ids
+            if len(word) < width:  # padding words and words too short for one window
+                assert not got[i, j].any()
+                short += len(word) > 0
                 continue
-            x = emb(torch.nn.functional.pad(word, (0, longest - len(word))))  # (longest, dim)
+            x = emb(word)  # (len, dim)
             windows = [
-                torch.relu(
-                    conv.weight.flatten(1) @ x[k : k + conv.kernel_size[0]].T.flatten() + conv.bias
-                )
-                for k in range(longest - conv.kernel_size[0] + 1)
+                torch.relu(conv.weight.flatten(1) @ x[k : k + width].T.flatten() + conv.bias)
+                for k in range(len(word) - width + 1)
             ]
             torch.testing.assert_close(got[i, j], torch.stack(windows).max(0).values)
+    assert short > 0  # the batch holds words of fewer than width - 2 characters
     with pytest.raises(ValueError, match="char_cnn"):
         SquadConfig(char_cnn="bytes")
 
