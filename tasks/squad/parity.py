@@ -2,10 +2,12 @@
 
 A trained ``dialog_qa`` run's weights are copied into :class:`~tasks.squad.model.BiDAFSelfAttention`
 built with every ``dialog_qa`` choice (:data:`DIALOG_QA_CHOICES`); both models then read the same
-batch, and the span log-probabilities, the loss and every gradient are compared. Where they
-agree to float32 rounding, the two models compute the same function, so any difference in
-their learning curves comes from what the check leaves out: the random draws (initial weights,
-dropout masks) and the training loop (batch order and composition).
+batch, and the span log-probabilities, the loss and every gradient are compared. Given an
+optimizer, both sides then take the same optimizer steps on that batch from the same weights
+(without dropout) and the losses and weights after them are compared. Where all agree to
+float32 rounding, the two models compute the same function and take the same steps, so any
+difference in their learning curves comes from what the check leaves out: the random draws
+(initial weights, dropout masks) and the batches (their order and composition).
 
 The peer side runs in the peer's venv (``experiments/peer/allennlp_side/peer_qa_dump.py``) and
 writes one file; :func:`compare` reads it. ``scripts/squad_parity.py`` runs both.
@@ -22,7 +24,7 @@ Two layouts differ without changing the function, and the copy undoes them:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +165,10 @@ class ParityReport:
         gradient: the largest relative difference ``‖g − g'‖ / ‖g'‖`` over the parameters
             (those whose gradient is below :data:`ZERO_GRADIENT` left out), and the parameter
             it belongs to.
+        step_losses: (project, peer) loss of each optimizer step on the batch (none without
+            an optimizer).
+        stepped: the largest relative difference ``‖w − w'‖ / ‖w'‖`` of the trained weights
+            after those steps, and its parameter.
     """
 
     questions: int
@@ -170,11 +176,13 @@ class ParityReport:
     eval_loss: tuple[float, float]
     train_loss: tuple[float, float]
     gradient: tuple[float, str]
+    step_losses: tuple[tuple[float, float], ...] = ()
+    stepped: tuple[float, str] = (0.0, "")
 
     def lines(self) -> list[str]:
         """The report as text."""
         g, name = self.gradient
-        return [
+        out = [
             f"{self.questions} questions, the same weights on both sides",
             f"span log-probabilities: largest |difference| {self.log_prob:.2e}",
             "loss, evaluation mode: project {:.6f}, dialog_qa {:.6f}".format(*self.eval_loss),
@@ -183,6 +191,18 @@ class ParityReport:
             ),
             f"gradients: largest relative difference {g:.2e} ({name})",
         ]
+        if self.step_losses:
+            pairs = ", ".join(f"{a:.6f}/{b:.6f}" for a, b in self.step_losses)
+            w, where = self.stepped
+            out.append(f"{len(self.step_losses)} optimizer steps, loss project/dialog_qa: {pairs}")
+            out.append(f"weights after them: largest relative difference {w:.2e} ({where})")
+        return out
+
+    def worst(self) -> float:
+        """The largest of the relative figures: log-probabilities, losses, gradients, steps."""
+        losses = (self.eval_loss, self.train_loss, *self.step_losses)
+        gaps = [abs(a - b) / max(abs(b), 1e-12) for a, b in losses]
+        return max(self.log_prob, self.gradient[0], self.stepped[0], *gaps)
 
 
 def _span_log_probs(logits: Tensor, mask: Tensor) -> Tensor:
@@ -191,9 +211,24 @@ def _span_log_probs(logits: Tensor, mask: Tensor) -> Tensor:
     return torch.log_softmax(scores, dim=-1).masked_fill(~mask, 0.0)
 
 
-def compare(recipe: SquadRecipe, dump: Path) -> ParityReport:
+def _relative(mine: Mapping[str, Tensor], theirs: Mapping[str, Tensor]) -> tuple[float, str]:
+    """The largest ``‖a − b‖ / ‖b‖`` over the names both hold (tiny ``b`` left out)."""
+    worst = (0.0, "")
+    for name, ref in theirs.items():
+        if name in mine and ref.norm() >= ZERO_GRADIENT:
+            worst = max(worst, (float((mine[name] - ref).norm() / ref.norm()), name))
+    return worst
+
+
+def compare(
+    recipe: SquadRecipe,
+    dump: Path,
+    optimizer: Callable[[Sequence[torch.nn.Parameter]], torch.optim.Optimizer] | None = None,
+) -> ParityReport:
     """Transplant the weights in ``dump`` (``peer_qa_dump.py``'s file) into a model of
-    ``recipe`` (SQuAD, configured with :data:`DIALOG_QA_CHOICES`) and compare on its batch.
+    ``recipe`` (SQuAD, configured with :data:`DIALOG_QA_CHOICES`) and compare on its batch;
+    with ``optimizer`` (the project's for the trained parameters) also the dump's optimizer
+    steps, taken here as many times from the same weights.
 
     Raises:
         KeyError: a question of the dump missing from the recipe's training split.
@@ -230,17 +265,29 @@ def compare(recipe: SquadRecipe, dump: Path) -> ParityReport:
     assert train is not None
     train.backward()
     theirs = project_tensors(data["grads"], model, recipe.words, recipe.chars, data["tokens"])
-    worst = (0.0, "")
-    for name, param in model.named_parameters():
-        if param.grad is None or name not in theirs or theirs[name].norm() < ZERO_GRADIENT:
-            continue
-        ref = theirs[name]
-        rel = float((param.grad - ref).norm() / ref.norm().clamp_min(1e-12))
-        worst = max(worst, (rel, name))
+    grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    worst = _relative(grads, theirs)
+    step_losses: list[tuple[float, float]] = []
+    stepped = (0.0, "")
+    if optimizer is not None and data.get("step_losses"):
+        trained = [p for p in model.parameters() if p.requires_grad]
+        opt = optimizer(trained)
+        for peer_loss in data["step_losses"]:
+            opt.zero_grad()
+            step = model(batch).loss
+            assert step is not None
+            step.backward()
+            opt.step()
+            step_losses.append((float(step.detach()), float(peer_loss)))
+        after = project_tensors(data["stepped"], model, recipe.words, recipe.chars, data["tokens"])
+        mine = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+        stepped = _relative(mine, after)
     return ParityReport(
         questions=len(examples),
         log_prob=float(max(gaps)),
         eval_loss=(eval_loss, float(data["eval_loss"])),
         train_loss=(float(train.detach()), float(data["train_loss"])),
         gradient=worst,
+        step_losses=tuple(step_losses),
+        stepped=stepped,
     )

@@ -1,7 +1,7 @@
 """One batch through a trained ``dialog_qa_spans`` model, for the weight-transplant check
 (runs in the peer's venv, not here; the project side is :mod:`tasks.squad.parity`).
 
-    PEER_PYTHON peer_qa_dump.py SERIALIZATION_DIR EPOCH DATA.json PARAGRAPHS OUT.pt
+    PEER_PYTHON peer_qa_dump.py SERIALIZATION_DIR EPOCH DATA.json PARAGRAPHS OUT.pt [--steps K]
 
 Loads the archived configuration and vocabulary of an allennlp training run and the weights
 after ``EPOCH`` (``model_state_e<EPOCH>_b0.th``; ``init`` keeps the freshly drawn ones), reads
@@ -14,7 +14,10 @@ the run's dataset reader, and saves with ``torch.save``:
   (batch · questions, passage length), padding at its large negative value;
 * ``eval_loss``: its loss in evaluation mode;
 * ``train_loss``, ``grads``: the loss and every parameter's gradient of one backward pass in
-  training mode with every dropout rate set to 0 (so that both sides compute the same function).
+  training mode with every dropout rate set to 0 (so that both sides compute the same function);
+* ``step_losses``, ``stepped``: with ``--steps K``, the losses of ``K`` optimizer steps on that
+  batch (training mode, no dropout) by the run's own optimizer (its configuration's
+  ``trainer.optimizer``, built as allennlp's trainer builds it), and the ``state_dict`` after them.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import torch
 from allennlp.common import Params
 from allennlp.data import Batch, DatasetReader, Vocabulary
 from allennlp.models import Model
+from allennlp.training.optimizers import Optimizer
 from allennlp_models.rc.dataset_readers import quac  # noqa: F401  (registers "quac")
 from allennlp_models.rc.models.dialog_qa import DialogQA
 
@@ -58,9 +62,11 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("paragraphs", type=int)
     parser.add_argument("out", type=Path)
+    parser.add_argument("--steps", type=int, default=0, help="optimizer steps on the batch")
     args = parser.parse_args()
     torch.set_num_threads(1)
     params = Params.from_file(str(args.serialization_dir / "config.json"))
+    optimizer_params = params["trainer"]["optimizer"].duplicate()
     vocab = Vocabulary.from_files(str(args.serialization_dir / "vocabulary"))
     reader = DatasetReader.from_params(params.pop("dataset_reader"))
     model = Model.from_params(vocab=vocab, params=params.pop("model"))
@@ -84,9 +90,19 @@ def main() -> None:
     loss = model(**batch)["loss"]
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    state = {n: t.detach().clone() for n, t in model.state_dict().items()}  # before any step
+    trained = [[n, p] for n, p in model.named_parameters() if p.requires_grad]
+    optimizer = Optimizer.from_params(model_parameters=trained, params=optimizer_params)
+    step_losses = []
+    for _ in range(args.steps):
+        optimizer.zero_grad()
+        step = model(**batch)["loss"]
+        step.backward()
+        optimizer.step()
+        step_losses.append(step.item())
     torch.save(
         {
-            "state": model.state_dict(),
+            "state": state,
             "tokens": vocab.get_index_to_token_vocabulary("tokens"),
             "qids": qids,
             "start": start,
@@ -94,6 +110,8 @@ def main() -> None:
             "eval_loss": eval_loss,
             "train_loss": loss.item(),
             "grads": grads,
+            "step_losses": step_losses,
+            "stepped": {n: t.detach().clone() for n, t in model.state_dict().items()},
         },
         args.out,
     )
