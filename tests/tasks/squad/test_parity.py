@@ -16,15 +16,12 @@ from tasks.representations import build_representation
 from tasks.squad.config import SquadConfig
 from tasks.squad.model import ALLENNLP_CHAR_ROWS, BiDAFSelfAttention
 from tasks.squad.parity import project_tensors
+from tests.tasks.squad.test_model import CONFIG as MODEL_CONFIG
 
 REPO = Path(__file__).resolve().parents[3]
+# the model tests' tiny model, with dialog_qa's choices
 CONFIG = dataclasses.replace(
-    SquadConfig(),
-    char_dim=4,
-    char_filters=6,
-    char_width=3,
-    max_word_chars=5,
-    hidden=5,
+    MODEL_CONFIG,
     char_cnn="allennlp",
     constant_heads=True,
     self_attention_null=False,
