@@ -558,9 +558,24 @@ def _project_argv(
     )
 
 
+#: The longest log file name kept whole (most file systems allow 255 bytes a name).
+_LOG_NAME_BYTES = 200
+
+
+def project_log_name(row: str, seed: int) -> str:
+    """The file name of a project run's log: the row with ``-`` for spaces and its seed; a row
+    too long for one file name is cut, with the SHA-256 of the whole row after the cut."""
+    name = f"{row.replace(' ', '-')}-s{seed}.out"
+    if len(name.encode()) <= _LOG_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(row.encode()).hexdigest()[:12]
+    head = name.encode()[: _LOG_NAME_BYTES - 40].decode(errors="ignore")
+    return f"{head}-{digest}-s{seed}.out"
+
+
 def _run_project(job: _ProjectJob, log_dir: Path) -> str:
     log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f"{job.row.replace(' ', '-')}-s{job.seed}.out"
+    log = log_dir / project_log_name(job.row, job.seed)
     with log.open("w") as handle:
         done = subprocess.run(job.argv, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
     if done.returncode != 0:

@@ -24,6 +24,7 @@ from experiments.peer.run import (
     base_row,
     collect,
     peer_key,
+    project_log_name,
     project_overrides,
     project_store,
     split_variant,
@@ -507,3 +508,12 @@ def test_bf16_rows_sit_beside_allennlp_and_beside_the_same_row_in_fp32(tmp_path:
     assert argv[argv.index("--work") + 1] == str(tmp_path / "work" / "project-bf16")
     with pytest.raises(ValueError, match="precision must be one of"):
         replace(request, precision="fp16")
+
+
+def test_project_log_names_fit_one_file_name_and_stay_distinct() -> None:
+    assert project_log_name("baseline + init=torch", 2) == "baseline-+-init=torch-s2.out"
+    long = "baseline" + "".join(f" + key_{i}=value" for i in range(30))
+    other = long + " + one=more"
+    names = {project_log_name(row, 0) for row in (long, other)}
+    assert len(names) == 2  # the digest of the whole row keeps them apart
+    assert all(len(n.encode()) <= 255 and n.endswith("-s0.out") for n in names)
