@@ -53,6 +53,13 @@ class NerConfig:
     dropout_kind: Literal["variational", "elementwise"] = added_field(
         "variational", why="element-wise dropout masks as allennlp's crf_tagger"
     )
+    # the character CNN's max-pool: "project" over the windows that start on a character (a word
+    # shorter than the width is padded to it); "allennlp" as allennlp v2.10.1's CnnEncoder
+    # (modules/seq2vec_encoders/cnn_encoder.py), over the windows wholly inside the word, so a
+    # word shorter than the width (1 or 2 characters at width 3) has no character features
+    char_cnn: Literal["project", "allennlp"] = added_field(
+        "project", why="allennlp 2.x's max over whole windows: short words get no char features"
+    )
     # the CRF's label encoding: chunk data are converted losslessly to it (allennlp: BIOUL);
     # "source" keeps the file's own scheme
     label_encoding: Literal["BIOUL", "source"] = "BIOUL"

@@ -106,6 +106,7 @@ class CrfTagger(nn.Module):
             config.char_filters,
             config.char_width,
             max_chars=config.max_word_chars,
+            whole_windows=config.char_cnn == "allennlp",
         )
         with torch.no_grad():  # allennlp Embedding: Xavier-uniform; padded characters are 0
             nn.init.xavier_uniform_(self.chars.embedding.weight)

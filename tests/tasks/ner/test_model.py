@@ -117,3 +117,27 @@ def test_decoded_sequences_are_valid_bioul_for_random_weights() -> None:
         out = model.eval()(_batch([8, 5, 2, 7], seed))
         assert out.paths is not None
         assert all(is_valid([LABELS[i] for i in p], "BIOUL") for p in out.paths)
+
+
+@pytest.mark.parametrize("rule", ["project", "allennlp"])
+def test_char_cnn_rule_for_short_and_long_words(rule: str) -> None:
+    """``char_cnn=allennlp``: allennlp v2.10.1's max over the windows wholly inside the word, so
+    a word of 1 or 2 characters (width 3) has no character features; ``project``: the windows
+    that start on a character, a short word padded to the width (brute force for both)."""
+    torch.manual_seed(0)
+    config = dataclasses.replace(CONFIG, char_cnn=rule)
+    allowed = allowed_transitions(LABELS, "BIOUL")
+    injector = Injector(build_representation("none"), frozenset(), dropout=0.0)
+    model = CrfTagger(config, torch.randn(VOCAB, WORD_DIM), N_CHARS, allowed, injector).eval()
+    words = torch.tensor([[[2, 0, 0, 0], [2, 3, 0, 0], [2, 3, 4, 5]]])  # lengths 1, 2, 4
+    with torch.no_grad():
+        features = model.chars(words)[0]  # (3, filters)
+        conv, width = model.chars.conv, model.chars.conv.kernel_size[0]
+        for word, got in zip(words[0], features, strict=True):
+            n = int((word != 0).sum())
+            x = model.chars.embedding(torch.nn.functional.pad(word, (0, width)))  # (len+w, dim)
+            starts = range(n - width + 1) if rule == "allennlp" else range(n)
+            windows = [torch.relu(conv(x[k : k + width].T[None]))[0, :, 0] for k in starts]
+            expected = torch.stack(windows).max(0).values if windows else torch.zeros_like(got)
+            torch.testing.assert_close(got, expected)
+    assert (features[:2].abs().sum(-1) == 0).all() == (rule == "allennlp")
