@@ -24,6 +24,7 @@ Two layouts differ without changing the function, and the copy undoes them:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ import torch
 from torch import Tensor
 
 from tasks.common.inject import Injector
-from tasks.common.layers import VariationalDropout
+from tasks.common.layers import VariationalDropout, masked_log_softmax
 from tasks.representations import Layers, build_representation
 from tasks.squad.model import BiDAFSelfAttention
 from tasks.squad.task import SquadRecipe
@@ -207,8 +208,7 @@ class ParityReport:
 
 def _span_log_probs(logits: Tensor, mask: Tensor) -> Tensor:
     """Log-softmax over the real tokens; (questions, tc) → same, padding at 0."""
-    scores = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
-    return torch.log_softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+    return masked_log_softmax(logits, mask).masked_fill(~mask, 0.0)
 
 
 def _relative(mine: Mapping[str, Tensor], theirs: Mapping[str, Tensor]) -> tuple[float, str]:
@@ -238,7 +238,10 @@ def compare(
     examples = [by_id[qid] for qid in data["qids"]]
     model = recipe.build_model(Injector(build_representation("none"), frozenset(), dropout=0.0))
     assert isinstance(model, BiDAFSelfAttention)
-    weights = project_tensors(data["state"], model, recipe.words, recipe.chars, data["tokens"])
+    mapped = functools.partial(
+        project_tensors, model=model, words=recipe.words, chars=recipe.chars, tokens=data["tokens"]
+    )
+    weights = mapped(data["state"])
     missing = set(dict(model.named_parameters())) - set(weights)
     if missing:
         raise ValueError(f"no dialog_qa tensor for {sorted(missing)}")
@@ -264,7 +267,7 @@ def compare(
     train = model(batch).loss
     assert train is not None
     train.backward()
-    theirs = project_tensors(data["grads"], model, recipe.words, recipe.chars, data["tokens"])
+    theirs = mapped(data["grads"])
     grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
     worst = _relative(grads, theirs)
     step_losses: list[tuple[float, float]] = []
@@ -279,7 +282,7 @@ def compare(
             step.backward()
             opt.step()
             step_losses.append((float(step.detach()), float(peer_loss)))
-        after = project_tensors(data["stepped"], model, recipe.words, recipe.chars, data["tokens"])
+        after = mapped(data["stepped"])
         mine = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
         stepped = _relative(mine, after)
     return ParityReport(
