@@ -1,4 +1,5 @@
-"""How much of a stored run's training epoch its recurrent layers alone cost.
+"""How much of a stored run's training epoch its recurrent layers, and its matrix products,
+alone cost.
 
 Usage::
 
@@ -17,10 +18,16 @@ medians over ``--repeats`` rounds of process CPU seconds: the epoch, the recurre
 its share of the epoch, and the building of the batches (with a live biLM, as the ``carry``
 rows run it, its forward pass).
 
-The replay is the recurrent layers' own work at the epoch's exact shapes: another
-implementation that runs the same layers (and the same frozen biLM) on the same kernels needs at
-least as long for them, so a CPU time target beside it is read against this floor (docs/peer.md,
-"Speed").
+Then one more pass over the same batches runs under ``torch.profiler`` to record every matrix
+product the epoch computes (``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``; forward and backward,
+with their shapes), and those products are replayed alone on random operands of the same shapes:
+their CPU seconds, share of the epoch, FLOPs and GFLOP/s. A model whose recurrence is its own
+loop of cells (SRL's alternating LSTM) has no ``nn`` RNN call; its products are its floor.
+
+Each replay is the model's own work at the epoch's exact shapes: another implementation that
+computes the same layers (and the same frozen biLM) on the same kernels needs at least as long
+for them, and one that cuts its products into smaller ones (a per-step input projection) no
+less, so a CPU time target beside it is read against this floor (docs/peer.md, "Speed").
 """
 
 from __future__ import annotations
@@ -52,6 +59,12 @@ from tasks.core import batch_plan  # noqa: E402
 
 #: One recorded call: the module and a detached copy of its input.
 Call = tuple[nn.RNNBase, Any]
+
+#: The matrix products :func:`record_products` counts (composites such as ``aten::matmul`` and
+#: ``aten::linear`` reach one of them).
+PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+#: One recorded product shape: the op and its operands' shapes (``addmm``: bias, left, right).
+Product = tuple[str, tuple[tuple[int, ...], ...]]
 
 
 def _copy(value: Any) -> Any:
@@ -119,6 +132,62 @@ def replay(calls: Sequence[Call]) -> float:
     return total
 
 
+def record_products(run: Run, plan: Sequence[Sequence[int]]) -> dict[Product, int]:
+    """Train ``plan`` once more under ``torch.profiler``: how often each matrix product shape
+    ran, forward and backward."""
+    from torch.profiler import ProfilerActivity, profile
+
+    state = runner.LoopState(lr=run.train_config.optimizer.lr)
+    train = run.splits["train"]
+    run.model.train()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for indices in plan:
+            batch = run.recipe.collate([train[i] for i in indices], run.represent)
+            runner._train_batch(run, state, batch)
+    counts: dict[Product, int] = {}
+    for event in prof.key_averages(group_by_input_shape=True):
+        if event.key in PRODUCTS:
+            shapes = tuple(tuple(int(d) for d in shape) for shape in event.input_shapes[:3])
+            key = (event.key, shapes)
+            counts[key] = counts.get(key, 0) + event.count
+    return counts
+
+
+def product_flops(product: Product) -> int:
+    """Floating-point operations of one product (2 per multiply-add)."""
+    op, shapes = product
+    if op == "aten::mm":
+        (m, k), (_, n) = shapes[0], shapes[1]
+        return 2 * m * k * n
+    if op == "aten::addmm":
+        (m, k), (_, n) = shapes[1], shapes[2]
+        return 2 * m * k * n
+    if op in ("aten::bmm", "aten::baddbmm"):
+        left, right = (shapes[0], shapes[1]) if op == "aten::bmm" else (shapes[1], shapes[2])
+        return 2 * left[0] * left[1] * left[2] * right[2]
+    raise ValueError(f"not a matrix product: {op}")
+
+
+def replay_products(counts: dict[Product, int]) -> float:
+    """Process CPU seconds of every recorded product, alone, on random fp32 operands."""
+    generator = torch.Generator().manual_seed(0)
+    total = 0.0
+    for (op, shapes), count in sorted(counts.items()):
+        operands = [torch.randn(shape, generator=generator) for shape in shapes]
+        call = {
+            "aten::mm": torch.mm,
+            "aten::addmm": torch.addmm,
+            "aten::bmm": torch.bmm,
+            "aten::baddbmm": torch.baddbmm,
+        }[op]
+        call(*operands)  # untimed: the kernel's first call
+        started = time.process_time()
+        for _ in range(count):
+            call(*operands)
+        total += time.process_time() - started
+    return total
+
+
 def measure(
     spec: RunSpec, batches: int | None, repeats: int, device: str, work: Path
 ) -> dict[str, Any]:
@@ -135,18 +204,24 @@ def measure(
     )
     plan = plan[:batches] if batches else plan
     record_epoch(run, plan[:1])  # warm-up: allocations, lazy set-up
-    epochs, batching, alone = [], [], []
+    epochs, batching, alone, products = [], [], [], []
     for _ in range(repeats):
         cpu, collate, calls = record_epoch(run, plan)
         epochs.append(cpu)
         batching.append(collate)
         alone.append(replay(calls))
+    counts = record_products(run, plan)
+    for _ in range(repeats):
+        products.append(replay_products(counts))
     return {
         "batches": len(plan),
         "rnn_calls": len(calls),
         "epoch_cpu_s": statistics.median(epochs),
         "batch_cpu_s": statistics.median(batching),
         "recurrent_cpu_s": statistics.median(alone),
+        "products": sum(counts.values()),
+        "product_gflop": sum(product_flops(p) * n for p, n in counts.items()) / 1e9,
+        "product_cpu_s": statistics.median(products),
     }
 
 
@@ -185,6 +260,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"building its batches (a live biLM's forward included): {batch:.2f} CPU s; "
         f"with the RNN calls {result['recurrent_cpu_s'] + batch:.2f} CPU s = "
         f"{(result['recurrent_cpu_s'] + batch) / result['epoch_cpu_s']:.1%} of the epoch"
+    )
+    gemm = result["product_cpu_s"]
+    print(
+        f"its {result['products']} matrix products (forward + backward) alone: {gemm:.2f} CPU s = "
+        f"{gemm / result['epoch_cpu_s']:.1%} of the epoch; {result['product_gflop']:.1f} GFLOP, "
+        f"{result['product_gflop'] / gemm:.1f} GFLOP/s"
     )
     return result
 

@@ -155,8 +155,10 @@ class HighwayLSTMLayer(nn.Module):
         h = self.hidden
         keep = self.dropout_mask(b, x) if keep is None else keep
         projected = self.input_projection(x)  # (b, t, 6h): every step's W x_t at once
-        gate_inputs = projected[..., : 5 * h] + self.state_projection.bias  # (b, t, 5h)
-        carry = projected[..., 5 * h :]  # (b, t, h): W_k x_t
+        # split, not two slices: its backward joins the two gradients, where each slice's would
+        # fill a zero (b, t, 6h) gradient and copy into it
+        gates, carry = projected.split([5 * h, h], dim=-1)  # (b, t, 5h), (b, t, h): W_k x_t
+        gate_inputs = gates + self.state_projection.bias  # (b, t, 5h)
         recurrent = self.state_projection.weight.t()  # (h, 5h)
         # one view per step through unbind: its backward stacks the steps' gradients once,
         # where indexing each step would fill and add a zero (b, t, ·) gradient per step

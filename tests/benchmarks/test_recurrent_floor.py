@@ -1,4 +1,5 @@
-"""``benchmarks/recurrent_floor.py``: the RNN calls of an epoch, recorded and replayed alone."""
+"""``benchmarks/recurrent_floor.py``: the RNN calls and the matrix products of an epoch, recorded
+and replayed alone."""
 
 from __future__ import annotations
 
@@ -33,7 +34,26 @@ def test_squad_epoch_records_its_five_gru_calls_per_batch(tmp_path: Path, capsys
     # per batch: context and question through the phrase GRU, the residual, start and end GRUs
     assert result["batches"] == 2 and result["rnn_calls"] == 10
     assert 0.0 < result["recurrent_cpu_s"] < result["epoch_cpu_s"]
-    assert "RNN calls alone" in capsys.readouterr().out
+    assert 0.0 < result["product_cpu_s"] < result["epoch_cpu_s"] and result["product_gflop"] > 0
+    out = capsys.readouterr().out
+    assert "RNN calls alone" in out and "matrix products" in out
+
+
+def test_product_flops_count_two_per_multiply_add() -> None:
+    assert recurrent_floor.product_flops(("aten::mm", ((2, 3), (3, 5)))) == 2 * 2 * 3 * 5
+    assert recurrent_floor.product_flops(("aten::addmm", ((5,), (2, 3), (3, 5)))) == 60
+    assert recurrent_floor.product_flops(("aten::bmm", ((4, 2, 3), (4, 3, 5)))) == 240
+    baddbmm = ("aten::baddbmm", ((4, 2, 5), (4, 2, 3), (4, 3, 5)))
+    assert recurrent_floor.product_flops(baddbmm) == 240
+    with pytest.raises(ValueError, match="not a matrix product"):
+        recurrent_floor.product_flops(("aten::add", ((2,), (2,))))
+
+
+def test_replay_products_runs_every_recorded_shape() -> None:
+    counts = {("aten::mm", ((4, 3), (3, 2))): 5, ("aten::addmm", ((2,), (4, 3), (3, 2))): 2}
+    assert recurrent_floor.replay_products(counts) > 0.0
+    with pytest.raises(KeyError):
+        recurrent_floor.replay_products({("aten::add", ((2,), (2,))): 1})
 
 
 def test_plugin_specs_are_refused(tmp_path: Path) -> None:
