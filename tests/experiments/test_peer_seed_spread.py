@@ -1,5 +1,5 @@
-"""``scripts/snli_seed_spread.py``: recall per gold label, the 3-vs-3 variance-ratio test, and the
-figures it prints from the committed SNLI peer records."""
+"""``scripts/peer_seed_spread.py``: recall per gold label, the 3-vs-3 variance-ratio test, and the
+figures it prints from the committed SNLI and BCN peer records."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-SCRIPT = REPO / "scripts/snli_seed_spread.py"
-_spec = importlib.util.spec_from_file_location("snli_seed_spread", SCRIPT)
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts/peer_seed_spread.py"
+_spec = importlib.util.spec_from_file_location("peer_seed_spread", SCRIPT)
 assert _spec is not None and _spec.loader is not None
 spread = importlib.util.module_from_spec(_spec)
-sys.modules["snli_seed_spread"] = spread
+sys.modules["peer_seed_spread"] = spread
 _spec.loader.exec_module(spread)
 
 
@@ -46,8 +46,20 @@ def test_f_test_3v3_matches_simulation() -> None:
 
 def test_committed_records(capsys: pytest.CaptureFixture[str]) -> None:
     """The baseline row's figures the SNLI README quotes, from results/peer."""
-    assert spread.main(["--out", str(REPO / "results/peer")]) == 0
+    assert spread.main(["--task", "snli", "--out", str(REPO / "results/peer")]) == 0
     out = capsys.readouterr().out
     assert "project   seed 2  epoch 5  acc  52.9" in out
     assert "mean over epochs 2–5: 4.2  4.1" in out
     assert "two-sided p 0.070" in out
+
+
+def test_sentence_polarity_records(capsys: pytest.CaptureFixture[str]) -> None:
+    """BCN on sentence polarity (``../shared``): its labels read by the task's own reader."""
+    from experiments.data.real_sets import missing_folders
+
+    if missing_folders(["shared:dev/sentence_polarity"]):
+        pytest.skip("../shared/data/dev/sentence_polarity is absent")
+    argv = ["--task", "sst5", "--data", "shared:dev/sentence_polarity", "--epochs", "3"]
+    assert spread.main([*argv, "--batch-size", "100", "--out", str(REPO / "results/peer")]) == 0
+    out = capsys.readouterr().out
+    assert "project   seed 0  epoch 3  acc  71.3  neg  90.2  pos  52.3" in out
