@@ -60,9 +60,14 @@ from tasks.core import batch_plan  # noqa: E402
 #: One recorded call: the module and a detached copy of its input.
 Call = tuple[nn.RNNBase, Any]
 
-#: The matrix products :func:`record_products` counts (composites such as ``aten::matmul`` and
-#: ``aten::linear`` reach one of them).
-PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+#: The matrix products :func:`record_products` counts, and the call that replays each
+#: (composites such as ``aten::matmul`` and ``aten::linear`` reach one of them).
+PRODUCTS: dict[str, Any] = {
+    "aten::mm": torch.mm,
+    "aten::addmm": torch.addmm,
+    "aten::bmm": torch.bmm,
+    "aten::baddbmm": torch.baddbmm,
+}
 #: One recorded product shape: the op and its operands' shapes (``addmm``: bias, left, right).
 Product = tuple[str, tuple[tuple[int, ...], ...]]
 
@@ -98,22 +103,28 @@ def record_epoch(run: Run, plan: Sequence[Sequence[int]]) -> tuple[float, float,
     handles = [
         m.register_forward_pre_hook(hook) for m in run.model.modules() if isinstance(m, nn.RNNBase)
     ]
-    state = runner.LoopState(lr=run.train_config.optimizer.lr)
-    train = run.splits["train"]
-    run.model.train()
-    collate = 0.0
     try:
         cpu = time.process_time()
-        for indices in plan:
-            started = time.process_time()
-            batch = run.recipe.collate([train[i] for i in indices], run.represent)
-            collate += time.process_time() - started
-            runner._train_batch(run, state, batch)
+        collate = _train(run, plan)
         cpu = time.process_time() - cpu
     finally:
         for handle in handles:
             handle.remove()
     return cpu, collate, calls
+
+
+def _train(run: Run, plan: Sequence[Sequence[int]]) -> float:
+    """Train ``plan`` through the loop's step; the process CPU seconds of building its batches."""
+    state = runner.LoopState(lr=run.train_config.optimizer.lr)
+    train = run.splits["train"]
+    run.model.train()
+    collate = 0.0
+    for indices in plan:
+        started = time.process_time()
+        batch = run.recipe.collate([train[i] for i in indices], run.represent)
+        collate += time.process_time() - started
+        runner._train_batch(run, state, batch)
+    return collate
 
 
 def replay(calls: Sequence[Call]) -> float:
@@ -137,13 +148,8 @@ def record_products(run: Run, plan: Sequence[Sequence[int]]) -> dict[Product, in
     ran, forward and backward."""
     from torch.profiler import ProfilerActivity, profile
 
-    state = runner.LoopState(lr=run.train_config.optimizer.lr)
-    train = run.splits["train"]
-    run.model.train()
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        for indices in plan:
-            batch = run.recipe.collate([train[i] for i in indices], run.represent)
-            runner._train_batch(run, state, batch)
+        _train(run, plan)
     counts: dict[Product, int] = {}
     for event in prof.key_averages(group_by_input_shape=True):
         if event.key in PRODUCTS:
@@ -174,12 +180,7 @@ def replay_products(counts: dict[Product, int]) -> float:
     total = 0.0
     for (op, shapes), count in sorted(counts.items()):
         operands = [torch.randn(shape, generator=generator) for shape in shapes]
-        call = {
-            "aten::mm": torch.mm,
-            "aten::addmm": torch.addmm,
-            "aten::bmm": torch.bmm,
-            "aten::baddbmm": torch.baddbmm,
-        }[op]
+        call = PRODUCTS[op]
         call(*operands)  # untimed: the kernel's first call
         started = time.process_time()
         for _ in range(count):

@@ -22,7 +22,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from experiments.peer.render import peer_row
 from experiments.peer.run import PeerRequest, Series, collect
 
 #: The tasks whose dev units are single labelled examples.
@@ -76,37 +78,40 @@ def f_test_3v3(sd_a: float, sd_b: float) -> float:
     return min(1.0, 2.0 / (1.0 + f))
 
 
-def _print_series(series: Series, gold: Mapping[str, str]) -> None:
+#: One evaluation of one seed: seed, epoch, accuracy (points), recall per gold label (points).
+Point = tuple[int, int, float, dict[str, float]]
+
+
+def _points(series: Series, gold: Mapping[str, str]) -> list[Point]:
+    """Every evaluation of ``series`` with its units, recall per label computed once."""
+    out = []
     for seed, points in sorted(series.runs.items()):
-        for p in points:
-            if p.units is None:
-                continue
-            ids, rows = p.units
-            recall = recall_by_label(ids, [r[0] for r in rows], gold)
-            cells = "  ".join(f"{label[:4]} {100 * v:5.1f}" for label, v in recall.items())
-            where = f"{series.side:8}  seed {seed}  epoch {p.epoch}"
-            print(f"  {where}  acc {100 * p.metric:5.1f}  {cells}")
-
-
-def _imbalance(series: Series, gold: Mapping[str, str]) -> dict[int, float]:
-    """Per epoch, the mean over seeds of the gap between the best- and worst-recalled label
-    (points): how far from balanced each seed's decision boundary sits."""
-    by_epoch: dict[int, list[float]] = defaultdict(list)
-    for points in series.runs.values():
         for p in points:
             if p.units is not None:
                 ids, rows = p.units
-                recall = recall_by_label(ids, [r[0] for r in rows], gold).values()
-                by_epoch[p.epoch].append(100 * (max(recall) - min(recall)))
-    return {e: statistics.fmean(v) for e, v in sorted(by_epoch.items())}
+                recall = recall_by_label(ids, [r[0] for r in rows], gold)
+                out.append((seed, p.epoch, 100 * p.metric, {k: 100 * v for k, v in recall.items()}))
+    return out
 
 
-def _sds(series: Series) -> dict[int, float]:
+def _per_epoch(points: Sequence[Point], value: Any) -> dict[int, list[float]]:
     by_epoch: dict[int, list[float]] = defaultdict(list)
-    for points in series.runs.values():
-        for p in points:
-            by_epoch[p.epoch].append(100 * p.metric)
-    return {e: statistics.stdev(v) for e, v in sorted(by_epoch.items()) if len(v) > 1}
+    for point in points:
+        by_epoch[point[1]].append(value(point))
+    return dict(sorted(by_epoch.items()))
+
+
+def _sds(points: Sequence[Point]) -> dict[int, float]:
+    """Per epoch, the seeds' sd of the accuracy (points)."""
+    by_epoch = _per_epoch(points, lambda p: p[2])
+    return {e: statistics.stdev(v) for e, v in by_epoch.items() if len(v) > 1}
+
+
+def _imbalance(points: Sequence[Point]) -> dict[int, float]:
+    """Per epoch, the mean over seeds of the gap between the best- and worst-recalled label
+    (points): how far from balanced each seed's decision boundary sits."""
+    gaps = _per_epoch(points, lambda p: max(p[3].values()) - min(p[3].values()))
+    return {e: statistics.fmean(v) for e, v in gaps.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,24 +130,25 @@ def main(argv: list[str] | None = None) -> int:
 
     gold = gold_labels(args.task, args.data, args.dev)
     seeds = tuple(int(s) for s in args.seeds.split(","))
-    representation = "none" if args.row == "baseline" else "elmo"
+    representation = "none" if peer_row(args.row) == "baseline" else "elmo"
     request = PeerRequest(
         args.task, args.data, (), seeds, args.epochs, args.batch_size, (representation,)
     )
     found = {(s.side, s.row): s for s in collect(request, args.out)}
-    peer_row = "baseline" if args.row == "baseline" else "elmo"
-    sides = [found.get(("allennlp", peer_row)), found.get(("project", args.row))]
-    if None in sides:
+    keys = [("allennlp", peer_row(args.row)), ("project", args.row)]
+    if any(key not in found for key in keys):
         raise SystemExit(
             f"no stored {args.task} records of row {args.row!r} on both sides under {args.out} "
             f"(data {args.data}, seeds {args.seeds}, {args.epochs} epochs, batch {args.batch_size})"
         )
+    sides = [(found[key].side, _points(found[key], gold)) for key in keys]
     print(f"{args.task} peer, row {args.row!r}: dev accuracy and recall per gold label (%)")
-    for series in sides:
-        assert series is not None
-        _print_series(series, gold)
-    sds = [_sds(s) for s in sides if s is not None]
-    gaps = [_imbalance(s, gold) for s in sides if s is not None]
+    for side, points in sides:
+        for seed, epoch, accuracy, recall in points:
+            cells = "  ".join(f"{label[:4]} {v:5.1f}" for label, v in recall.items())
+            print(f"  {side:8}  seed {seed}  epoch {epoch}  acc {accuracy:5.1f}  {cells}")
+    sds = [_sds(points) for _, points in sides]
+    gaps = [_imbalance(points) for _, points in sides]
     print("\nper epoch (points): seed sd of the accuracy, allennlp / project; mean best-worst")
     print("label recall gap, allennlp / project")
     for epoch in sorted(sds[0]):
