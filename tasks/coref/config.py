@@ -99,6 +99,14 @@ class CorefConfig:
     document_as_one_sequence: bool = added_field(
         False, why="the representation reads each document as one token sequence (allennlp)"
     )
+    # Where the model's dropout ``dropout`` applies: "e2e" (e2e-coref: the context LSTM's
+    # recurrent mask, its output, the width and pair feature embeddings and between the FFNN
+    # layers) or "allennlp" (allennlp-models v2.10.1 coref.py: between the FFNN layers only, its
+    # ``mention_feedforward`` and ``antecedent_feedforward``; its context LSTM, its output and
+    # its feature embeddings carry none). The lexical dropout applies either way.
+    dropout_sites: Literal["e2e", "allennlp"] = added_field(
+        "e2e", why="dropout between the FFNN layers only, as allennlp's coref model"
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 < self.spans_per_word <= 1.0:
@@ -107,6 +115,9 @@ class CorefConfig:
             raise ValueError("max_span_width, max_antecedents, max_training_sentences must be >= 1")
         if self.init not in ("torch", "allennlp"):
             raise ValueError(f"init must be 'torch' or 'allennlp', got {self.init!r}")
+        if self.dropout_sites not in ("e2e", "allennlp"):
+            sites = self.dropout_sites
+            raise ValueError(f"dropout_sites must be 'e2e' or 'allennlp', got {sites!r}")
         if self.antecedent_block < 1:
             raise ValueError("antecedent_block must be >= 1")
         if not self.char_widths or min(self.char_widths) < 1:

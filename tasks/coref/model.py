@@ -367,10 +367,12 @@ class SpanRankingCoref(nn.Module):
         )
         text_dim = sum(v.shape[1] for v in tables) + self.chars.output_dim
         self.lexical_dropout = nn.Dropout(config.lexical_dropout)
-        self.dropout = nn.Dropout(config.dropout)
-        self.encoder = CoupledBiLSTM(
-            text_dim + injector.extra_dim("input"), config.hidden, config.dropout
-        )
+        self.dropout = nn.Dropout(config.dropout)  # between the FFNN layers
+        # the dropout outside the FFNNs: the context LSTM's recurrent mask, its output and the
+        # feature embeddings (none of them under allennlp's sites; see CorefConfig.dropout_sites)
+        outer = config.dropout if config.dropout_sites == "e2e" else 0.0
+        self.outer_dropout = nn.Dropout(outer)
+        self.encoder = CoupledBiLSTM(text_dim + injector.extra_dim("input"), config.hidden, outer)
         context_dim = self.encoder.output_dim + injector.extra_dim("output")
         f = config.feature_size
         self.width_embedding = (
@@ -466,7 +468,7 @@ class SpanRankingCoref(nn.Module):
             torch.cat([*words, self.chars(batch.chars)], dim=-1)
         )  # (n, t, text)
         x = self.injector.concat("input", text, injected)  # (n, t, text + elmo?)
-        h = self.dropout(self.encoder(x, mask))  # (n, t, 2·hidden)
+        h = self.outer_dropout(self.encoder(x, mask))  # (n, t, 2·hidden)
         h = self.injector.concat("output", h, injected)  # (n, t, context_dim)
         rows = torch.arange(mask.shape[0], device=mask.device)[:, None].expand_as(mask)
         values = x if self.config.head_reads_elmo else text  # (n, t, head_dim)
@@ -478,7 +480,7 @@ class SpanRankingCoref(nn.Module):
         """Step 3: ``[context_start; context_end; width; head]`` (N, span_dim)."""
         parts = [context[starts], context[ends]]  # (N, context_dim) each
         if self.width_embedding is not None:
-            parts.append(self.dropout(self.width_embedding(ends - starts)))  # (N, f)
+            parts.append(self.outer_dropout(self.width_embedding(ends - starts)))  # (N, f)
         if self.head_scorer is not None:
             width = self.config.max_span_width
             offsets = torch.arange(width, device=starts.device)  # (W,)
@@ -513,7 +515,7 @@ class SpanRankingCoref(nn.Module):
             + (targets[:, None, :] * g_j) @ weight[:, 2 * d : 3 * d].T  # (B, K, H)
         )
         if features is not None:
-            hidden = hidden + self.dropout(features) @ weight[:, 3 * d :].T  # (B, K, H)
+            hidden = hidden + self.outer_dropout(features) @ weight[:, 3 * d :].T  # (B, K, H)
         if self.pair_rest is None:
             return hidden.squeeze(-1)
         return self.pair_rest(self.dropout(F.relu(hidden))).squeeze(-1)  # (B, K)

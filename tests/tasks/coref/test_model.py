@@ -391,3 +391,26 @@ def test_allennlp_init_draws_xavier_normal_scorers_and_feature_embeddings() -> N
     assert abs(sum(spread["torch"]) / 20 - 1.0) < 0.15
     with pytest.raises(ValueError, match="init"):
         dataclasses.replace(CONFIG, init="glorot")  # type: ignore[arg-type]
+
+
+def test_allennlp_dropout_sites_keep_dropout_between_the_ffnn_layers_only() -> None:
+    """``dropout_sites="allennlp"``: in training the context (recurrent mask and output) and the
+    width features come out as in evaluation (no dropout there), while the FFNNs still drop;
+    under the default e2e sites the same training pass differs from evaluation."""
+    batch = _batch()
+    for sites, context_drops in (("e2e", True), ("allennlp", False)):
+        config = dataclasses.replace(CONFIG, lexical_dropout=0.0, dropout=0.5, dropout_sites=sites)
+        model = _model(config=config)
+        context, values, _ = model.encode(batch)
+        starts, ends = torch.tensor([0, 1, 4]), torch.tensor([1, 3, 4])
+        spans = model.span_embeddings(context, values, starts, ends)  # (3, span_dim)
+        model.train()
+        torch.manual_seed(1)
+        context_t, values_t, _ = model.encode(batch)
+        spans_t = model.span_embeddings(context_t, values_t, starts, ends)
+        assert torch.equal(values_t, values)
+        assert torch.allclose(spans_t, spans) is not context_drops
+        scores = model.mention_scorer(spans)  # (3, 1): the FFNN drops under both sites
+        assert not torch.allclose(scores, model.eval().mention_scorer(spans))
+    with pytest.raises(ValueError, match="dropout_sites"):
+        dataclasses.replace(CONFIG, dropout_sites="tf")  # type: ignore[arg-type]
