@@ -680,6 +680,22 @@ def test_caption_names_commits_devices_biLMs_and_result_versions() -> None:
     text = " ".join(provenance_lines(tuned[:3]))
     assert "⚠ runs rest on 2 different biLM fingerprints for" in text
     assert "fine-tuned for snli: 00000000 (1 run), 22222222 (1 run)." in text
+    # a representation trained with its task model (adapt) ends each run on weights of its
+    # own: named by the identity's fingerprint (what it started from), not a mismatch
+    adapted = [
+        dataclasses.replace(
+            record,
+            spec=dataclasses.replace(record.spec, representation_config={"adapt": "lora"}, seed=i),
+            provenance=provenance(
+                representation_fingerprint=f"{i}" * 64,
+                identity={**ident, "representation": "abcd" * 16},
+            ),
+        )
+        for i, record in enumerate(store.records[2:3] * 2)
+    ]
+    text = " ".join(provenance_lines(adapted))
+    assert "⚠" not in text
+    assert "biLM elmo adapt=lora [abcdabcd]" in text
 
 
 def test_caption_says_when_runs_differ_in_data_or_preset() -> None:

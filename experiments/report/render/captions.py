@@ -222,9 +222,16 @@ def _short(value: object) -> str | None:
 
 
 def bilm_keys(record: RunRecord) -> tuple[str | None, str | None]:
-    """The weights' fingerprint and the identity's representation fingerprint (full)."""
+    """The weights' fingerprint and the identity's representation fingerprint (full).
+
+    A representation that trains with its task model (``adapt=finetune`` or ``lora``) ends
+    each run with weights of its own, fingerprinted after training; its key is the identity's
+    fingerprint alone, which names the weights and options it started from.
+    """
     fingerprint = record.provenance.representation_fingerprint
     representation = _identity(record).get("representation")
+    if record.spec.representation_config.get("adapt", "frozen") != "frozen":
+        fingerprint = None
     return fingerprint or None, representation if isinstance(representation, str) else None
 
 
