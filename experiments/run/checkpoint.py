@@ -19,15 +19,17 @@ Example::
 
 A training run (:class:`experiments.run.setup.Run`) keeps its checkpoint as :data:`CHECKPOINT` in
 its work folder, written under its configuration and identity: :func:`save_run` and :func:`resume`.
+One process at a time trains in a work folder (:func:`work_folder_held`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +47,7 @@ __all__ = [
     "StaleCheckpoint",
     "TrainingParts",
     "Weights",
+    "WorkFolderBusy",
     "frozen_references",
     "load_checkpoint",
     "resume",
@@ -53,11 +56,43 @@ __all__ = [
     "save_run",
     "set_rng_state",
     "tensor_reference",
+    "work_folder_held",
 ]
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint.pt"  # its name in a run's work folder
+WORK_LOCK = ".lock"  # held by the process training in a work folder
+
+
+class WorkFolderBusy(RuntimeError):
+    """Another process is training the run in this work folder."""
+
+
+@contextlib.contextmanager
+def work_folder_held(work: Path, run_id: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``work/.lock`` while a run trains in ``work``.
+
+    Two commands with different stores but one work root would otherwise train the same run
+    in one folder, each resuming from and overwriting the other's checkpoint.
+
+    Raises:
+        WorkFolderBusy: another process holds the folder (without ``fcntl``, on Windows, the
+            folder is not locked).
+    """
+    from experiments.run.store import lock_file
+
+    handle = lock_file(Path(work) / WORK_LOCK, blocking=False)
+    if handle is None:
+        raise WorkFolderBusy(
+            f"run {run_id} is being trained by another process in {work} (its {WORK_LOCK} is "
+            "locked): wait for that process, or give this command another work folder (--work)"
+        )
+    try:
+        yield
+    finally:
+        handle.close()
+
 
 Weights = dict[str, torch.Tensor]  # state-dict name → tensor
 

@@ -44,7 +44,7 @@ from torch import Tensor, nn
 from bilm.devices import autocast
 from bilm.files import write_json
 from experiments.run import health, progress, scoring
-from experiments.run.checkpoint import Weights, resume, save_run
+from experiments.run.checkpoint import Weights, resume, save_run, work_folder_held
 from experiments.run.optim import set_lr
 from experiments.run.represent import (
     carried_state,
@@ -184,6 +184,18 @@ def train(
     started = time.perf_counter()
     _set_threads(options.threads)
     run = set_up(resolve(spec) if isinstance(spec, RunSpec) else spec, options)
+    with work_folder_held(run.work, run.spec.run_id):
+        return _train_loop(run, options, sink, stop_after_evals, started)
+
+
+def _train_loop(
+    run: Run,
+    options: RunOptions,
+    sink: Sink | None,
+    stop_after_evals: int | None,
+    started: float,
+) -> TrainOutcome:
+    """:func:`train`'s loop over a set-up run whose work folder this process holds."""
     cfg, train_split = run.train_config, run.splits["train"]
     state = (None if options.fresh else _load(run)) or LoopState(lr=cfg.optimizer.lr)
     started -= state.wall_s  # the run's clock goes on from its checkpoint

@@ -395,7 +395,7 @@ class ResultsStore:
     @contextlib.contextmanager
     def _locked(self, task: str) -> Iterator[None]:
         """An exclusive lock on ``<root>/<task>/.lock`` for the block (all writers of a task)."""
-        handle = _lock_file(self.root / task / ".lock", blocking=True)
+        handle = lock_file(self.root / task / ".lock", blocking=True)
         try:
             yield
         finally:
@@ -408,7 +408,7 @@ class ResultsStore:
         block until it is free (the other process has stored or abandoned the run)."""
         path = self.root / spec.task / ".claims" / spec.run_id
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = _lock_file(path, blocking=wait)
+        handle = lock_file(path, blocking=wait)
         return None if handle is None else Claim(spec.run_id, handle)
 
     def has(self, run_id: str) -> bool:
@@ -671,7 +671,7 @@ def _serialise(record: RunRecord) -> dict[str, str]:
     }
 
 
-def _lock_file(path: Path, blocking: bool) -> Any:
+def lock_file(path: Path, blocking: bool) -> Any:
     """An open file holding an exclusive ``flock`` on ``path`` (created if needed); ``None``
     when not ``blocking`` and another process holds it. Without ``fcntl`` (Windows) the file is
     opened unlocked: one writer per store there."""

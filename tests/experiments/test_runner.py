@@ -525,3 +525,21 @@ def test_epoch_units_store_each_evaluations_dev_statistics(toy: object, tmp_path
         # accuracy rows are (correct, 1): their mean is the evaluation's dev accuracy
         assert correct / len(data["rows"]) == pytest.approx(record["dev_accuracy"])
     assert len({r["units_file"] for r in with_units.log}) == len(with_units.log)
+
+
+def test_a_work_folder_another_process_trains_in_is_refused(toy: object, tmp_path: Path) -> None:
+    """Two commands with their own stores but one work root must not train one run in one
+    folder (each would resume from and overwrite the other's checkpoint)."""
+    from experiments.run.checkpoint import WORK_LOCK, WorkFolderBusy
+    from experiments.run.store import lock_file
+
+    spec = toy_spec(overrides=("train.epochs=1",))
+    other = lock_file(tmp_path / "w" / "toy" / spec.run_id / WORK_LOCK, blocking=False)
+    assert other is not None  # the other process's hold (a second open file description)
+    with pytest.raises(WorkFolderBusy, match=f"run {spec.run_id} is being trained by another"):
+        train(spec, opts(tmp_path / "w"))
+    assert not (tmp_path / "w" / "toy" / spec.run_id / "checkpoint.pt").exists()
+    other.close()
+    first = train(spec, opts(tmp_path / "w"))  # released: trains, and releases in turn
+    again = train(spec, opts(tmp_path / "w", fresh=True))
+    assert strip(again.log) == strip(first.log)
