@@ -530,6 +530,8 @@ def run_spec(spec: RunSpec | ResolvedRun, options: RunOptions = DEFAULT_OPTIONS)
     )
     assert resolved.identity is not None
     identity = resolved.identity.to_dict()
+    # the commit and sources the run starts from (a checkout may move on while it trains)
+    code = code_version()
     outcome = train(resolved, options)
     provenance = dataclasses.replace(
         collect_env(
@@ -537,8 +539,10 @@ def run_spec(spec: RunSpec | ResolvedRun, options: RunOptions = DEFAULT_OPTIONS)
             representation_fingerprint=outcome.representation_fingerprint,
             data_fingerprint=resolved.identity.data,
         ),
+        git_sha=code.git_sha,
+        git_dirty=code.git_dirty,
         identity=identity,
-        code=code_version().to_dict(),
+        code=code.to_dict(),
     )
     metrics = {
         **outcome.metrics,

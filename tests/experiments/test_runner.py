@@ -543,3 +543,20 @@ def test_a_work_folder_another_process_trains_in_is_refused(toy: object, tmp_pat
     first = train(spec, opts(tmp_path / "w"))  # released: trains, and releases in turn
     again = train(spec, opts(tmp_path / "w", fresh=True))
     assert strip(again.log) == strip(first.log)
+
+
+def test_a_record_names_the_commit_its_run_started_from(
+    toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout that moves on while a run trains (records committed between runs) must not
+    lend the record its later commit: both commit fields are read before training."""
+    from experiments.run import store
+
+    states = iter([("a" * 40, False)])
+    monkeypatch.setattr(store, "git_state", lambda repo: next(states, ("b" * 40, True)))
+    record = runner.run_spec(toy_spec(overrides=("train.epochs=1",)), opts(tmp_path / "w"))
+    assert (record.provenance.git_sha, record.provenance.git_dirty) == ("a" * 40, False)
+    assert (record.provenance.code["git_sha"], record.provenance.code["git_dirty"]) == (
+        "a" * 40,
+        False,
+    )
