@@ -95,7 +95,7 @@ def test_a_killed_writer_leaves_only_an_invisible_temporary_folder(tmp_path: Pat
 
 
 def _unlocked(path: Path, blocking: bool) -> IO[str]:
-    """``_lock_file`` of a filesystem without ``flock`` (or Windows): the file, opened, unlocked."""
+    """``lock_file`` of a filesystem without ``flock`` (or Windows): the file, opened, unlocked."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return path.open("a+")
 
@@ -103,11 +103,11 @@ def _unlocked(path: Path, blocking: bool) -> IO[str]:
 def test_writer_that_loses_the_rename_race_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without a working lock (simulated: ``_lock_file`` opens the file unlocked, as on a
+    """Without a working lock (simulated: ``lock_file`` opens the file unlocked, as on a
     filesystem without ``flock``; with the real lock the rival ``put``, called from inside the
     first one, would wait for it forever), the rename into place still decides: the writer
     that finishes second raises :class:`RunExistsError` and the first record stays."""
-    monkeypatch.setattr(store_module, "_lock_file", _unlocked)
+    monkeypatch.setattr(store_module, "lock_file", _unlocked)
     store = ResultsStore(tmp_path)
     record = make_record(make_spec(), 0.25)
     real_write = store_module.write_text
