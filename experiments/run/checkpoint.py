@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from bilm.files import save_torch
+from experiments.run.store import lock_file
 
 __all__ = [
     "CHECKPOINT",
@@ -80,8 +81,6 @@ def work_folder_held(work: Path, run_id: str) -> Iterator[None]:
         WorkFolderBusy: another process holds the folder (without ``fcntl``, on Windows, the
             folder is not locked).
     """
-    from experiments.run.store import lock_file
-
     handle = lock_file(Path(work) / WORK_LOCK, blocking=False)
     if handle is None:
         raise WorkFolderBusy(

@@ -538,9 +538,8 @@ def run_spec(spec: RunSpec | ResolvedRun, options: RunOptions = DEFAULT_OPTIONS)
             device=outcome.device,
             representation_fingerprint=outcome.representation_fingerprint,
             data_fingerprint=resolved.identity.data,
+            git=(code.git_sha, code.git_dirty),
         ),
-        git_sha=code.git_sha,
-        git_dirty=code.git_dirty,
         identity=identity,
         code=code.to_dict(),
     )

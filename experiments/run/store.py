@@ -594,6 +594,7 @@ def collect_env(
     representation_fingerprint: str | None = None,
     data_fingerprint: str | None = None,
     repo: str | os.PathLike[str] = REPO_ROOT,
+    git: tuple[str | None, bool | None] | None = None,
 ) -> Provenance:
     """Describe the current process for :class:`RunRecord.provenance`.
 
@@ -605,13 +606,15 @@ def collect_env(
         representation_fingerprint: e.g. ``fingerprint_files(weights_path)``.
         data_fingerprint: e.g. ``fingerprint_files(data_dir)``.
         repo: the git checkout whose commit is recorded.
+        git: its commit and dirty flag as already read (say, when the run started); read from
+            ``repo`` now when ``None``.
     """
     packages = {}
     for name in KEY_PACKAGES:
         version = _version(name)
         if version is not None:
             packages[name] = version
-    sha, dirty = git_state(Path(repo))
+    sha, dirty = git if git is not None else git_state(Path(repo))
     return Provenance(
         git_sha=sha,
         git_dirty=dirty,
