@@ -4,7 +4,7 @@ alone cost.
 Usage::
 
     python benchmarks/recurrent_floor.py --spec results/peer/project-runs/squad/<id>/spec.json
-        [--batches N] [--repeats 3] [--threads 1] [--device cpu]
+        [--batches N] [--repeats 3] [--threads 1] [--device cpu] [--precision fp32]
 
 The run is set up from its spec exactly as ``python -m experiments run --spec`` sets it up
 (:func:`experiments.run.setup.setup_data`, :func:`experiments.run.setup.set_up`; a spec that names a
@@ -12,11 +12,16 @@ plug-in representation is refused), then one epoch of its own batch plan (seeded
 the first ``--batches`` batches) runs through the loop's training step (``experiments.run.runner``:
 forward, loss, backward, clipping, optimizer step) after one untimed warm-up batch. Every call
 of a ``torch.nn`` RNN module (``nn.GRU``, ``nn.LSTM``) in that epoch is recorded (its input, a
-packed sequence or a tensor, copied); then the same calls are replayed alone, forward and
-backward against a fixed output gradient, with the run's own modules and weights. Printed, as
-medians over ``--repeats`` rounds of process CPU seconds: the epoch, the recurrent replay and
-its share of the epoch, and the building of the batches (with a live biLM, as the ``carry``
-rows run it, its forward pass).
+packed sequence or a tensor, copied; the calls go through :func:`tasks.common.layers.run_rnn`);
+then the same calls are replayed alone, forward and backward against a fixed output gradient,
+with the run's own modules and weights. Printed, as medians over ``--repeats`` rounds of
+process CPU seconds: the epoch, the recurrent replay and its share of the epoch, and the
+building of the batches (with a live biLM, as the ``carry`` rows run it, its forward pass).
+
+Side by side in the same rounds, the epoch and the replay run once more with torch's own packed
+RNN loop (:func:`tasks.common.packed_rnn.torch_loop`) instead of the step loop the tasks train
+with: the two compute the same numbers, and the ratio is what the step loop's linear-time
+backward saves.
 
 Then one more pass over the same batches runs under ``torch.profiler`` to record every matrix
 product the epoch computes (``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``; forward and backward,
@@ -51,10 +56,12 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import machine_info  # noqa: E402
+from bilm.devices import autocast  # noqa: E402
 from experiments.run import runner  # noqa: E402
 from experiments.run.resolve import resolve  # noqa: E402
 from experiments.run.setup import Run, RunOptions, seed_everything, set_up, setup_data  # noqa: E402
 from experiments.run.spec import RunSpec  # noqa: E402
+from tasks.common import layers, packed_rnn  # noqa: E402
 from tasks.core import batch_plan  # noqa: E402
 
 #: One recorded call: the module and a detached copy of its input.
@@ -96,20 +103,20 @@ def record_epoch(run: Run, plan: Sequence[Sequence[int]]) -> tuple[float, float,
     """Train ``plan`` through the loop's step: its process CPU seconds, those of building the
     batches (with a live biLM, its forward pass) and every RNN call."""
     calls: list[Call] = []
+    output = layers._output
 
-    def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
-        calls.append((module, _copy(args[0])))  # type: ignore[arg-type]
+    def recording(rnn: Any, x: Any) -> Any:
+        if isinstance(rnn, nn.RNNBase):
+            calls.append((rnn, _copy(x)))
+        return output(rnn, x)
 
-    handles = [
-        m.register_forward_pre_hook(hook) for m in run.model.modules() if isinstance(m, nn.RNNBase)
-    ]
+    layers._output = recording  # every task RNN call passes through run_rnn
     try:
         cpu = time.process_time()
         collate = _train(run, plan)
         cpu = time.process_time() - cpu
     finally:
-        for handle in handles:
-            handle.remove()
+        layers._output = output
     return cpu, collate, calls
 
 
@@ -127,14 +134,16 @@ def _train(run: Run, plan: Sequence[Sequence[int]]) -> float:
     return collate
 
 
-def replay(calls: Sequence[Call]) -> float:
-    """Process CPU seconds of every call's forward and backward, alone."""
+def replay(calls: Sequence[Call], precision: str = "fp32") -> float:
+    """Process CPU seconds of every call's forward and backward, alone (the forward under the
+    run's precision, as in its training step)."""
     generator = torch.Generator().manual_seed(0)
     total = 0.0
     for module, value in calls:
         inputs = _with_grad(value)
         started = time.process_time()
-        output = module(inputs)[0]
+        with autocast(inputs.data.device, precision):
+            output = layers.run_rnn(module, inputs)
         data = output.data if isinstance(output, PackedSequence) else output
         grad = torch.randn(data.shape, generator=generator, dtype=data.dtype)
         data.backward(grad)
@@ -190,15 +199,22 @@ def replay_products(counts: dict[Product, int]) -> float:
 
 
 def measure(
-    spec: RunSpec, batches: int | None, repeats: int, device: str, work: Path
+    spec: RunSpec,
+    batches: int | None,
+    repeats: int,
+    device: str,
+    work: Path,
+    precision: str = "fp32",
 ) -> dict[str, Any]:
-    """Medians over ``repeats`` rounds: the epoch's CPU seconds and its RNN calls' alone."""
+    """Medians over ``repeats`` rounds: the epoch's CPU seconds and its RNN calls' alone, each
+    also with torch's own packed RNN loop."""
     if spec.plugin is not None:
         raise SystemExit(f"error: {spec.task}: a plug-in representation is not set up here")
     resolved = resolve(spec)
     seed_everything(spec.seed)
     data = setup_data(resolved, max_skipped=1.0)
-    run = set_up(resolved, RunOptions(work_root=work, device=device, progress=False), data)
+    options = RunOptions(work_root=work, device=device, precision=precision, progress=False)
+    run = set_up(resolved, options, data)
     train = run.splits["train"]
     plan = batch_plan(
         [run.recipe.size(e) for e in train], run.train_config, runner.epoch_seed(spec.seed, 0)
@@ -206,11 +222,15 @@ def measure(
     plan = plan[:batches] if batches else plan
     record_epoch(run, plan[:1])  # warm-up: allocations, lazy set-up
     epochs, batching, alone, products = [], [], [], []
+    torch_epochs, torch_alone = [], []
     for _ in range(repeats):
         cpu, collate, calls = record_epoch(run, plan)
         epochs.append(cpu)
         batching.append(collate)
-        alone.append(replay(calls))
+        alone.append(replay(calls, precision))
+        with packed_rnn.torch_loop():
+            torch_epochs.append(record_epoch(run, plan)[0])
+            torch_alone.append(replay(calls, precision))
     counts = record_products(run, plan)
     for _ in range(repeats):
         products.append(replay_products(counts))
@@ -220,6 +240,8 @@ def measure(
         "epoch_cpu_s": statistics.median(epochs),
         "batch_cpu_s": statistics.median(batching),
         "recurrent_cpu_s": statistics.median(alone),
+        "torch_loop_epoch_cpu_s": statistics.median(torch_epochs),
+        "torch_loop_recurrent_cpu_s": statistics.median(torch_alone),
         "products": sum(counts.values()),
         "product_gflop": sum(product_flops(p) * n for p, n in counts.items()) / 1e9,
         "product_cpu_s": statistics.median(products),
@@ -233,6 +255,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="rounds (median)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (peer runs: 1)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     return parser.parse_args(argv)
 
 
@@ -243,10 +266,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     info = machine_info()
     print(
         f"{spec.task} {spec.preset} {spec.representation} ({args.spec}); {info['cpu']}, "
-        f"{args.threads} thread(s), torch {torch.__version__}"
+        f"{args.threads} thread(s), torch {torch.__version__}, {args.precision}"
     )
     with tempfile.TemporaryDirectory() as work:
-        result = measure(spec, args.batches, args.repeats, args.device, Path(work))
+        result = measure(spec, args.batches, args.repeats, args.device, Path(work), args.precision)
     share = result["recurrent_cpu_s"] / result["epoch_cpu_s"]
     print(
         f"one epoch: {result['batches']} batches, {result['epoch_cpu_s']:.2f} CPU s "
@@ -255,6 +278,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(
         f"its {result['rnn_calls']} RNN calls alone, forward + backward: "
         f"{result['recurrent_cpu_s']:.2f} CPU s = {share:.1%} of the epoch"
+    )
+    epoch, torch_epoch = result["epoch_cpu_s"], result["torch_loop_epoch_cpu_s"]
+    rnn, torch_rnn = result["recurrent_cpu_s"], result["torch_loop_recurrent_cpu_s"]
+    print(
+        f"with torch's own packed RNN loop, side by side: the epoch {torch_epoch:.2f} CPU s "
+        f"(the step loop's {epoch / torch_epoch:.2f}x), the RNN calls {torch_rnn:.2f} CPU s "
+        f"(the step loop's {rnn / torch_rnn:.2f}x)"
     )
     batch = result["batch_cpu_s"]
     print(

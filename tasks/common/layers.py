@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from bilm.lstm import cpu_bf16_unit
+from tasks.common import packed_rnn
 
 _Seq = TypeVar("_Seq", Tensor, PackedSequence)
 
@@ -50,6 +51,10 @@ def run_rnn(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
     recurrent models (a BCN-sized biLSTM's forward and backward about 1.8× faster than
     float32 on an AMD EPYC with AVX-512-bf16). On CUDA autocast is left as it is.
 
+    A packed sequence on the CPU, while autograd records, runs through
+    :func:`tasks.common.packed_rnn.packed_rnn`: torch's own operations, bitwise, without the
+    per-step full-size gradients of its C++ loop's backward.
+
     Args:
         rnn: an ``nn.RNNBase`` (or a callable with its signature, e.g. a ``functional_call``).
         x: ``(batch, time, in)`` batch-first tensor or a packed sequence.
@@ -59,9 +64,17 @@ def run_rnn(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
     """
     if x.data.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
         if torch.get_autocast_dtype("cpu") == torch.bfloat16 and _bf16_unit():
-            return rnn(x)[0].float()
+            return _output(rnn, x).float()
         with torch.autocast("cpu", enabled=False):
-            return rnn(x.float())[0]
+            return _output(rnn, x.float())
+    return _output(rnn, x)
+
+
+def _output(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
+    """``rnn(x)[0]``; a packed CPU sequence in training through
+    :func:`tasks.common.packed_rnn.packed_rnn` (bitwise the same, backward in linear time)."""
+    if packed_rnn.applies(rnn, x):
+        return packed_rnn.packed_rnn(rnn, x)  # type: ignore[arg-type,return-value]
     return rnn(x)[0]
 
 

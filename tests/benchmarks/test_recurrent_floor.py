@@ -35,8 +35,11 @@ def test_squad_epoch_records_its_five_gru_calls_per_batch(tmp_path: Path, capsys
     assert result["batches"] == 2 and result["rnn_calls"] == 10
     assert 0.0 < result["recurrent_cpu_s"] < result["epoch_cpu_s"]
     assert 0.0 < result["product_cpu_s"] < result["epoch_cpu_s"] and result["product_gflop"] > 0
+    # side by side with torch's own packed loop: the same work, timed both ways
+    assert result["torch_loop_epoch_cpu_s"] > 0.0 and result["torch_loop_recurrent_cpu_s"] > 0.0
     out = capsys.readouterr().out
     assert "RNN calls alone" in out and "matrix products" in out
+    assert "torch's own packed RNN loop" in out
 
 
 def test_product_flops_count_two_per_multiply_add() -> None:
