@@ -25,7 +25,8 @@ backward saves.
 
 Then one more pass over the same batches runs under ``torch.profiler`` to record every matrix
 product the epoch computes (``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``; forward and backward,
-with their shapes), and those products are replayed alone on random operands of the same shapes:
+with their shapes), and those products are replayed alone on random operands of the same shapes
+(in the ``--precision``'s dtype):
 their CPU seconds, share of the epoch, FLOPs and GFLOP/s. A model whose recurrence is its own
 loop of cells (SRL's alternating LSTM) has no ``nn`` RNN call; its products are its floor.
 
@@ -56,7 +57,7 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import machine_info  # noqa: E402
-from bilm.devices import autocast  # noqa: E402
+from bilm.devices import autocast, autocast_dtype  # noqa: E402
 from experiments.run import runner  # noqa: E402
 from experiments.run.resolve import resolve  # noqa: E402
 from experiments.run.setup import Run, RunOptions, seed_everything, set_up, setup_data  # noqa: E402
@@ -183,12 +184,14 @@ def product_flops(product: Product) -> int:
     raise ValueError(f"not a matrix product: {op}")
 
 
-def replay_products(counts: dict[Product, int]) -> float:
-    """Process CPU seconds of every recorded product, alone, on random fp32 operands."""
+def replay_products(counts: dict[Product, int], dtype: torch.dtype = torch.float32) -> float:
+    """Process CPU seconds of every recorded product, alone, on random operands of ``dtype``
+    (a bf16 run's: bf16, as autocast runs its products; its few float32 ones are counted as
+    bf16 too)."""
     generator = torch.Generator().manual_seed(0)
     total = 0.0
     for (op, shapes), count in sorted(counts.items()):
-        operands = [torch.randn(shape, generator=generator) for shape in shapes]
+        operands = [torch.randn(shape, generator=generator).to(dtype) for shape in shapes]
         call = PRODUCTS[op]
         call(*operands)  # untimed: the kernel's first call
         started = time.process_time()
@@ -233,7 +236,7 @@ def measure(
             torch_alone.append(replay(calls, precision))
     counts = record_products(run, plan)
     for _ in range(repeats):
-        products.append(replay_products(counts))
+        products.append(replay_products(counts, autocast_dtype(precision) or torch.float32))
     return {
         "batches": len(plan),
         "rnn_calls": len(calls),
