@@ -48,7 +48,13 @@ def torch_loop() -> Iterator[None]:
 def applies(rnn: object, x: object) -> bool:
     """Whether :func:`packed_rnn` computes ``rnn(x)[0]``: a one-layer ``nn.LSTM`` (no
     projection) or ``nn.GRU`` over a packed CPU sequence while autograd records (forward
-    alone gains nothing from it: torch's C++ loop is cheaper to call)."""
+    alone gains nothing from it: torch's C++ loop is cheaper to call).
+
+    An ``nn.LSTM`` over sequences that all have one length is left to torch: there it does
+    not run its C++ loop but oneDNN's LSTM (with ``torch.backends.mkldnn`` disabled its output
+    is the loop's again; measured with torch 2.13), whose arithmetic is not the loop's, so
+    the step loop would change the numbers of such a batch (a DEMO SST-5 epoch has many:
+    short phrases of one length share a batch)."""
     return (
         _ENABLED.get()
         and type(rnn) in (nn.LSTM, nn.GRU)
@@ -57,7 +63,14 @@ def applies(rnn: object, x: object) -> bool:
         and torch.is_grad_enabled()
         and rnn.num_layers == 1  # type: ignore[attr-defined]
         and getattr(rnn, "proj_size", 0) == 0
+        and not (type(rnn) is nn.LSTM and _one_length(x))
     )
+
+
+def _one_length(x: PackedSequence) -> bool:
+    """Whether every sequence in ``x`` has the same length (every step the same rows)."""
+    sizes = x.batch_sizes
+    return bool((sizes == sizes[0]).all())
 
 
 def _lstm_cell(projected: Tensor, state: _State, w_hh: Tensor, b_hh: Tensor | None) -> _State:

@@ -96,6 +96,8 @@ def test_applies_only_where_it_is_the_same_computation() -> None:
     assert not packed_rnn.applies(nn.LSTM(3, 2, num_layers=2), packed)
     assert not packed_rnn.applies(nn.LSTM(3, 4, proj_size=2), packed)
     assert not packed_rnn.applies(nn.RNN(3, 2), packed)
+    uniform = pack_padded_sequence(torch.randn(2, 4, 3), torch.tensor([4, 4]), batch_first=True)
+    assert not packed_rnn.applies(lstm, uniform) and packed_rnn.applies(gru, uniform)
     with torch.no_grad():  # forward alone: torch's C++ loop is cheaper to call
         assert not packed_rnn.applies(lstm, packed)
     with packed_rnn.torch_loop():
@@ -103,12 +105,16 @@ def test_applies_only_where_it_is_the_same_computation() -> None:
     assert packed_rnn.applies(lstm, packed)
 
 
+@pytest.mark.parametrize("lengths", [[6, 2, 4, 1], [6, 6, 6, 6], [1, 1, 1, 1]], ids=str)
 @pytest.mark.parametrize("module", [BiLSTM, BiGRU])
-def test_task_layers_train_bitwise_alike_either_way(module: type[nn.Module]) -> None:
+def test_task_layers_train_bitwise_alike_either_way(
+    module: type[nn.Module], lengths: list[int]
+) -> None:
+    # one length for every sequence: torch's LSTM runs oneDNN's kernel, not its loop
     torch.manual_seed(0)
     layer = module(5, 3)
     x = torch.randn(4, 6, 5)  # (batch, time, in)
-    mask = torch.arange(6)[None, :] < torch.tensor([6, 2, 4, 1])[:, None]  # (batch, time)
+    mask = torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]  # (batch, time)
     grads = []
     for torchs in (False, True):
         layer.zero_grad(set_to_none=True)
@@ -137,3 +143,32 @@ def test_run_rnn_takes_the_step_loop_in_training_and_torchs_in_evaluation(
         evaluated = run_rnn(gru, packed)
     assert taken == [True]
     assert torch.equal(trained.data.detach(), evaluated.data)
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU])
+def test_a_module_called_twice_in_one_graph_sums_its_gradients_as_torch_does(
+    kind: type[nn.RNNBase],
+) -> None:
+    # a shared encoder (ESIM's premise and hypothesis, SQuAD's phrase layer over paragraph and
+    # question) gets one recurrent-weight gradient per step of both calls, which autograd adds
+    # in the order its engine runs them: a loop that summed each call's steps apart first would
+    # round differently, so the per-step nodes stay autograd's own
+    torch.manual_seed(0)
+    rnn = kind(5, 4, batch_first=True, bidirectional=True)
+    inputs = [
+        (torch.randn(6, 9, 5), torch.tensor([9, 3, 7, 1, 9, 5])),
+        (torch.randn(3, 4, 5), torch.tensor([4, 2, 3])),
+    ]
+    grads = []
+    for stepwise in (True, False):
+        rnn.zero_grad(set_to_none=True)
+        total = torch.zeros(())
+        for i, (x, lengths) in enumerate(inputs):
+            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out = packed_rnn.packed_rnn(rnn, packed) if stepwise else rnn(packed)[0]
+            weights = torch.randn(out.data.shape, generator=torch.Generator().manual_seed(i))
+            total = total + (out.data * weights).sum()
+        total.backward()
+        grads.append([p.grad for p in rnn.parameters()])
+    for a, b in zip(*grads, strict=True):
+        assert torch.equal(a, b)
