@@ -68,9 +68,9 @@ def applies(rnn: object, x: object) -> bool:
 
 
 def _one_length(x: PackedSequence) -> bool:
-    """Whether every sequence in ``x`` has the same length (every step the same rows)."""
-    sizes = x.batch_sizes
-    return bool((sizes == sizes[0]).all())
+    """Whether every sequence in ``x`` has the same length: its rows per step never fall
+    (they cannot rise), so the first step has as many as the last."""
+    return bool(x.batch_sizes[0] == x.batch_sizes[-1])
 
 
 def _lstm_cell(projected: Tensor, state: _State, w_hh: Tensor, b_hh: Tensor | None) -> _State:
