@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,23 @@ import torch
 
 import bilm
 import bilm.load
-from benchmarks.bilm_speed.measure import BATCH, ENTRY, LENGTH, REPO, forward, time_calls
+from benchmarks.bilm_speed.measure import (
+    BATCH,
+    ENTRY,
+    LENGTH,
+    REPO,
+    alternate,
+    forward,
+    pair_ratio,
+    time_calls,
+)
 from benchmarks.bilm_speed.targets import IDLE_COST_TOLERANCE
 from benchmarks.common import background_load
 from bilm import batch_to_ids
 from bilm.devices import openmp_environment
+
+#: Alternating rule-on/rule-off idle pairs per ``--load-rounds`` round (the rule's idle cost).
+IDLE_PAIRS_PER_ROUND = 3
 
 
 def busy_other_cpus(seconds: float = 1.0) -> float | None:
@@ -100,6 +113,11 @@ def load_child(spec_path: Path) -> None:
     ids = batch_to_ids(spec["sentences"])
     forward(model, ids)  # warm-up: packing, first-call allocations
     steady = time_calls(lambda: forward(model, ids), spec["rounds"])
+    rule_on: list[float] = []
+    rule_off: list[float] = []
+    switched = 0
+    if spec["idle_pairs"]:
+        rule_on, rule_off, switched = _rule_pairs(model, ids, spec["idle_pairs"])
     idle: list[float] = []
     loaded: list[float] = []
     reduced: list[bool] = []
@@ -114,11 +132,50 @@ def load_child(spec_path: Path) -> None:
         "idle_s": idle,
         "loaded_s": loaded,
         "reduced_after_loaded": reduced,
+        "rule_on_idle_s": rule_on,
+        "rule_off_idle_s": rule_off,
+        "rule_on_idle_reduced": switched,
         "threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "rule": os.environ.get(bilm.load.UNDER_LOAD_ENV, "adapt"),
     }
     Path(spec["out"]).write_text(json.dumps(result), encoding="utf-8")
+
+
+def _rule_pairs(
+    model: bilm.BiLM, ids: torch.Tensor, pairs: int
+) -> tuple[list[float], list[float], int]:
+    """Idle passes with :mod:`bilm.load`'s rule on and off in one process, alternating.
+
+    The rule reads ``ELMO_BENCH_UNDER_LOAD`` at every pass, so one process can time both: the
+    pairs share the process's memory layout and OpenMP team, which separate child processes
+    do not (on a VM their idle speeds differed by up to ±10 % with the same setting).
+
+    Returns:
+        Seconds with the rule on, seconds with it off (pair by pair, order swapped every pair),
+        and how many rule-on passes ended on one thread (0 on an idle machine).
+    """
+    switched = 0
+    env = bilm.load.UNDER_LOAD_ENV
+
+    def with_rule(mode: str) -> Callable[[], None]:
+        def run() -> None:
+            nonlocal switched
+            os.environ[env] = mode
+            forward(model, ids)
+            switched += mode == "adapt" and bilm.load.reduced()
+
+        return run
+
+    previous = os.environ.get(env)
+    try:
+        on, off = alternate(with_rule("adapt"), with_rule("keep"), pairs)
+    finally:
+        if previous is None:
+            os.environ.pop(env, None)
+        else:
+            os.environ[env] = previous
+    return on, off, switched
 
 
 def run_load_child(
@@ -131,6 +188,7 @@ def run_load_child(
     """One child process with the setting's threads, ``OMP_WAIT_POLICY`` (set before torch)
     and :mod:`bilm.load` rule."""
     threads, policy, rule = setting
+    default = setting == load_settings(args.threads)[0]
     with tempfile.TemporaryDirectory(prefix="elmo-bench-load-") as tmp:
         spec = {
             "options": str(options_path),
@@ -141,6 +199,8 @@ def run_load_child(
             "kind": args.load_kind,
             "nice": args.load_nice,
             "out": str(Path(tmp) / "load.json"),
+            # the rule's idle cost, timed in the default setting's process (threads > 1)
+            "idle_pairs": IDLE_PAIRS_PER_ROUND * args.load_rounds if default and threads > 1 else 0,
         }
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -194,10 +254,12 @@ def measure_under_load(
         f"{'idle':>6} {'loaded':>7} {'loaded/steady':>13} {'loaded/default steady':>21}"
     )
     rows: dict[tuple[int, str | None, str], dict[str, float]] = {}
+    children: dict[tuple[int, str | None, str], dict[str, Any]] = {}
     settings = load_settings(args.threads)
     default_key = settings[0]
     for setting in settings:
         child = run_load_child(options_path, weights_path, sentences, setting, args)
+        children[setting] = child
         row = {
             "steady": tokens / statistics.median(child["steady_idle_s"]),
             "idle": tokens / statistics.median(child["idle_s"]),
@@ -223,14 +285,19 @@ def measure_under_load(
     result = {"default_ratio": ratio, "idle_cost": float("nan"), "keep_ratio": float("nan")}
     if keep_key in rows:
         keep = rows[keep_key]
-        idle_cost = default["steady"] / keep["steady"]
-        result["idle_cost"] = idle_cost
         result["keep_ratio"] = keep["loaded"] / keep["steady"]
+        on, off = children[default_key]["rule_on_idle_s"], children[default_key]["rule_off_idle_s"]
+        # tokens/s with the rule over without it: the off pass's seconds over the on pass's
+        paired, of_medians = pair_ratio(on, off)
+        result["idle_cost"] = paired
         print(
-            f"  the rule's cost idle: steady idle x{idle_cost:.2f} of keep (noise within "
-            f"{IDLE_COST_TOLERANCE:.0%}); without it (keep): loaded/steady idle "
-            f"{result['keep_ratio']:.2f}"
+            f"  the rule's cost idle: x{paired:.2f} of keep (median of {len(on)} alternating "
+            f"pairs in the default's process, order swapped every pair; ratio of medians "
+            f"x{of_medians:.2f}; target within {IDLE_COST_TOLERANCE:.0%}); on one thread after "
+            f"{children[default_key]['rule_on_idle_reduced']} of {len(on)} idle passes; the "
+            f"separate processes' steady idle: x{default['steady'] / keep['steady']:.2f}"
         )
+        print(f"  without the rule (keep): loaded/steady idle {result['keep_ratio']:.2f}")
     note = " (QUICK run: not evidence)" if args.quick else ""
     print(
         "  after a loaded forward the next idle one starts on one thread and returns to the "

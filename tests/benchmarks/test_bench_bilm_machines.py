@@ -6,6 +6,7 @@ under-load settings and their OpenMP environment, the command line, the targets 
 from __future__ import annotations
 
 import io
+import os
 import re
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import torch
 
 import bilm.lstm
 from benchmarks.allennlp_step import AllennlpStyleBiLM
+from benchmarks.bilm_speed import contention
 from benchmarks.bilm_speed.cli import QUICK_DEFAULTS, parse_args
 from benchmarks.bilm_speed.contention import load_settings
 from benchmarks.bilm_speed.fp32_paths import available_fp32_paths, fp32_path
@@ -24,6 +26,7 @@ from benchmarks.bilm_speed.targets import Figures, print_targets
 from benchmarks.common import background_load, provenance, tee_stdout
 from bilm import batch_to_ids
 from bilm.devices import openmp_environment
+from bilm.load import UNDER_LOAD_ENV
 from bilm.machine import (
     FP32_STEP_ENV,
     CpuFeatures,
@@ -186,6 +189,21 @@ def test_load_settings_put_the_default_first() -> None:
     assert {p for _, p, _ in settings} == {None, "PASSIVE", "ACTIVE"}
     assert (1, None, "keep") in settings
     assert load_settings(1) == [(1, None, "adapt"), (1, "PASSIVE", "adapt")]
+
+
+def test_rule_pairs_alternate_the_rule_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str | None] = []
+    monkeypatch.setattr(
+        contention, "forward", lambda model, ids: seen.append(os.environ.get(UNDER_LOAD_ENV))
+    )
+    monkeypatch.setenv(UNDER_LOAD_ENV, "adapt")
+    on, off, switched = contention._rule_pairs(tiny_bilm(), torch.zeros(1, 1, 50), 3)
+    assert seen == ["adapt", "keep", "keep", "adapt", "adapt", "keep"]  # order swapped each pair
+    assert len(on) == len(off) == 3 and switched == 0  # the stub never reduces
+    assert os.environ[UNDER_LOAD_ENV] == "adapt"  # the caller's setting is restored
+    monkeypatch.delenv(UNDER_LOAD_ENV)
+    contention._rule_pairs(tiny_bilm(), torch.zeros(1, 1, 50), 1)
+    assert UNDER_LOAD_ENV not in os.environ
 
 
 def test_quick_fills_unset_sizes_only() -> None:
