@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 
+import bilm.load
 import bilm.lstm
 from benchmarks.allennlp_step import AllennlpStyleBiLM
 from benchmarks.bilm_speed import contention
@@ -196,13 +197,15 @@ def test_rule_pairs_alternate_the_rule_in_one_process(monkeypatch: pytest.Monkey
     monkeypatch.setattr(
         contention, "forward", lambda model, ids: seen.append(os.environ.get(UNDER_LOAD_ENV))
     )
+    monkeypatch.setattr(bilm.load, "reduced", lambda: True)  # every pass ends on one thread
     monkeypatch.setenv(UNDER_LOAD_ENV, "adapt")
     on, off, switched = contention._rule_pairs(tiny_bilm(), torch.zeros(1, 1, 50), 3)
     assert seen == ["adapt", "keep", "keep", "adapt", "adapt", "keep"]  # order swapped each pair
-    assert len(on) == len(off) == 3 and switched == 0  # the stub never reduces
+    assert len(on) == len(off) == 3 and switched == 3  # only the rule's passes are counted
     assert os.environ[UNDER_LOAD_ENV] == "adapt"  # the caller's setting is restored
+    monkeypatch.setattr(bilm.load, "reduced", lambda: False)
     monkeypatch.delenv(UNDER_LOAD_ENV)
-    contention._rule_pairs(tiny_bilm(), torch.zeros(1, 1, 50), 1)
+    assert contention._rule_pairs(tiny_bilm(), torch.zeros(1, 1, 50), 1)[2] == 0
     assert UNDER_LOAD_ENV not in os.environ
 
 
