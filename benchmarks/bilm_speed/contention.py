@@ -10,6 +10,8 @@
   (:func:`load_settings`): the default (all threads, :mod:`bilm.load`'s rule on), the rule off
   (``ELMO_BENCH_UNDER_LOAD=keep``) with ``OMP_WAIT_POLICY`` unset / PASSIVE / ACTIVE, and one
   thread; one child process per setting, because OpenMP reads the policy once, at start.
+  The rule's idle cost is timed inside the default's process, idle passes with the rule on and
+  off alternating (:func:`_rule_pairs`): separate processes differ too much on a VM.
 
 Run: ``python benchmarks/bench_bilm.py --quick`` (``--no-load`` skips the under-load runs); a
 child is ``python benchmarks/bench_bilm.py --load-child SPEC.json``.
