@@ -115,11 +115,8 @@ def load_child(spec_path: Path) -> None:
     ids = batch_to_ids(spec["sentences"])
     forward(model, ids)  # warm-up: packing, first-call allocations
     steady = time_calls(lambda: forward(model, ids), spec["rounds"])
-    rule_on: list[float] = []
-    rule_off: list[float] = []
-    switched = 0
-    if spec["idle_pairs"]:
-        rule_on, rule_off, switched = _rule_pairs(model, ids, spec["idle_pairs"])
+    pairs = spec["idle_pairs"]
+    rule_on, rule_off, switched = _rule_pairs(model, ids, pairs) if pairs else ([], [], 0)
     idle: list[float] = []
     loaded: list[float] = []
     reduced: list[bool] = []
@@ -186,11 +183,12 @@ def run_load_child(
     sentences: list[list[str]],
     setting: tuple[int, str | None, str],
     args: argparse.Namespace,
+    idle_pairs: int = 0,
 ) -> dict[str, Any]:
     """One child process with the setting's threads, ``OMP_WAIT_POLICY`` (set before torch)
-    and :mod:`bilm.load` rule."""
+    and :mod:`bilm.load` rule; ``idle_pairs`` rule-on/rule-off idle pairs first
+    (:func:`_rule_pairs`), if any."""
     threads, policy, rule = setting
-    default = setting == load_settings(args.threads)[0]
     with tempfile.TemporaryDirectory(prefix="elmo-bench-load-") as tmp:
         spec = {
             "options": str(options_path),
@@ -201,8 +199,7 @@ def run_load_child(
             "kind": args.load_kind,
             "nice": args.load_nice,
             "out": str(Path(tmp) / "load.json"),
-            # the rule's idle cost, timed in the default setting's process (threads > 1)
-            "idle_pairs": IDLE_PAIRS_PER_ROUND * args.load_rounds if default and threads > 1 else 0,
+            "idle_pairs": idle_pairs,
         }
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -256,12 +253,17 @@ def measure_under_load(
         f"{'idle':>6} {'loaded':>7} {'loaded/steady':>13} {'loaded/default steady':>21}"
     )
     rows: dict[tuple[int, str | None, str], dict[str, float]] = {}
-    children: dict[tuple[int, str | None, str], dict[str, Any]] = {}
     settings = load_settings(args.threads)
     default_key = settings[0]
+    # the rule's idle cost, timed in the default setting's process (with more than one thread)
+    pairs = IDLE_PAIRS_PER_ROUND * args.load_rounds if default_key[0] > 1 else 0
     for setting in settings:
-        child = run_load_child(options_path, weights_path, sentences, setting, args)
-        children[setting] = child
+        child = run_load_child(
+            options_path, weights_path, sentences, setting, args,
+            pairs if setting == default_key else 0,
+        )  # fmt: skip
+        if setting == default_key:
+            default_child = child
         row = {
             "steady": tokens / statistics.median(child["steady_idle_s"]),
             "idle": tokens / statistics.median(child["idle_s"]),
@@ -288,7 +290,7 @@ def measure_under_load(
     if keep_key in rows:
         keep = rows[keep_key]
         result["keep_ratio"] = keep["loaded"] / keep["steady"]
-        on, off = children[default_key]["rule_on_idle_s"], children[default_key]["rule_off_idle_s"]
+        on, off = default_child["rule_on_idle_s"], default_child["rule_off_idle_s"]
         # tokens/s with the rule over without it: the off pass's seconds over the on pass's
         paired, of_medians = pair_ratio(on, off)
         result["idle_cost"] = paired
@@ -296,7 +298,7 @@ def measure_under_load(
             f"  the rule's cost idle: x{paired:.2f} of keep (median of {len(on)} alternating "
             f"pairs in the default's process, order swapped every pair; ratio of medians "
             f"x{of_medians:.2f}; target within {IDLE_COST_TOLERANCE:.0%}); on one thread after "
-            f"{children[default_key]['rule_on_idle_reduced']} of {len(on)} idle passes; the "
+            f"{default_child['rule_on_idle_reduced']} of {len(on)} idle passes; the "
             f"separate processes' steady idle: x{default['steady'] / keep['steady']:.2f}"
         )
         print(f"  without the rule (keep): loaded/steady idle {result['keep_ratio']:.2f}")
