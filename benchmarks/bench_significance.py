@@ -9,7 +9,8 @@ Usage::
 Simulated comparisons of two systems A and B, each trained on several seeds and scored on the same
 freshly drawn test set, with realistic unit-level statistics:
 
-- ``squad_f1``: per-question F1 (SQuAD-like): rows ``(f1, exact_match, 1)``, metric = mean F1.
+- ``squad_f1``: per-question F1 (SQuAD-like): rows ``(f1, exact_match, 1)``, metric = mean F1
+  (the SQuAD task's ``f1_from_totals``).
   A question is answered "right" with probability ``σ(θ − d_u − e_u)``; a right answer is exact
   (F1 = 1) 80 % of the time, else partial (F1 ~ U(0.5, 1)); a wrong one scores 0 75 % of the
   time, else F1 ~ U(0, 0.5).
@@ -80,6 +81,8 @@ from experiments.report.significance import (  # noqa: E402
     pooled_bootstrap,
     seed_aware_test,
 )
+from tasks.common.prf import span_f1_from_totals  # noqa: E402
+from tasks.squad.metric import f1_from_totals  # noqa: E402
 
 Run = tuple[tuple[str, ...], np.ndarray]
 TARGET_FPR = 0.06
@@ -104,46 +107,20 @@ def _mean_expit(shift: float | np.ndarray, sd: float) -> np.ndarray:
     return _expit(shift[..., None] - sd * _NODES) @ _WEIGHTS
 
 
-def mean_f1(totals: Sequence[float]) -> float:
-    """Mean F1 from summed ``(f1, exact_match, 1)`` rows (as the SQuAD task's metric)."""
-    return totals[0] / totals[2] if totals[2] else 0.0
-
-
-def micro_f1(totals: Sequence[float]) -> float:
-    """Micro F1 ``2c / (p + g)`` from summed ``(correct, predicted, gold)`` rows (as NER's)."""
-    correct, predicted, gold = totals
-    return 2 * correct / (predicted + gold) if predicted + gold else 0.0
-
-
-def mean_f1_columns(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """:func:`mean_f1` of many rows at once, ``(m,)`` from ``k`` columns of ``(m,)`` (the same
-    floating-point operations: identical values)."""
-    f1, _, count = columns
-    return np.divide(f1, count, out=np.zeros_like(f1), where=count != 0)  # (m,)
-
-
-def micro_f1_columns(columns: Sequence[np.ndarray]) -> np.ndarray:
-    """:func:`micro_f1` of many rows at once (identical values)."""
-    correct, predicted, gold = columns
-    total = predicted + gold  # (m,)
-    return np.divide(2 * correct, total, out=np.zeros_like(total), where=total != 0)  # (m,)
-
-
 @dataclass(frozen=True)
 class Model:
     """A simulated task: how runs are drawn and the expected metric as a function of ability.
 
     Attributes:
         name: shown in the table.
-        metric: the metric from column sums (as a task's ``metric_from_totals``).
-        columns: the same metric of many rows at once (the benchmark's fast path).
+        metric: the task's own ``metric_from_totals`` (its bootstrap takes every sample's
+            column sums at once).
         draw: ``(rng, units, thetas_a, thetas_b) -> (runs of A, runs of B)``, one run per θ.
         expected: population metric (0–1) at ability θ (vectorised over θ).
     """
 
     name: str
     metric: Callable[[Sequence[float]], float]
-    columns: Callable[[Sequence[np.ndarray]], np.ndarray]
     draw: Callable[[np.random.Generator, int, np.ndarray, np.ndarray], tuple[list[Run], list[Run]]]
     expected: Callable[[np.ndarray], np.ndarray]
 
@@ -223,8 +200,8 @@ def _expected_ner(theta: np.ndarray) -> np.ndarray:
 
 
 MODELS = (
-    Model("squad_f1", mean_f1, mean_f1_columns, _draw_squad, _expected_squad),
-    Model("ner_f1", micro_f1, micro_f1_columns, _draw_ner, _expected_ner),
+    Model("squad_f1", f1_from_totals, _draw_squad, _expected_squad),
+    Model("ner_f1", span_f1_from_totals, _draw_ner, _expected_ner),
 )
 
 
@@ -284,7 +261,7 @@ def run_setting(setting: Setting, index: int, units: int, samples: int, seed: in
         thetas_a = ABILITY + gap + rng.normal(0.0, tau, n_a)  # (n_a,)
         thetas_b = ABILITY + rng.normal(0.0, tau, n_b)  # (n_b,)
         a, b = setting.model.draw(rng, units, thetas_a, thetas_b)
-        resampled = _resample(a, b, setting.model.columns, samples, 0, vectorized=True)
+        resampled = _resample(a, b, metric, samples, 0)
         new = _seed_aware(resampled, samples)
         added = _seed_aware(resampled, samples, interaction_once=False)
         old = _pooled(resampled, samples) if n_a == n_b else None

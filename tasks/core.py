@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, get_args
 
+import numpy as np
+
 from bilm.scalar_mix import MixSpec
 from tasks.common.overrides import apply_overrides
 from tasks.common.sites import SITES, Site
@@ -35,6 +37,7 @@ __all__ = [
     "SITES",
     "SPLITS",
     "Batching",
+    "Column",
     "Forward",
     "MetricSpec",
     "Optimizer",
@@ -56,6 +59,7 @@ __all__ = [
     "configure",
     "iter_batches",
     "loss_of",
+    "safe_ratio",
     "unique_unit_ids",
 ]
 
@@ -247,6 +251,21 @@ class TrainConfig:
             raise ValueError(f"clip_value must be > 0 or None, got {self.clip_value}")
         if not 0.0 <= self.bucket_noise < 1.0:
             raise ValueError(f"bucket_noise must be in [0, 1), got {self.bucket_noise}")
+
+
+#: A column sum of unit statistics: one float, or one per bootstrap sample as a ``(m,)`` array.
+Column = TypeVar("Column", float, np.ndarray)
+
+
+def safe_ratio(num: Column, den: Column) -> Column:
+    """``num / den``, 0 where ``den`` is 0 (every scorer's 0/0 convention): on two floats a
+    float, on two ``(m,)`` arrays elementwise (the bootstrap's column sums of ``m`` samples at
+    once, :attr:`TaskSpec.metric_from_totals`). The same IEEE division either way, so a metric
+    built from it gives bit-identical values on a float and on an array holding it."""
+    if isinstance(num, np.ndarray) or isinstance(den, np.ndarray):
+        num, den = np.broadcast_arrays(np.asarray(num, np.float64), np.asarray(den, np.float64))
+        return np.divide(num, den, out=np.zeros(den.shape), where=den != 0)  # (m,)
+    return num / den if den else 0.0
 
 
 @dataclass(frozen=True)
@@ -460,7 +479,10 @@ class TaskSpec:
         setup: ``(preset, overrides, data_dir) -> TaskRecipe``; ``data_dir`` None = demo set.
         demo: ``() -> Path``: builds the bundled demo set if needed and returns its folder.
         metric_from_totals: the selection metric (natural units) from the column sums of the
-            recipe's :class:`UnitStatistics` rows.
+            recipe's :class:`UnitStatistics` rows: ``k`` floats, or ``k`` ``(m,)`` arrays (one
+            sum per bootstrap sample) giving ``(m,)`` metrics. Written with :func:`safe_ratio`
+            and arithmetic it takes both; one that takes floats alone is called per sample
+            (slower: the significance tests resample 10,000 times per table cell).
         paper_split: the split of the paper's Table 1 number for this task.
         data_help: what ``--data`` must hold (shown in errors and ``--help``).
         elmo_dropout: dropout on the mixed ELMo vectors in the paper's configuration of this

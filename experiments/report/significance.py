@@ -89,10 +89,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -104,7 +103,7 @@ Run = tuple[Sequence[str], np.ndarray]  # (unit ids, (units, k) statistics) of o
 Metric = Callable[[Sequence[float]], float]
 
 _CHUNK_ELEMENTS = 1 << 21  # counts-matrix elements per chunk of samples (16 MiB of float64)
-_CACHE_ELEMENTS = 1 << 21  # count matrices up to this size (16 MiB) are kept for the next call
+_CACHE_ELEMENTS = 1 << 24  # counts kept between calls, all matrices together (128 MiB)
 
 
 @dataclass(frozen=True)
@@ -377,19 +376,16 @@ def _reordered(
     return aligned
 
 
-def _metrics(
-    totals: np.ndarray, metric_from_totals: Metric, what: str, vectorized: bool = False
-) -> np.ndarray:
+def _metrics(totals: np.ndarray, metric_from_totals: Metric, what: str) -> np.ndarray:
     """The metric of each row of ``(m, k)`` column sums, as ``(m,)``; finite or ValueError.
 
-    ``vectorized``: ``metric_from_totals`` takes the ``k`` columns as ``(m,)`` arrays and
-    returns ``(m,)`` values (the calibration benchmark's metrics); else it is called per row.
+    ``metric_from_totals`` gets the ``k`` columns as ``(m,)`` arrays in one call where it takes
+    them (:attr:`tasks.core.TaskSpec.metric_from_totals`: every task's metric does, and gives the
+    values it gives row by row); a metric written for floats alone (it raises on arrays, or does
+    not return ``(m,)`` values) is called once per row instead.
     """
-    if vectorized:
-        values = np.asarray(metric_from_totals(list(totals.T)), dtype=np.float64)  # (m,)
-        if values.shape != (len(totals),):
-            raise ValueError(f"a vectorized metric returned shape {values.shape}")
-    else:
+    values = _column_metrics(totals, metric_from_totals)
+    if values is None:
         values = np.fromiter(
             (metric_from_totals(row) for row in totals.tolist()),
             dtype=np.float64,
@@ -402,6 +398,20 @@ def _metrics(
             "resample with nothing to count and a metric without a 0/0 guard); no test reported"
         )
     return values
+
+
+def _column_metrics(totals: np.ndarray, metric_from_totals: Metric) -> np.ndarray | None:
+    """``metric_from_totals`` on the ``k`` columns of ``(m, k)`` totals as ``(m,)`` arrays, or
+    ``None`` where the metric does not take arrays (a float-only metric's ``if`` on an array
+    raises ``ValueError``; arithmetic with a non-array raises ``TypeError``)."""
+    with np.errstate(all="ignore"):  # a float-only metric's 0/0 is caught per row instead
+        try:
+            values = metric_from_totals(list(totals.T))
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(values, np.ndarray) or values.shape != (len(totals),):
+        return None
+    return values.astype(np.float64, copy=False)  # (m,)
 
 
 def _draw_counts(n_units: int, samples: int, seed: int) -> list[np.ndarray]:
@@ -419,19 +429,27 @@ def _draw_counts(n_units: int, samples: int, seed: int) -> list[np.ndarray]:
     return blocks
 
 
-@lru_cache(maxsize=2)
-def _cached_counts(n_units: int, samples: int, seed: int) -> tuple[np.ndarray, ...]:
-    blocks = tuple(_draw_counts(n_units, samples, seed))
-    for block in blocks:
-        block.setflags(write=False)
-    return blocks
+_COUNT_CACHE: OrderedDict[tuple[int, int, int], tuple[np.ndarray, ...]] = OrderedDict()
 
 
 def _counts(n_units: int, samples: int, seed: int) -> Sequence[np.ndarray]:
-    """:func:`_draw_counts`, kept between calls when small (a table's tests, the benchmark)."""
-    if n_units * samples <= _CACHE_ELEMENTS:
-        return _cached_counts(n_units, samples, seed)
-    return _draw_counts(n_units, samples, seed)
+    """:func:`_draw_counts`, kept between calls (a table tests every cell and epoch on the same
+    units) while the kept matrices hold at most ``_CACHE_ELEMENTS`` counts in all, the least
+    recently used dropped first; larger ones are drawn for each call."""
+    key = (n_units, samples, seed)
+    size = n_units * samples
+    if size > _CACHE_ELEMENTS:
+        return _draw_counts(n_units, samples, seed)
+    if key in _COUNT_CACHE:
+        _COUNT_CACHE.move_to_end(key)
+        return _COUNT_CACHE[key]
+    blocks = tuple(_draw_counts(n_units, samples, seed))
+    for block in blocks:
+        block.setflags(write=False)
+    while _COUNT_CACHE and size + sum(k[0] * k[1] for k in _COUNT_CACHE) > _CACHE_ELEMENTS:
+        _COUNT_CACHE.popitem(last=False)
+    _COUNT_CACHE[key] = blocks
+    return blocks
 
 
 @dataclass(frozen=True)
@@ -459,17 +477,16 @@ def _resample(
     metric_from_totals: Metric,
     samples: int,
     seed: int,
-    vectorized: bool = False,
 ) -> _Resampled:
     """The paired bootstrap shared by both schemes: every sample draws the units once and
-    applies the draw to every run of both systems (``vectorized``: see :func:`_metrics`)."""
+    applies the draw to every run of both systems."""
     if samples < 2:
         raise ValueError(f"need at least 2 bootstrap samples, got {samples}")
     stats_a, stats_b = _aligned(a, b)  # (seeds_a, units, k), (seeds_b, units, k)
     n_a, n_units, k = stats_a.shape
     runs = n_a + len(stats_b)
     stats = np.concatenate([stats_a, stats_b])  # (runs, units, k)
-    observed = _metrics(stats.sum(axis=1), metric_from_totals, "runs", vectorized)  # (runs,)
+    observed = _metrics(stats.sum(axis=1), metric_from_totals, "runs")  # (runs,)
     flat = np.ascontiguousarray(
         stats.transpose(1, 0, 2).reshape(n_units, runs * k)
     )  # (units, runs·k)
@@ -479,7 +496,7 @@ def _resample(
         m = len(counts)
         totals = (counts @ flat).reshape(m * runs, k)  # (m · runs, k)
         boot[start : start + m] = _metrics(
-            totals, metric_from_totals, "bootstrap samples × runs", vectorized
+            totals, metric_from_totals, "bootstrap samples × runs"
         ).reshape(m, runs)
         start += m
     return _Resampled(observed[:n_a], observed[n_a:], boot[:, :n_a], boot[:, n_a:], n_units)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tasks.core import MetricSpec, UnitStatistics
+from tasks.core import Column, MetricSpec, UnitStatistics, safe_ratio
 
 #: Accuracy as a fraction, shown in percent with one decimal (paper Table 1).
 ACCURACY = MetricSpec("accuracy", label="accuracy", higher_is_better=True, scale=100.0, decimals=1)
@@ -28,6 +28,7 @@ def accuracy_statistics(ids: Iterable[str], correct: Iterable[bool]) -> UnitStat
     return UnitStatistics(tuple(ids), tuple((float(c), 1.0) for c in correct))
 
 
-def accuracy_from_totals(totals: Sequence[float]) -> float:
-    """Accuracy from the column sums of ``(correct, 1)`` unit rows (0 for no units)."""
-    return totals[0] / totals[1] if totals[1] else 0.0
+def accuracy_from_totals(totals: Sequence[Column]) -> Column:
+    """Accuracy from the column sums of ``(correct, 1)`` unit rows (0 for no units); floats or
+    ``(m,)`` arrays (:attr:`tasks.core.TaskSpec.metric_from_totals`)."""
+    return safe_ratio(totals[0], totals[1])

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tasks.core import MetricSpec, UnitStatistics
+from tasks.core import Column, MetricSpec, UnitStatistics, safe_ratio
 
-__all__ = ["F1", "PRF", "OverallPercent", "span_f1_from_totals", "span_statistics"]
+__all__ = ["F1", "PRF", "OverallPercent", "f1_of", "span_f1_from_totals", "span_statistics"]
 
 #: Micro F1 over spans (SRL, NER) as a fraction, shown in percent with one decimal.
 F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
@@ -93,11 +93,9 @@ class PRF:
         Computed as ``scale * num / den`` (the order conlleval and srl-eval.pl use with
         ``scale=100``), F1 as ``2PR / (P + R)`` of the scaled values; 0 where undefined.
         """
-        precision = scale * self.precision_num / self.precision_den if self.precision_den else 0.0
-        recall = scale * self.recall_num / self.recall_den if self.recall_den else 0.0
-        total = precision + recall
-        f1 = 2 * precision * recall / total if total else 0.0
-        return precision, recall, f1
+        precision = safe_ratio(scale * self.precision_num, self.precision_den)
+        recall = safe_ratio(scale * self.recall_num, self.recall_den)
+        return precision, recall, f1_of(precision, recall)
 
     @property
     def precision(self) -> float:
@@ -157,8 +155,14 @@ def span_statistics(ids: Iterable[str], counts: Iterable[PRF]) -> UnitStatistics
     return UnitStatistics(tuple(ids), rows)
 
 
-def span_f1_from_totals(totals: Sequence[float]) -> float:
+def f1_of(precision: Column, recall: Column) -> Column:
+    """``2PR / (P + R)``, 0 where both are 0; floats or ``(m,)`` arrays."""
+    return safe_ratio(2 * precision * recall, precision + recall)
+
+
+def span_f1_from_totals(totals: Sequence[Column]) -> Column:
     """Micro F1 from the column sums of ``(correct, predicted, gold)`` unit rows (conlleval,
-    srl-eval): ``2c / (p + g)``, 0 when there is nothing to count."""
+    srl-eval): ``2c / (p + g)``, 0 when there is nothing to count; floats or ``(m,)`` arrays
+    (:attr:`tasks.core.TaskSpec.metric_from_totals`)."""
     correct, predicted, gold = totals
-    return 2 * correct / (predicted + gold) if predicted + gold else 0.0
+    return safe_ratio(2 * correct, predicted + gold)

@@ -34,8 +34,8 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tasks.common.prf import PRF
-from tasks.core import MetricSpec
+from tasks.common.prf import PRF, f1_of
+from tasks.core import Column, MetricSpec, safe_ratio
 
 __all__ = [
     "MAX_REPEATED_MENTIONS",
@@ -362,7 +362,13 @@ BCUB_F1 = MetricSpec("bcub_f1", label="B³ F1", scale=100.0, decimals=1)
 CEAFE_F1 = MetricSpec("ceafe_f1", label="CEAF-e F1", scale=100.0, decimals=1)
 
 
-def conll_f1_from_totals(totals: Sequence[float]) -> float:
+def conll_f1_from_totals(totals: Sequence[Column]) -> Column:
     """The CoNLL average F1 from the column sums of per-document rows of the MUC, B³ and
-    CEAF-e recall numerator / denominator and precision numerator / denominator (12 columns)."""
-    return sum(PRF(*totals[i : i + 4]).f1 for i in (0, 4, 8)) / 3
+    CEAF-e recall numerator / denominator and precision numerator / denominator (12 columns);
+    floats or ``(m,)`` arrays (:attr:`tasks.core.TaskSpec.metric_from_totals`). Each F1 as
+    :meth:`PRF.scores` computes it."""
+    muc, bcub, ceafe = (
+        f1_of(safe_ratio(totals[i + 2], totals[i + 3]), safe_ratio(totals[i], totals[i + 1]))
+        for i in (0, 4, 8)
+    )
+    return (muc + bcub + ceafe) / 3

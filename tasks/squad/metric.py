@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tasks.common.io import DataError
-from tasks.core import MetricSpec
+from tasks.core import Column, MetricSpec, safe_ratio
 
 if TYPE_CHECKING:
     from tasks.squad.data import SquadExample
@@ -224,7 +224,7 @@ class SquadMetric:
 EM = MetricSpec("exact_match", label="EM", higher_is_better=True, scale=100.0, decimals=1)
 
 
-def f1_from_totals(totals: Sequence[float]) -> float:
+def f1_from_totals(totals: Sequence[Column]) -> Column:
     """Mean F1 from the column sums of ``(f1, exact_match, 1)`` question rows (the recipe's
-    unit statistics: :func:`question_scores` and a count)."""
-    return totals[0] / totals[2] if totals[2] else 0.0
+    unit statistics: :func:`question_scores` and a count); floats or ``(m,)`` arrays."""
+    return safe_ratio(totals[0], totals[2])

@@ -6,7 +6,8 @@
    small frozen representation at each site (input, output, both) and without one;
 4. written predictions score by the task's official evaluator (``python -m tasks.<task>.evaluate``,
    run in-process) exactly as ``recipe.score``;
-5. the unit statistics reproduce the selection metric (``metric_from_totals`` of their sums);
+5. the unit statistics reproduce the selection metric (``metric_from_totals`` of their sums, on
+   floats and on the bootstrap's arrays of sums alike);
 6. a few epochs of the one training loop (:func:`experiments.run.runner.train`) on DEMO data clearly
    beat a trivial system.
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch import Tensor, nn
@@ -398,6 +400,16 @@ def test_unit_statistics_reproduce_the_metric(
     totals = [sum(column) for column in zip(*units.rows, strict=True)]
     expected = recipe.score(predictions, dev)[task.metric.key]
     assert task.metric_from_totals(totals) == pytest.approx(expected, abs=1e-12)
+
+    # The bootstrap's way: every sample's column sums at once, as (m,) arrays; bit-identical to
+    # the metric of each row, for sums of any subset of units and for no units at all (0/0).
+    rows = np.asarray(units.rows, dtype=np.float64)  # (units, k)
+    pick = np.random.default_rng(0).integers(0, 2, (7, len(rows))).astype(np.float64)
+    sums = np.concatenate([np.zeros((1, rows.shape[1])), pick @ rows, rows[:1]])  # (9, k)
+    per_row = [task.metric_from_totals(row) for row in sums.tolist()]
+    at_once = task.metric_from_totals(list(sums.T))
+    assert isinstance(at_once, np.ndarray) and at_once.shape == (len(sums),)
+    assert at_once.tolist() == per_row
 
 
 # ------------------------------------------------------------------------------ learning

@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,6 +27,7 @@ from experiments.report.significance import (
     t_quantile,
     t_two_sided,
 )
+from tasks.common.prf import span_f1_from_totals
 from tests.conftest import REPO
 
 Run = tuple[tuple[str, ...], np.ndarray]
@@ -375,3 +377,42 @@ def test_benchmark_quick_run() -> None:
     assert {"false_positive_rate_max", "power_2pt_3seeds"} <= set(report)
     assert 0.0 <= report["false_positive_rate_max"] <= 1.0 and report["quick"] is True
     assert "PASS" in done.stdout or "MISS" in done.stdout
+
+
+def test_a_metric_for_floats_alone_gives_what_an_array_metric_gives() -> None:
+    """The tasks' metrics take every bootstrap sample's sums at once; a metric written for floats
+    (``span_f1`` here: its ``if`` raises on arrays) is called row by row, to the same result."""
+    gen = np.random.default_rng(3)
+    a = gen.integers(0, 4, (3, 30, 3)).astype(float)  # (seeds, units, k)
+    b = gen.integers(0, 4, (3, 30, 3)).astype(float)
+    with pytest.raises(ValueError):
+        span_f1([np.zeros(2), np.zeros(2), np.zeros(2)])
+    calls: list[int] = []
+
+    def counted(totals: Sequence[float]) -> float:
+        calls.append(1)
+        return span_f1_from_totals(totals)
+
+    assert seed_aware_test(runs(a), runs(b), span_f1, samples=200) == seed_aware_test(
+        runs(a), runs(b), counted, samples=200
+    )
+    assert len(calls) == 2  # the observed runs, then one chunk of 200 samples × 6 runs
+
+
+def test_count_cache_keeps_the_latest_matrices_within_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(significance, "_COUNT_CACHE", OrderedDict())
+    monkeypatch.setattr(significance, "_CACHE_ELEMENTS", 50 * 400 + 30 * 400)
+    first = significance._counts(50, 400, 0)
+    assert significance._counts(50, 400, 0) is first  # kept
+    significance._counts(30, 400, 0)
+    assert list(significance._COUNT_CACHE) == [(50, 400, 0), (30, 400, 0)]
+    significance._counts(40, 400, 0)  # 40 + 30 fit, 50 + 30 + 40 do not: the oldest goes
+    assert list(significance._COUNT_CACHE) == [(30, 400, 0), (40, 400, 0)]
+    again = significance._counts(50, 400, 0)
+    assert again is not first and all(
+        np.array_equal(x, y) for x, y in zip(again, first, strict=True)
+    )
+    significance._counts(100, 400, 0)  # over the bound alone: drawn, not kept
+    assert (100, 400, 0) not in significance._COUNT_CACHE

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from tasks.common.prf import PRF
+from tasks.common.prf import PRF, span_f1_from_totals
+from tasks.core import safe_ratio
 
 
 def test_counts_give_precision_recall_f1() -> None:
@@ -43,3 +45,20 @@ def test_fractional_numerators_and_scaled_dict() -> None:
         "recall": 100 * 1.5 / 3,
         "f1": 2 * 25.0 * 50.0 / 75.0,
     }
+
+
+def test_safe_ratio_on_floats_and_arrays() -> None:
+    assert safe_ratio(1.0, 4.0) == 0.25 and safe_ratio(3.0, 0.0) == 0.0
+    num, den = np.array([1.0, 3.0, 0.0, 2.0]), np.array([4.0, 0.0, 0.0, 3.0])
+    got = safe_ratio(num, den)
+    pairs = zip(num.tolist(), den.tolist(), strict=True)
+    assert got.tolist() == [safe_ratio(n, d) for n, d in pairs]
+    assert got.tolist()[:3] == [0.25, 0.0, 0.0]
+
+
+def test_span_f1_on_columns_is_the_f1_of_each_row() -> None:
+    rows = [(2.0, 4.0, 3.0), (0.0, 0.0, 0.0), (5.0, 5.0, 5.0), (0.0, 7.0, 0.0), (1.0, 3.0, 6.0)]
+    columns = [np.array(c) for c in zip(*rows, strict=True)]
+    expected = [PRF.from_counts(*map(int, r)).f1 for r in rows]
+    assert span_f1_from_totals(columns).tolist() == pytest.approx(expected, abs=1e-15)
+    assert span_f1_from_totals(columns).tolist() == [span_f1_from_totals(r) for r in rows]
