@@ -169,7 +169,9 @@ def target_rows(f: Figures) -> list[tuple[str, str, bool | None]]:
         (
             "the default rule costs nothing idle (bilm.load vs keep, within "
             f"{IDLE_COST_TOLERANCE:.0%})",
-            _measured(loaded["idle_cost"], f"x{loaded['idle_cost']:.2f} steady idle"),
+            _measured(
+                loaded["idle_cost"], f"x{loaded['idle_cost']:.2f} idle, paired in one process"
+            ),
             loaded["idle_cost"] >= 1.0 - IDLE_COST_TOLERANCE,
         ),
     ]
