@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tasks.core import Column, MetricSpec, UnitStatistics, safe_ratio
 
-__all__ = ["F1", "PRF", "OverallPercent", "f1_of", "span_f1_from_totals", "span_statistics"]
+__all__ = ["F1", "PRF", "OverallPercent", "prf_scores", "span_f1_from_totals", "span_statistics"]
 
 #: Micro F1 over spans (SRL, NER) as a fraction, shown in percent with one decimal.
 F1 = MetricSpec("f1", label="F1", higher_is_better=True, scale=100.0, decimals=1)
@@ -93,9 +93,9 @@ class PRF:
         Computed as ``scale * num / den`` (the order conlleval and srl-eval.pl use with
         ``scale=100``), F1 as ``2PR / (P + R)`` of the scaled values; 0 where undefined.
         """
-        precision = safe_ratio(scale * self.precision_num, self.precision_den)
-        recall = safe_ratio(scale * self.recall_num, self.recall_den)
-        return precision, recall, f1_of(precision, recall)
+        return prf_scores(
+            self.recall_num, self.recall_den, self.precision_num, self.precision_den, scale
+        )
 
     @property
     def precision(self) -> float:
@@ -155,9 +155,18 @@ def span_statistics(ids: Iterable[str], counts: Iterable[PRF]) -> UnitStatistics
     return UnitStatistics(tuple(ids), rows)
 
 
-def f1_of(precision: Column, recall: Column) -> Column:
-    """``2PR / (P + R)``, 0 where both are 0; floats or ``(m,)`` arrays."""
-    return safe_ratio(2 * precision * recall, precision + recall)
+def prf_scores(
+    recall_num: Column,
+    recall_den: Column,
+    precision_num: Column,
+    precision_den: Column,
+    scale: float = 1.0,
+) -> tuple[Column, Column, Column]:
+    """:meth:`PRF.scores` of the four fields, as floats or as ``(m,)`` arrays (the bootstrap's
+    column sums, :attr:`tasks.core.TaskSpec.metric_from_totals`)."""
+    precision = safe_ratio(scale * precision_num, precision_den)
+    recall = safe_ratio(scale * recall_num, recall_den)
+    return precision, recall, safe_ratio(2 * precision * recall, precision + recall)
 
 
 def span_f1_from_totals(totals: Sequence[Column]) -> Column:

@@ -34,8 +34,8 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tasks.common.prf import PRF, f1_of
-from tasks.core import Column, MetricSpec, safe_ratio
+from tasks.common.prf import PRF, prf_scores
+from tasks.core import Column, MetricSpec
 
 __all__ = [
     "MAX_REPEATED_MENTIONS",
@@ -368,7 +368,6 @@ def conll_f1_from_totals(totals: Sequence[Column]) -> Column:
     floats or ``(m,)`` arrays (:attr:`tasks.core.TaskSpec.metric_from_totals`). Each F1 as
     :meth:`PRF.scores` computes it."""
     muc, bcub, ceafe = (
-        f1_of(safe_ratio(totals[i + 2], totals[i + 3]), safe_ratio(totals[i], totals[i + 1]))
-        for i in (0, 4, 8)
+        prf_scores(totals[i], totals[i + 1], totals[i + 2], totals[i + 3])[2] for i in (0, 4, 8)
     )
     return (muc + bcub + ceafe) / 3
