@@ -5,6 +5,10 @@ per line as a fully labelled tree, e.g. ``(3 (2 It) (4 (2 's) (3 fine)))``. Ever
 sentiment label 0–4 (very negative … very positive); the root label is the sentence label, the inner
 nodes give phrase labels. Tokens are kept as written (PTB escapes such as ``-LRB-`` are not undone).
 
+A leaf may hold several words, read as NLTK reads them (:func:`parse_tree`): one node, one phrase
+spanning them all. The official ``train.txt`` has three such leaves, ``(2 8\\u00a01\\/2)`` (the
+film "8 1/2") and twice ``(2 2\\u00a01\\/2)``, a no-break space (U+00A0) between the words.
+
 Granularities: ``"5-class"`` keeps 0–4; ``"2-class"`` drops neutral (2) and maps 0, 1 → 0 and
 3, 4 → 1 (the SST-2 convention). With ``subtrees=True`` every phrase becomes an example (training
 on all phrases, as allennlp's ``use_subtrees``; Peters et al. 2018, appendix, trained on phrases of
@@ -89,12 +93,25 @@ def to_binary(label: int) -> int | None:
 def parse_tree(text: str) -> SstTree:
     """Parse one fully labelled PTB-style tree (no recursion, so deep trees are fine).
 
-    Grammar: ``tree := "(" LABEL (WORD | tree+) ")"``, ``LABEL`` an integer 0–4.
+    Grammar: ``tree := "(" LABEL (WORD+ | tree+) ")"``, ``LABEL`` an integer 0–4; a ``WORD`` is a
+    run of characters other than brackets and whitespace, where whitespace is any character
+    Python's ``\\s`` matches in a str pattern (Unicode whitespace, the no-break space U+00A0
+    included).
+
+    A leaf with several words is one node whose phrase spans all of them, as NLTK reads it:
+    ``nltk.Tree.fromstring``, which allennlp's ``sst_tokens`` reader
+    (``StanfordSentimentTreeBankDatasetReader``) applies to each line, matches leaves with the
+    pattern ``[^\\s()]+`` on a str (recent NLTK releases also let a backslash-escaped bracket into
+    a token; the SST files hold none), so ``(2 8\\u00a01\\/2)`` in the official ``train.txt`` is
+    one node (label 2) with the two leaves ``8`` and ``1\\/2``; ``tree.leaves()`` gives both as
+    tokens and, with ``use_subtrees``, that node is one instance of two tokens. Reading it the
+    same way keeps the tokens, phrases and instance counts equal to allennlp's. Words are kept
+    as written (never re-joined).
 
     Raises:
-        ValueError: unbalanced brackets, a missing or bad label, an empty node, a node with several
-            words or with both words and subtrees, or text outside the single tree; the message
-            gives the 1-based column.
+        ValueError: unbalanced brackets, a missing or bad label, an empty node, a node with both
+            words and subtrees, or text outside the single tree; the message gives the 1-based
+            column.
     """
     words: list[str] = []
     nodes: list[Phrase | None] = []
@@ -135,8 +152,8 @@ def parse_tree(text: str) -> SstTree:
         else:
             if not stack:
                 raise ValueError(f"column {column}: word {piece!r} outside brackets")
-            if stack[-1].children or stack[-1].has_word:
-                raise ValueError(f"column {column}: a node has several words or words and subtrees")
+            if stack[-1].children:
+                raise ValueError(f"column {column}: a node has both subtrees and a word")
             stack[-1].has_word = True
             words.append(sys.intern(piece))  # one string per distinct word, not per occurrence
     if stack:

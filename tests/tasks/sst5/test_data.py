@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.common.io import DataError
-from tasks.sst5.data import Phrase, SstReader, parse_tree, to_binary, to_hf_dataset
+from tasks.sst5.data import Phrase, SstReader, SstTree, parse_tree, to_binary, to_hf_dataset
 from tests.conftest import shared_path
 from tests.tasks.helpers import assert_read_error, write_lines
 
@@ -29,6 +29,55 @@ def test_parse_tree() -> None:
     assert parse_tree("(2 -LRB-)").tokens == ("-LRB-",)  # PTB escapes are kept as written
     deep = "(1 " * 5000 + "x" + ")" * 5000  # no recursion limit
     assert len(parse_tree(deep).phrases) == 5000
+
+
+def test_leaf_with_several_words_is_one_phrase() -> None:
+    """A leaf may hold several words, as NLTK's ``Tree.fromstring`` (allennlp's ``sst_tokens``)
+    reads it: one node spanning them, each word a token. The official ``train.txt`` separates
+    the words of ``8 1\\/2`` with a no-break space (U+00A0), which Python's ``\\s`` matches."""
+    tree = parse_tree("(2 (2 8\u00a01\\/2) (2 .))")
+    assert tree.tokens == ("8", "1\\/2", ".")
+    assert tree.phrases == (Phrase(0, 3, 2), Phrase(0, 2, 2), Phrase(2, 3, 2))
+    tree = parse_tree("(3 (2 It  is) (4 (3 very fine) (2 .)))")
+    assert tree.tokens == ("It", "is", "very", "fine", ".")
+    assert tree.phrases == (
+        Phrase(0, 5, 3),
+        Phrase(0, 2, 2),
+        Phrase(2, 5, 4),
+        Phrase(2, 4, 3),
+        Phrase(4, 5, 2),
+    )
+    assert parse_tree("(1 so\tvery bad)") == SstTree(("so", "very", "bad"), (Phrase(0, 3, 1),))
+    words = parse_tree("(2 (2 eight\u00a0half) (2 eight half))").tokens
+    assert words[0] is words[2] and words[1] is words[3]  # interned, kept as written
+
+
+def test_several_words_phrase_is_one_instance(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "t.txt", ["(2 (2 8\u00a01\\/2) (2 .))"])
+    every = list(SstReader(path, subtrees=True))
+    assert [(e.tokens, e.label) for e in every] == [
+        (("8", "1\\/2", "."), 2),
+        (("8", "1\\/2"), 2),
+        ((".",), 2),
+    ]
+    assert every[1].phrases == (Phrase(0, 2, 2),)
+    assert [e.tokens for e in SstReader(path, subtrees=True, min_tokens=2)] == [
+        ("8", "1\\/2", "."),
+        ("8", "1\\/2"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "message"),
+    [
+        ("(3 (2 It) fine)", 11, "both subtrees and a word"),
+        ("(3 It (4 fine))", 7, "both a word and subtrees"),
+        ("(3 (2 It is) (4 fine) more words)", 23, "both subtrees and a word"),
+    ],
+)
+def test_words_and_subtrees_in_one_node_are_refused(text: str, column: int, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^column {column}: a node has {message}$"):
+        parse_tree(text)
 
 
 @pytest.mark.shared
@@ -75,7 +124,8 @@ CORRUPTIONS = {
     "non-integer label": (["(3 (2 It) (x fine))"], 1, "not an integer"),
     "missing label": ([TREE, TREE, "(3 (It) (4 fine))"], 3, "label"),
     "empty node": (["(3 (2 It) (4))"], 1, "empty node"),
-    "two words in a leaf": (["(3 (2 It is) (4 fine))"], 1, "several words"),
+    "word after subtrees": ([TREE, "(3 (2 It) (4 is) fine)"], 2, "both subtrees and a word"),
+    "subtree after a word": (["(3 It (2 is) (4 fine))"], 1, "both a word and subtrees"),
     "word outside brackets": (["It is fine"], 1, "outside brackets"),
     "two trees on a line": ([TREE + " " + TREE], 1, "after the end"),
     "truncated line": ([TREE, TREE[:-7]], 2, "unbalanced"),
