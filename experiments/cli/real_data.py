@@ -1,6 +1,7 @@
 """``real-data``: rebuild the real sets of ``--data real`` from their public sources.
 
     python -m experiments real-data fetch [--out DIR] [--sets a,b] [--from DIR] [--force]
+                                          [--accept-terms a,b]
     python -m experiments real-data status [--out DIR]
     python -m experiments real-data list
 
@@ -8,7 +9,9 @@
 (``experiments/data/real_sources.toml``; every file's SHA-256 checked), converts them and installs
 each set atomically below ``--out`` (default: ``shared/data`` in the project's cache, where ``--data
 real`` looks when neither ``$ELMO_BENCH_SHARED`` nor ``../shared/data`` is there). ``--from DIR``
-reads the sources from a local folder instead (offline). The library: :mod:`experiments.data.fetch`.
+reads the sources from a local folder instead (offline). A set whose text may not be redistributed
+(CoNLL-2003: Reuters news) is fetched only with ``--accept-terms NAME``, after its terms are read
+(``real-data list`` prints them). The library: :mod:`experiments.data.fetch`.
 """
 
 from __future__ import annotations
@@ -52,6 +55,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     fetch.add_argument(
         "--force", action="store_true", help="rebuild complete sets; replace folders that differ"
+    )
+    fetch.add_argument(
+        "--accept-terms",
+        type=comma_list,
+        default=(),
+        metavar="NAMES",
+        help="fetch these sets, whose text may not be redistributed (conll2003: Reuters news, "
+        "research use only), having read their terms (real-data list prints them)",
     )
     status = actions.add_parser("status", help="which sets are complete below a data root")
     _add_out(status, default_text="the root --data real reads now")
@@ -110,11 +121,12 @@ def run(args: argparse.Namespace) -> int:
     manifest = load_manifest()
     if args.action == "list":
         return _list(manifest)
-    if getattr(args, "sets", None) is not None:
-        unknown = [name for name in args.sets if name not in manifest.sets]
+    for option in ("sets", "accept_terms"):
+        unknown = [name for name in getattr(args, option, None) or () if name not in manifest.sets]
         if unknown:
             known = ", ".join(manifest.sets)
-            raise UsageError(f"--sets: no real set {', '.join(unknown)} (known: {known})")
+            flag = "--" + option.replace("_", "-")
+            raise UsageError(f"{flag}: no real set {', '.join(unknown)} (known: {known})")
     if args.action == "status":
         return _status(manifest, args.out)
     return _fetch(manifest, args)
@@ -127,20 +139,30 @@ def _list(manifest: Manifest) -> int:
             count = sum(file.repository == repo for file in entry.files)
             print(f"  {count} files of {repo.page}")
         print(f"  cite: {entry.citation}")
+        if entry.terms:
+            print(f"  terms (fetched only with --accept-terms {entry.name}): {entry.terms}")
     print(f"sources and checksums: {manifest.path}")
     return 0
 
 
 def _status(manifest: Manifest, out: Path | None) -> int:
     from experiments.data.fetch import set_state
-    from experiments.data.real_sets import shared_data_root
+    from experiments.data.real_sets import root_of, shared_data_root
 
     root = (shared_data_root() if out is None else out).expanduser()
-    states = [set_state(entry, root) for entry in manifest.sets.values()]
-    for state in states:
+    states = []
+    for entry in manifest.sets.values():  # without --out: where shared:<folder> reads each
+        states.append(set_state(entry, root if out is not None else root_of(entry.folder)))
+        state = states[-1]
         print(f"{state.name}: {state.state} ({state.folder}, {state.files} files)")
     complete = sum(s.state == "complete" for s in states)
-    print(f"{complete} of {len(states)} sets complete below {root}; {_how_found(root)}")
+    apart = [
+        s
+        for s, e in zip(states, manifest.sets.values(), strict=True)
+        if s.folder != root / e.folder
+    ]
+    also = "".join(f"; {s.name} read from {s.folder} (not below this root)" for s in apart)
+    print(f"{complete} of {len(states)} sets complete; data root {root}{also}; {_how_found(root)}")
     return 0
 
 
@@ -152,7 +174,15 @@ def _fetch(manifest: Manifest, args: argparse.Namespace) -> int:
     if source is not None and not source.is_dir():
         raise UsageError(f"--from {args.source}: not a folder")
     root = (fetched_data_root() if args.out is None else args.out).expanduser()
-    states = fetch(manifest, args.sets, root=root, source=source, force=args.force, log=_say)
+    states = fetch(
+        manifest,
+        args.sets,
+        root=root,
+        source=source,
+        force=args.force,
+        accepted=args.accept_terms,
+        log=_say,
+    )
     sets = f"{len(states)} set{'s' if len(states) != 1 else ''}"
     _say(f"{sets} complete below {root}; {_how_found(root)}")
     return 0

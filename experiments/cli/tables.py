@@ -60,6 +60,15 @@ def configure_render(parser: argparse.ArgumentParser) -> None:
     add_run_family_options(parser, seeds=None, train=False)
 
 
+#: The set tables' other representations (each column's options from the command line).
+_OTHERS = {"real": ("bilm-random", "hf"), "paper-data": ("hf",)}
+
+
+def _data(args: argparse.Namespace) -> str:
+    """The ``--data`` of a request: ``real`` for a table of registered sets."""
+    return REAL if args.name in reproductions.SET_TABLES else args.data
+
+
 def _tables(args: argparse.Namespace) -> list[TableSpec]:
     """The named tables ``args`` asks for (no run starts, nothing is read from the store)."""
     cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
@@ -73,8 +82,8 @@ def _tables(args: argparse.Namespace) -> list[TableSpec]:
         args.eval_split,
         cove,
         args.tasks,
-        others={n: run_config(args, n) for n in ("bilm-random", "hf")}
-        if args.name == "real"
+        others={n: run_config(args, n) for n in _OTHERS[args.name]}
+        if args.name in _OTHERS
         else None,
     )
 
@@ -90,14 +99,14 @@ def run(args: argparse.Namespace) -> int:
     tables = _tables(args)
     if (args.name == "cove" or args.name.endswith("_cove")) and not args.cove:
         print(reproductions.COVE_MISSING, file=sys.stderr)
-    plain = f"{args.name}-{args.config}-{data_label(REAL if args.name == 'real' else args.data)}"
+    plain = f"{args.name}-{args.config}-{data_label(_data(args))}"
     stem = output_stem(
         plain,
         expected_ids(tables),
         lambda: expected_ids(
             _tables(standard_args(args, [args.name], standard_seeds(args.name, args.data)))
         ),
-        REAL if args.name == "real" else args.data,
+        _data(args),
         exclude_dead=args.exclude_dead,
         reuse_stale=args.reuse_stale,
     )
@@ -111,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         if args.reuse_stale:
             needed = expected_ids(tables)
             tables = [at_stored_versions(t, store.records(needed=needed)) for t in tables]
-        if args.name == "real":  # wall times and the machines, from the records
+        if args.name in reproductions.SET_TABLES:  # wall times and machines, from the records
             lines = reproductions.wall_time_lines(
                 tables[0], store.records(needed=expected_ids(tables))
             )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "FAMILIES",
     "FETCH_COMMAND",
     "REAL",
     "REAL_SEEDS",
@@ -38,6 +39,7 @@ __all__ = [
     "missing_hint",
     "missing_sets",
     "real_sets",
+    "root_of",
     "shared_data_root",
 ]
 
@@ -71,6 +73,15 @@ class RealSet:
             orientation, never as a reproduction); ``""`` when there is none.
         left_out_of: the named tables (``reproduce`` names) that leave the set out, each with
             why (the table's caption says it), e.g. runs too long for the machine.
+        preset_overrides: task configuration changes the set needs under one preset only
+            (preset → changes, applied after ``overrides``), e.g. an epoch cap on the ``paper``
+            preset's recipe.
+        family: the tables whose rows it makes: ``"real"`` (stand-ins for the paper's data:
+            ``--data real``) or ``"paper"`` (a data set of the paper's Table 1:
+            ``reproduce paper-data``).
+        published: published test figures of the paper's baseline on the set (source →
+            figure as printed, e.g. ``"Peters et al. (2018), Table 1" = "90.15"``), shown
+            beside its row.
     """
 
     name: str
@@ -82,6 +93,14 @@ class RealSet:
     licence: str = ""
     reference: str = ""
     left_out_of: tuple[tuple[str, str], ...] = ()
+    preset_overrides: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    family: str = "real"
+    published: tuple[tuple[str, str], ...] = ()
+
+    def changes(self, preset: str) -> tuple[str, ...]:
+        """The task configuration changes of the set's runs under ``preset`` (before the
+        user's): ``overrides``, then the preset's own (:attr:`preset_overrides`)."""
+        return (*self.overrides, *dict(self.preset_overrides).get(preset, ()))
 
     def left_out_reason(self, table: str) -> str | None:
         """Why the named ``table`` leaves this set out, or ``None`` where it has a row."""
@@ -99,8 +118,19 @@ class RealSet:
         return ("dev", "test") if self.split == "test" else ("dev",)
 
 
-def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> list[RealSet]:
-    """The registered real sets, in file order (only those of ``tasks`` when given).
+#: The families of real sets (:attr:`RealSet.family`): the stand-ins of ``--data real``, and the
+#: data sets of the paper's own Table 1 (``reproduce paper-data``).
+FAMILIES = ("real", "paper")
+
+
+def real_sets(
+    tasks: Sequence[str] | None = None,
+    path: Path = _REGISTRY,
+    *,
+    family: str | None = None,
+) -> list[RealSet]:
+    """The registered real sets, in file order (only those of ``tasks`` when given, only those
+    of ``family`` when given).
 
     Raises:
         ValueError: a section that names an unknown task or split, or lacks a field.
@@ -114,6 +144,16 @@ def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> lis
         reasons = entry.get("left_out_of", {})
         if not isinstance(reasons, dict):
             raise ValueError(f"{path}: [{name}] left_out_of is not a table of reasons")
+        by_preset = entry.get("preset_overrides", {})
+        if not isinstance(by_preset, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in by_preset.values()
+        ):
+            raise ValueError(f"{path}: [{name}] preset_overrides is not preset = [changes]")
+        published = entry.get("published", {})
+        if not isinstance(published, dict) or not all(
+            isinstance(v, str) and v for v in published.values()
+        ):
+            raise ValueError(f'{path}: [{name}] published is not source = "figure"')
         try:
             item = RealSet(
                 name=name,
@@ -125,14 +165,19 @@ def real_sets(tasks: Sequence[str] | None = None, path: Path = _REGISTRY) -> lis
                 licence=entry.get("licence", ""),
                 reference=entry.get("reference", ""),
                 left_out_of=tuple(reasons.items()),
+                preset_overrides=tuple((k, tuple(v)) for k, v in by_preset.items()),
+                family=entry.get("family", "real"),
+                published=tuple(published.items()),
             )
         except KeyError as error:
             raise ValueError(f"{path}: [{name}] lacks {error.args[0]!r}") from None
         if not all(isinstance(v, str) and v for _, v in item.left_out_of):
             raise ValueError(f"{path}: [{name}] left_out_of: each table needs a reason")
+        if item.family not in FAMILIES:
+            raise ValueError(f"{path}: [{name}] family {item.family!r}: one of {FAMILIES}")
         if item.task not in TASKS or item.split not in ("dev", "test"):
             raise ValueError(f"{path}: [{name}] task {item.task!r} / split {item.split!r}")
-        if tasks is None or item.task in tasks:
+        if (tasks is None or item.task in tasks) and family in (None, item.family):
             out.append(item)
     return out
 
@@ -187,8 +232,8 @@ def portable_source(source: str) -> str:
     """``source`` (a reader's files, comma-separated) as a record stores it: a path below the
     shared data root as ``shared:<folder>/…``, below the home folder as ``~/…``; anything else
     (a relative path, a Hub name) unchanged. Records then name no machine's folders."""
-    root = shared_data_root()
-    roots = [(f"{str(r).rstrip('/')}/", SHARED_PREFIX) for r in {root, root.resolve()}]
+    found = {shared_data_root(), *_roots()}
+    roots = [(f"{str(r).rstrip('/')}/", SHARED_PREFIX) for x in found for r in {x, x.resolve()}]
     roots.append((f"{str(Path.home()).rstrip('/')}/", "~/"))
     parts = []
     for part in source.split(", "):
@@ -206,13 +251,36 @@ def is_shared(label: str) -> bool:
 
 
 def data_path(label: str) -> str | None:
-    """Where a spec's data is read from: ``None`` for the bundled DEMO set, the folder below
-    the shared root for ``shared:<folder>``, else the label itself (a folder the user gave)."""
+    """Where a spec's data is read from: ``None`` for the bundled DEMO set, for
+    ``shared:<folder>`` the folder below the first data root that holds it (:func:`_roots`;
+    below :func:`shared_data_root` when none does), else the label itself (a folder the user
+    gave)."""
     if label == "demo":
         return None
     if is_shared(label):
-        return str(shared_data_root() / label.removeprefix(SHARED_PREFIX))
+        folder = label.removeprefix(SHARED_PREFIX)
+        return str(root_of(folder) / folder)
     return label
+
+
+def root_of(folder: str) -> Path:
+    """The data root a ``shared:`` folder is read below: the first of :func:`_roots` that holds
+    it, else :func:`shared_data_root` (where the messages about missing folders look)."""
+    for root in _roots():
+        if (root / folder).is_dir():
+            return root
+    return shared_data_root()
+
+
+def _roots() -> list[Path]:
+    """The data roots a ``shared:`` folder is looked for in, in order: ``$ELMO_BENCH_SHARED/data``
+    alone when that variable is set; else ``../shared/data`` beside the repository, then
+    :func:`fetched_data_root` (so a set fetched into the cache is found beside a shared folder
+    that lacks it)."""
+    env = os.environ.get("ELMO_BENCH_SHARED")
+    if env:
+        return [Path(env).expanduser() / "data"]
+    return [_BESIDE / "data", fetched_data_root()]
 
 
 def missing_folders(labels: Iterable[str]) -> list[str]:

@@ -37,6 +37,7 @@ from experiments.report.render import (
     directions_table,
     dynamic_table,
     load_paper,
+    paper_data_table,
     real_table,
     table1,
     table2,
@@ -51,7 +52,21 @@ from tasks.representations import representation_label
 #: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
 Data = str | Mapping[str, str]
 
-TABLES = ("table1", "table2", "table3", "cove", "dynamic", "bilm", "adapt", "directions", "real")
+TABLES = (
+    "table1",
+    "table2",
+    "table3",
+    "cove",
+    "dynamic",
+    "bilm",
+    "adapt",
+    "directions",
+    "real",
+    "paper-data",
+)
+#: The tables whose rows are registered data sets, each → the family of sets it reads
+#: (:attr:`~experiments.data.real_sets.RealSet.family`).
+SET_TABLES = {"real": "real", "paper-data": "paper"}
 #: Tables whose rows take Table 1's main configuration alone (no per-task ablation rows).
 MAIN_ONLY = ("dynamic", "bilm", "adapt", "directions")
 #: The biLM table's caption line on its fine-tuned column (the other columns are not).
@@ -83,6 +98,8 @@ def reproductions() -> dict[str, str]:
         "every task",
         "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
         "MiniLM per set, 3 seeds",
+        "paper-data": "Table 1 on the paper's own public data sets (CoNLL-2003 NER, SST-5): "
+        "baseline, ELMo and MiniLM per set, 3 seeds",
     }
     for name in TASKS:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
@@ -121,8 +138,8 @@ def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
         return [t for t in TASKS if t in tasks]
     if name == "table1" or name in MAIN_ONLY:
         return list(TASKS)
-    if name == "real":
-        readers = {s.task for s in real_sets()}
+    if name in SET_TABLES:
+        readers = {s.task for s in real_sets(family=SET_TABLES[name])}
         return [t for t in TASKS if t in readers]
     section = load_paper().get(name, {})
     return [t for t in TASKS if t in section]
@@ -352,11 +369,12 @@ def tables(
         raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
     kind = name if name in TABLES else name.rsplit("_", 1)[1]
     kind = "table1" if kind == "elmo" else kind
-    if kind == "real":
+    if kind in SET_TABLES:
         if data not in ("demo", REAL):
             raise ValueError(
-                "reproduce real reads the real sets (experiments/data/real_sets.toml); "
-                "for a data folder of your own use table1 or compare with --data"
+                f"reproduce {kind} reads the registered real sets "
+                "(experiments/data/real_sets.toml); for a data folder of your own use table1 or "
+                "compare with --data"
             )
         data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
@@ -406,6 +424,11 @@ def tables(
     if kind == "real":
         t = real_table(all_rows, table_seeds, others)
         return [dressed(t, f"{t.title} {where}", None)]
+    if kind == "paper-data":
+        t = dressed(paper_data_table(all_rows, table_seeds, others), "", None)
+        published = _published_lines(all_rows, preset)
+        title = f"{paper_data_table([]).title} {where}"
+        return [dataclasses.replace(t, title=title, caption=(*t.caption, *published))]
     if kind == "dynamic":
         t = dynamic_table(all_rows, table_seeds)  # Table 1's splits: its ELMo runs are the static
         return [dressed(t, f"{t.title} {where}", None)]
@@ -467,15 +490,18 @@ def _real_rows(
     kind: str = "table1",
 ) -> list[Row]:
     """A row per real set of ``task_names`` (``experiments/data/real_sets.toml``) that the table
-    ``kind`` does not leave out: the task's paper ELMo configuration on the set's folder, with
-    the set's changes before the user's, scored on the set's split; no paper number stands
-    beside them (another data set)."""
-    sets = [s for s in real_sets(task_names) if s.left_out_reason(kind) is None]
+    ``kind`` does not leave out, of the family the table reads (:data:`SET_TABLES`; other kinds:
+    the stand-ins of ``--data real``): the task's paper ELMo configuration on the set's folder,
+    with the set's changes for ``preset`` before the user's, scored on the set's split; no paper
+    number stands in a column beside them (the paper-data table names the published baselines
+    in its caption)."""
+    family = SET_TABLES.get(kind, "real")
+    sets = [s for s in real_sets(task_names, family=family) if s.left_out_reason(kind) is None]
     if not sets:
         raise KeyError(f"no real set of {', '.join(task_names)} has a row in {kind}")
     out: list[Row] = []
     for item in sets:
-        changes = (*item.overrides, *overrides)
+        changes = (*item.changes(preset), *overrides)
         base = base_spec(item.task, preset, item.data, rep_config, changes, item.eval_splits)
         own = tuple(seeds) if seeds is not None else tuple(range(get_task(item.task).seeds))
         set_rows = [
@@ -490,11 +516,32 @@ def _real_rows(
     return out
 
 
+def _published_lines(table_rows: Sequence[Row], preset: str) -> list[str]:
+    """Caption lines of the paper-data table: per set, the published test figures of the
+    paper's baseline (the paper's Table 1 and the reference implementation's), and the set's
+    changes to the preset (e.g. an epoch cap on the ``paper`` recipe)."""
+    used = {r.base.data for r in table_rows}
+    lines = []
+    for s in real_sets(family="paper"):
+        if s.data not in used:
+            continue
+        figures = "; ".join(f"{source} {figure}" for source, figure in s.published)
+        if figures:
+            lines.append(f"Published baseline on {s.label} ({s.split}): {figures}.")
+        own = dict(s.preset_overrides).get(preset, ())
+        if own:
+            lines.append(
+                f"{s.label}: preset {preset} run with {' '.join(own)} on every column alike "
+                "(the machine's budget; the full recipe is the preset's default)."
+            )
+    return lines
+
+
 def _left_out_sets(task_names: Sequence[str], kind: str) -> list[str]:
     """Caption lines naming the real sets the table ``kind`` leaves out, and why."""
     return [
         f"Left out: {s.label} ({s.name}): {reason}."
-        for s in real_sets(task_names)
+        for s in real_sets(task_names, family=SET_TABLES.get(kind, "real"))
         if (reason := s.left_out_reason(kind)) is not None
     ]
 

@@ -435,7 +435,7 @@ def test_cli_fetch_from_status_and_one_line_errors(
     assert out.count("real-data: ") == 11 and "wrote" in out
     assert "--data real and shared:<folder> labels read them from here ($ELMO_BENCH_SHARED" in out
     assert main(["real-data", "status"]) == 0
-    assert f"5 of 5 sets complete below {root}" in capsys.readouterr().out
+    assert f"5 of 5 sets complete; data root {root};" in capsys.readouterr().out
     assert main(["real-data", "list"]) == 0
     assert f"github.com/nltk/nltk_data/tree/{COMMIT}" in capsys.readouterr().out
     cases = [
@@ -461,7 +461,11 @@ def test_the_committed_manifest_pins_every_set_of_the_registry() -> None:
         "propbank-srl": 145,
         "conll2000-chunking": 1,
         "sentence-polarity": 1,
+        "conll2003": 3,
+        "sst": 3,
     }
+    assert [name for name, entry in loaded.sets.items() if entry.terms] == ["conll2003"]
+    assert "Reuters" in loaded.sets["conll2003"].terms
     for entry in loaded.sets.values():
         assert entry.licence and entry.citation
         for file in entry.files:

@@ -51,7 +51,8 @@ def test_data_labels_resolve_against_the_shared_root(
 
 
 def test_real_tables_have_a_row_per_set_on_its_folder_and_split() -> None:
-    sets = real_sets.real_sets()
+    sets = real_sets.real_sets(family="real")
+    assert len(sets) < len(real_sets.real_sets())  # the paper's own sets make no --data real row
     table = reproductions.compare_table(("hf", {}), ("elmo", {}), "mini", "real", (0, 1), {})
     assert [row.base.data for row in table.rows] == [s.data for s in sets]
     for row, item in zip(table.rows, sets, strict=True):
@@ -66,6 +67,24 @@ def test_real_tables_have_a_row_per_set_on_its_folder_and_split() -> None:
     (t1,) = reproductions.tables("table1", "mini", "real", (0,), {}, tasks=["coref"])
     coref_sets = [s for s in sets if s.task == "coref"]
     assert len(t1.rows) == len(coref_sets) * len(registry.TASKS["coref"].table_rows)
+
+
+def test_the_paper_data_table_has_a_row_per_paper_set_with_its_preset_changes() -> None:
+    sets = real_sets.real_sets(family="paper")
+    assert {s.name for s in sets} == {"conll2003", "sst"}
+    (table,) = reproductions.tables("paper-data", "paper", "demo", (0, 1, 2), {})
+    assert [row.base.data for row in table.rows] == [s.data for s in sets]
+    assert [c.label for c in table.columns][:2] == ["Baseline", "ELMo"]
+    assert all(c.versus == "Baseline" for c in table.columns[1:])  # type: ignore[union-attr]
+    for row, item in zip(table.rows, sets, strict=True):
+        assert row.base.preset == "paper" and row.base.eval_splits == ("dev", "test")
+        assert sorted(row.base.overrides) == sorted(item.changes("paper"))
+        assert row.metric.key.startswith("test_")
+    caption = " ".join(table.caption)
+    assert "90.15" in caption and "89.91" in caption and "train.epochs=25" in caption
+    (mini,) = reproductions.tables("paper-data", "mini", "demo", (0,), {})
+    ner = next(r for r in mini.rows if r.base.task == "ner")
+    assert "train.epochs=25" not in ner.base.overrides  # the cap is the paper preset's
 
 
 def test_real_is_refused_for_one_run_and_missing_folders_are_named(
@@ -161,7 +180,7 @@ def test_committed_records_name_no_machine_folder() -> None:
 
 
 def test_a_named_table_leaves_out_the_sets_it_names_and_says_why(tmp_path: Path) -> None:
-    sets = real_sets.real_sets()
+    sets = real_sets.real_sets(family="real")
     out = [s for s in sets if s.left_out_reason("adapt") is not None]
     assert [s.name for s in out] == ["litbank-coref"]  # fine-tuning over whole documents
     (adapt,) = reproductions.tables("adapt", "mini", "real", (0, 1, 2), {})
@@ -180,4 +199,10 @@ def test_a_named_table_leaves_out_the_sets_it_names_and_says_why(tmp_path: Path)
         real_sets.real_sets(path=path)
     path.write_text(entry + 'left_out_of = { adapt = "" }\n')
     with pytest.raises(ValueError, match=r"\[a\] left_out_of: each table needs a reason"):
+        real_sets.real_sets(path=path)
+    path.write_text(entry + 'family = "other"\n')
+    with pytest.raises(ValueError, match=r"\[a\] family 'other'"):
+        real_sets.real_sets(path=path)
+    path.write_text(entry + 'preset_overrides = { paper = "train.epochs=2" }\n')
+    with pytest.raises(ValueError, match=r"\[a\] preset_overrides is not preset = \[changes\]"):
         real_sets.real_sets(path=path)

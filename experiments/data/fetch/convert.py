@@ -14,6 +14,13 @@ those the sets were first built with (docs/real_data.md):
   ``rt-polarity.neg`` / ``.pos`` with surrounding whitespace stripped; line ``i`` of each file
   goes to ``valid`` when ``i % 10 == 8``, ``test`` when ``i % 10 == 9``, else ``train``; rows
   ``{"text": …, "label": "neg"|"pos"}`` as JSON lines, ``neg[i]`` before ``pos[i]``.
+* ``conll2003`` (CoNLL-2003 English ``eng.train`` / ``eng.testa`` / ``eng.testb``): each line
+  checked (blank, or four space-separated columns ``WORD POS CHUNK NER`` with an IOB1 tag,
+  ``-DOCSTART-`` lines included), the files copied unchanged under their own names (the NER
+  reader's ``eng`` layout: ``testa`` is dev, ``testb`` test).
+* ``sst-trees`` (the Stanford Sentiment Treebank's PTB trees ``train.txt`` / ``dev.txt`` /
+  ``test.txt``): each line checked to be one bracketed tree with balanced brackets, the files
+  copied unchanged (the SST reader parses them).
 * ``propbank`` (PropBank roles over the WSJ sample): :mod:`experiments.data.fetch.propbank`.
 """
 
@@ -36,16 +43,22 @@ from experiments.data.fetch.propbank import convert_propbank
 
 __all__ = [
     "CONVERTERS",
+    "check_conll2003",
     "check_litbank_conll",
     "check_litbank_tsv",
+    "check_sst_trees",
     "convert_conll2000",
+    "convert_conll2003",
     "convert_litbank",
     "convert_sentence_polarity",
+    "convert_sst_trees",
     "litbank_split",
     "polarity_rows",
 ]
 
 _BIO = re.compile(r"O|[BI]-[A-Za-z_]+")
+_CONLL2003 = ("eng.train", "eng.testa", "eng.testb")
+_SST_TREES = ("train.txt", "dev.txt", "test.txt")
 _LITBANK_COLUMNS = 13  # document, part, index, word, eight "_", coreference
 
 
@@ -137,6 +150,84 @@ def convert_conll2000(files: Mapping[str, Path], out: Path) -> None:
         (out / f"{split}.txt").write_bytes(data)
 
 
+def _by_name(files: Mapping[str, Path], names: Sequence[str]) -> dict[str, Path]:
+    """Each of ``names`` → its source file (the last part of its path).
+
+    Raises:
+        FormatError: a name without a source, or with two.
+    """
+    found: dict[str, Path] = {}
+    for path, local in files.items():
+        name = PurePosixPath(path).name
+        if name in names:
+            if name in found:
+                raise FormatError(f"{path}: a second source file named {name}")
+            found[name] = local
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise FormatError(f"no source file {', '.join(missing)} among {sorted(files)}")
+    return found
+
+
+def check_conll2003(path: Path) -> None:
+    """CoNLL-2003's layout: blank lines, or ``WORD POS CHUNK NER`` separated by single spaces
+    with an IOB1 tag (``O``, ``I-TYPE``, ``B-TYPE``); ``-DOCSTART- -X- -X- O`` lines start
+    documents (Tjong Kim Sang & De Meulder, 2003).
+
+    Raises:
+        FormatError: naming the file and line.
+    """
+    text = decode_utf8(path.read_bytes(), str(path))
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line:
+            continue
+        fields = line.split(" ")
+        if len(fields) != 4 or not all(fields) or not _BIO.fullmatch(fields[3]):
+            raise FormatError(f"{path}:{number}: expected 'WORD POS CHUNK NER' (IOB1 tag)")
+
+
+def convert_conll2003(files: Mapping[str, Path], out: Path) -> None:
+    """CoNLL-2003 English: ``eng.train``, ``eng.testa``, ``eng.testb``, checked and copied.
+
+    Raises:
+        FormatError: a file missing, or a malformed line (file and line named).
+    """
+    for name, local in _by_name(files, _CONLL2003).items():
+        check_conll2003(local)
+        shutil.copyfile(local, out / name)
+
+
+def check_sst_trees(path: Path) -> None:
+    """The SST's PTB layout: every non-blank line one tree, ``(`` first, brackets balanced
+    and closed at the line's end (the labels and leaves are the reader's to check).
+
+    Raises:
+        FormatError: naming the file and line.
+    """
+    text = decode_utf8(path.read_bytes(), str(path))
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        depth = 0
+        for column, char in enumerate(line, 1):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth < 0 or (depth == 0 and char == ")" and line[column:].strip()):
+                raise FormatError(f"{path}:{number}:{column}: unbalanced, or text after the tree")
+        if not line.startswith("(") or depth:
+            raise FormatError(f"{path}:{number}: expected one bracketed tree on the line")
+
+
+def convert_sst_trees(files: Mapping[str, Path], out: Path) -> None:
+    """The SST's PTB trees: ``train.txt``, ``dev.txt``, ``test.txt``, checked and copied.
+
+    Raises:
+        FormatError: a file missing, or a line that is not one bracketed tree.
+    """
+    for name, local in _by_name(files, _SST_TREES).items():
+        check_sst_trees(local)
+        shutil.copyfile(local, out / name)
+
+
 def polarity_rows(neg: str, pos: str) -> dict[str, list[dict[str, str]]]:
     """The split of Pang & Lee's snippets: split name → rows, ``neg[i]`` then ``pos[i]``.
 
@@ -179,4 +270,6 @@ CONVERTERS: dict[str, Converter] = {
     "conll2000": convert_conll2000,
     "sentence-polarity": convert_sentence_polarity,
     "propbank": convert_propbank,
+    "conll2003": convert_conll2003,
+    "sst-trees": convert_sst_trees,
 }

@@ -15,7 +15,7 @@ import hashlib
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -28,6 +28,8 @@ from experiments.data.fetch.sources import gather
 __all__ = [
     "ConversionMismatch",
     "SetState",
+    "TermsNotAccepted",
+    "accept_hint",
     "build_set",
     "default_cache",
     "fetch",
@@ -174,6 +176,21 @@ def _sources_text(entry: SetSources) -> str:
     return ", ".join(repo.short for repo in entry.repositories)
 
 
+def accept_hint(entry: SetSources) -> str:
+    """How to fetch a set whose terms must be acknowledged."""
+    return f"to fetch it, read its terms and add --accept-terms {entry.name}"
+
+
+class TermsNotAccepted(ValueError):
+    """A set whose text may not be redistributed was asked for without its terms accepted."""
+
+    def __init__(self, entry: SetSources) -> None:
+        super().__init__(
+            f"{entry.name} is not fetched without --accept-terms {entry.name}: {entry.terms}"
+        )
+        self.entry = entry
+
+
 def fetch(
     manifest: Manifest,
     names: Sequence[str] | None = None,
@@ -182,9 +199,15 @@ def fetch(
     source: Path | None = None,
     cache: Path | None = None,
     force: bool = False,
+    accepted: Collection[str] = (),
     log: Callable[[str], None] = print,
 ) -> list[SetState]:
     """Fetch, convert and install sets below ``root``; complete sets are kept.
+
+    A set with :attr:`~experiments.data.fetch.manifest.SetSources.terms` is fetched only when
+    its name is in ``accepted``: named in ``names`` without it, the fetch is refused
+    (:class:`TermsNotAccepted`, quoting the terms); with ``names`` ``None`` it is left out with
+    a line that says how to accept them.
 
     Args:
         manifest: the sources (:func:`~experiments.data.fetch.manifest.load_manifest`).
@@ -193,6 +216,7 @@ def fetch(
         source: a local folder of the source files (nothing is downloaded).
         cache: where downloads are kept (default :func:`default_cache`).
         force: rebuild complete sets, and replace folders that differ.
+        accepted: the sets whose terms the user acknowledged (``--accept-terms``).
         log: receives one progress line per step.
 
     Returns:
@@ -200,6 +224,7 @@ def fetch(
 
     Raises:
         KeyError: an unknown set name.
+        TermsNotAccepted: a named set whose terms are not in ``accepted``.
         ManifestError: a selected set names no known converter.
         ValueError: a folder that differs (without ``force``), another fetch into ``root``,
             or a source that could not be had, is not the pinned version or is malformed
@@ -207,6 +232,12 @@ def fetch(
             :class:`~experiments.data.fetch.convert.FormatError`, :class:`ConversionMismatch`).
     """
     entries = manifest.select(None if names is None else tuple(names))
+    pending = [e for e in entries if e.terms and e.name not in accepted]
+    if pending and names is not None:
+        raise TermsNotAccepted(pending[0])
+    for entry in pending:
+        log(f"{entry.name}: left out: {entry.licence}; {accept_hint(entry)}")
+    entries = [e for e in entries if e not in pending]
     for entry in entries:
         if entry.converter not in CONVERTERS:
             known = ", ".join(CONVERTERS)

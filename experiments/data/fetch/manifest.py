@@ -110,6 +110,9 @@ class SetSources:
         files: every source file it reads, in manifest order.
         output_files: how many files the converted set has.
         output_sha256: the converted set's digest (``tree_digest``).
+        terms: for a set whose text may not be redistributed, the terms a user acknowledges
+            by name (``real-data fetch --accept-terms NAME``) before it is fetched; ``""``:
+            none.
     """
 
     name: str
@@ -120,6 +123,7 @@ class SetSources:
     files: tuple[SourceFile, ...]
     output_files: int
     output_sha256: str
+    terms: str = ""
 
     @property
     def repositories(self) -> tuple[Repository, ...]:
@@ -217,6 +221,7 @@ def _set(
         files=tuple(files),
         output_files=count,
         output_sha256=output,
+        terms=_text(table, "terms", where, ""),
     )
 
 

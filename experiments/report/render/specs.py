@@ -521,6 +521,35 @@ def real_table(
     )
 
 
+def paper_data_table(
+    rows: Sequence[Row],
+    seeds: tuple[int, ...] = (0,),
+    others: Mapping[str, Mapping[str, Any]] | None = None,
+) -> TableSpec:
+    """Table 1 on the paper's own public data sets (``reproduce paper-data``): the baseline,
+    ELMo and each other representation (name → configuration; default the bundled MiniLM,
+    frozen), each tested against the baseline, as Table 1 tests ELMo's increase."""
+    others = {"hf": {}} if others is None else others
+    return TableSpec(
+        name="paper-data",
+        title="Table 1 on the paper's data: baseline, ELMo and MiniLM",
+        rows=tuple(rows),
+        columns=(
+            RunsColumn("Baseline", baseline_fields()),
+            RunsColumn("ELMo", {}, versus="Baseline"),
+            *(
+                RunsColumn(
+                    representation_label(name, config),
+                    {"representation": name, "representation_config": dict(config)},
+                    versus="Baseline",
+                )
+                for name, config in others.items()
+            ),
+        ),
+        seeds=seeds,
+    )
+
+
 def cove_table(
     rows: Sequence[Row],
     seeds: tuple[int, ...] = (0,),
