@@ -26,6 +26,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "MANIFEST",
@@ -75,9 +76,22 @@ class Entry:
 
     @property
     def needs_real_sets(self) -> bool:
-        """Its rows are the real sets (``--data real``): rendering reads their files."""
+        """Its rows are registered sets (``--data real``, or a table of sets such as
+        ``paper-data``): rendering reads their files."""
+        return self.set_family is not None
+
+    @property
+    def set_family(self) -> str | None:
+        """The family of registered sets its rows read
+        (:attr:`~experiments.data.real_sets.RealSet.family`), ``None`` when it reads none."""
+        from experiments.report.reproductions import SET_TABLES
+
         argv = list(self.argv)
-        return "--data" in argv[:-1] and argv[argv.index("--data") + 1] == "real"
+        if len(argv) > 1 and argv[0] in ("render", "reproduce") and argv[1] in SET_TABLES:
+            return SET_TABLES[argv[1]]
+        return (
+            "real" if "--data" in argv[:-1] and argv[argv.index("--data") + 1] == "real" else None
+        )
 
     @property
     def command(self) -> list[str]:
@@ -242,10 +256,22 @@ def unavailable(entry: Entry) -> str | None:
         return None
     from experiments.data.real_sets import fetch_command, missing_sets, real_sets
 
-    missing = missing_sets(real_sets())
+    sets = real_sets(family=entry.set_family)
+    missing = missing_sets(sets)
     if not missing:
         return None
-    return f"the real sets are not here ({len(missing)} missing; {fetch_command()} builds them)"
+    names = [s.name for s in sets if s.data in {f"shared:{m}" for m in _folders(missing, sets)}]
+    command = f"{fetch_command()} --sets {','.join(names)}"
+    from experiments.data.fetch import load_manifest
+
+    terms = [n for n in names if load_manifest().sets[n].terms]
+    command += f" --accept-terms {','.join(terms)}" if terms else ""
+    return f"the real sets are not here ({len(missing)} missing; {command} builds them)"
+
+
+def _folders(missing: Sequence[str], sets: Sequence[Any]) -> set[str]:
+    """The ``real_sets.toml`` folders of ``missing`` paths (each ends with its set's folder)."""
+    return {s.folder for s in sets for path in missing if path.endswith("/" + s.folder)}
 
 
 def committed_of(entry: Entry, root: Path = REPO) -> set[str]:

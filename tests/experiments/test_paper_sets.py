@@ -130,3 +130,21 @@ def test_a_fetched_set_is_found_beside_a_shared_folder_that_lacks_it(
     assert real_sets.data_path("shared:paper/conll2003") == str(
         tmp_path / "mine" / "data" / "paper" / "conll2003"
     )
+
+
+def test_a_committed_table_of_sets_is_checked_against_its_own_family_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from experiments.report import committed
+
+    argv = ("render", "paper-data", "--config", "paper", "--store", "results/paper/runs")
+    paper = committed.Entry("paper-data", argv, "results/paper", "paper-data-paper-real")
+    real = committed.Entry("real", ("render", "real", "--data", "real"), "results/real", "real")
+    assert (paper.set_family, real.set_family) == ("paper", "real")
+    assert committed.Entry("t1", ("render", "table1"), "results").set_family is None
+    monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path))
+    for item in real_sets.real_sets(family="real"):  # the stand-ins present, the paper's absent
+        (tmp_path / "data" / item.folder).mkdir(parents=True)
+    assert committed.unavailable(real) is None
+    why = committed.unavailable(paper)
+    assert why is not None and "--sets conll2003,sst --accept-terms conll2003" in why
