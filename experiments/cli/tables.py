@@ -124,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
             lines = reproductions.wall_time_lines(
                 tables[0], store.records(needed=expected_ids(tables))
             )
+            if args.name == "paper-data":  # a capped recipe: where each run's selection sat
+                lines += reproductions.selected_epoch_lines(
+                    tables[0], store.records(needed=expected_ids(tables))
+                )
             tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
         written = write_tables(
             tables,

@@ -169,9 +169,10 @@ class PeerRequest:
 
     @property
     def all_overrides(self) -> tuple[str, ...]:
-        """The real set's overrides (when ``data`` is one), the adapter's (the shared inputs),
-        then :attr:`overrides`."""
-        own = [s.overrides for s in real_sets([self.task]) if s.data == self.data]
+        """The real set's changes under :attr:`preset` (when ``data`` is one: its overrides,
+        then the preset's own, e.g. an epoch cap), the adapter's (the shared inputs), then
+        :attr:`overrides`."""
+        own = [s.changes(self.preset) for s in real_sets([self.task]) if s.data == self.data]
         return (*(own[0] if own else ()), *self.adapter.overrides, *self.overrides)
 
     @property

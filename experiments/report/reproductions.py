@@ -816,6 +816,32 @@ def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     return [f"Median wall time per run, seconds ({where}): " + "; ".join(lines) + "."]
 
 
+def selected_epoch_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
+    """A caption line: per data set and run column, the epoch each seed's run selected (its
+    best dev epoch, whose weights are tested) and how many it ran, from the records; so a
+    reader of a capped recipe sees whether the selection sat at the cap."""
+    by_id = {r.run_id: r for r in records}
+    first: dict[str, Row] = {}
+    for row in table.rows:
+        first.setdefault(row.base.data, row)
+    parts = []
+    for data, row in first.items():
+        cells = []
+        for column in table.columns:
+            if not isinstance(column, RunsColumn):
+                continue
+            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+            if found:
+                best = ", ".join(str(int(r.metrics.get("best_epoch", 0))) for r in found)
+                ran = sorted({int(r.metrics.get("epochs_run", 0)) for r in found})
+                cells.append(f"{column.label} {best} (of {'/'.join(map(str, ran))})")
+        if cells:
+            parts.append(f"{data_name(data) or data}: {'; '.join(cells)}")
+    if not parts:
+        return []
+    return ["Selected epoch per seed (best dev; of the epochs run): " + " | ".join(parts) + "."]
+
+
 def sample_efficiency_table(
     preset: str,
     data: Data,

@@ -148,3 +148,21 @@ def test_a_committed_table_of_sets_is_checked_against_its_own_family_only(
     assert committed.unavailable(real) is None
     why = committed.unavailable(paper)
     assert why is not None and "--sets conll2003,sst --accept-terms conll2003" in why
+
+
+def test_selected_epoch_lines_name_each_seed_s_best_epoch_and_the_epochs_run() -> None:
+    from types import SimpleNamespace
+
+    from experiments.report import reproductions
+
+    (table,) = reproductions.tables("paper-data", "paper", "demo", (0, 1, 2), {}, tasks=["ner"])
+    row, baseline = table.rows[0], table.columns[0]
+    records = [
+        SimpleNamespace(run_id=spec.run_id, metrics={"best_epoch": best, "epochs_run": 25.0})
+        for spec, best in zip(table.expected(row, baseline), (22.0, 25.0, 19.0), strict=True)
+    ]
+    (line,) = reproductions.selected_epoch_lines(table, records)
+    assert line.startswith("Selected epoch per seed (best dev; of the epochs run): ")
+    assert "CoNLL-2003 NER (English): Baseline 22, 25, 19 (of 25)" in line
+    assert "ELMo" not in line  # no record of that column: nothing said of it
+    assert reproductions.selected_epoch_lines(table, []) == []
