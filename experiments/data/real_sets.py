@@ -211,18 +211,28 @@ def shared_data_root() -> Path:
 
 def fetch_command() -> str:
     """:data:`FETCH_COMMAND` as it puts the sets where ``shared:`` labels look now: with
-    ``--out`` when that is ``$ELMO_BENCH_SHARED/data`` or a present ``../shared/data``."""
-    root = shared_data_root()
-    chosen = bool(os.environ.get("ELMO_BENCH_SHARED")) or root.is_dir()
-    if root == fetched_data_root() or not chosen:
-        return FETCH_COMMAND
-    return f"{FETCH_COMMAND} --out {root}"
+    ``--out`` when ``$ELMO_BENCH_SHARED`` is set (the only root read then); otherwise the
+    fetched copy in the cache is read wherever ``../shared/data`` lacks a set (:func:`_roots`)."""
+    if os.environ.get("ELMO_BENCH_SHARED"):
+        return f"{FETCH_COMMAND} --out {shared_data_root()}"
+    return FETCH_COMMAND
 
 
-def missing_hint() -> str:
-    """How to supply missing ``shared:`` folders, for a message that has named them."""
+def missing_hint(missing: Iterable[str] = ()) -> str:
+    """How to supply missing ``shared:`` folders, for a message that has named them
+    (``missing``: their paths; the registered sets among them are named in the fetch command,
+    with ``--accept-terms`` for those whose terms must be acknowledged)."""
+    command = fetch_command()
+    names = [s.name for s in real_sets() for path in missing if path.endswith("/" + s.folder)]
+    if names:
+        from experiments.data.fetch import load_manifest
+
+        sources = load_manifest().sets
+        terms = [n for n in names if n in sources and sources[n].terms]
+        command += f" --sets {','.join(names)}"
+        command += f" --accept-terms {','.join(terms)} (read the terms first)" if terms else ""
     return (
-        f"rebuild them from their public sources with {fetch_command()} (docs/real_data.md), "
+        f"rebuild them from their public sources with {command} (docs/real_data.md), "
         f"put the shared folder beside the repository ({_BESIDE}) or set ELMO_BENCH_SHARED to "
         "the folder that holds data/"
     )
