@@ -46,6 +46,7 @@ from experiments.cli import (
     analyses,
     committed,
     compare,
+    data,
     efficiency,
     peer,
     predict,
@@ -120,6 +121,12 @@ COMMANDS: dict[str, Command] = {
         "every committed table and plot from the committed records (results/committed.toml)",
         committed.configure,
         committed.run,
+    ),
+    "data": Command(
+        "the registered data sets by name: per task, its model and each set's label, split, "
+        "family and whether it is here (list)",
+        data.configure,
+        data.run,
     ),
     "real-data": Command(
         "rebuild the real sets of --data real from their public sources (fetch, status, list)",

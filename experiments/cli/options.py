@@ -162,7 +162,7 @@ def _per_task(text: str) -> bool:
     return text.endswith(".toml") or "=" in text
 
 
-def task_data(text: str) -> str | dict[str, str]:
+def task_data(text: str, *, sets: bool = False) -> str | dict[str, str]:
     """A ``--data`` value as a table's data (:data:`experiments.report.reproductions.Data`).
 
     ``demo``, ``real``, ``shared:NAME``, ``hf:NAME`` and a folder stay one label for every task,
@@ -171,11 +171,19 @@ def task_data(text: str) -> str | dict[str, str]:
     they do not name is left out of the tables. Each entry's value is what a single ``--data``
     takes (a folder, ``demo``, ``shared:NAME``), except ``real``.
 
+    A registered set's name (:mod:`experiments.cli.data`) is a run's data: with ``sets`` it is
+    kept as given, for the caller to resolve (:func:`experiments.cli.data.resolve`); without,
+    it is refused (a table's rows on the sets are ``--data real`` and ``reproduce paper-data``).
+
     Raises:
         UsageError: an unreadable or malformed mapping, an unknown task (the message lists the
-            registered tasks), or a task named twice.
+            registered tasks), a task named twice, or (without ``sets``) a set's name.
     """
+    from experiments.cli.data import refuse_name
+
     if not _per_task(text):
+        if not sets:
+            refuse_name(text)
         return text
     pairs = _toml_pairs(Path(text)) if text.endswith(".toml") else _inline_pairs(text)
     from tasks.registry import TASKS
@@ -194,6 +202,8 @@ def task_data(text: str) -> str | dict[str, str]:
                 f"--data {name}={value!r}: give a data folder, demo or shared:NAME ('real' is "
                 "a row per real set: --data real)"
             )
+        if not sets:
+            refuse_name(value, name)
         mapping[name] = value
     if not mapping:
         raise UsageError(f"--data {text!r} names no task's data")
@@ -239,8 +249,13 @@ def _toml_pairs(path: Path) -> list[tuple[str, str]]:
 
 def _beside(path: Path, value: str) -> str:
     """A TOML entry's data label: a relative folder joined to the TOML file's folder; ``demo``,
-    ``NAME:...`` labels (``shared:``, ``hf:``) and absolute folders as written."""
+    ``NAME:...`` labels (``shared:``, ``hf:``), registered sets' names and absolute folders as
+    written."""
+    from experiments.cli.data import named_set
+
     if value == "demo" or ":" in value.split("/", 1)[0] or Path(value).is_absolute():
+        return value
+    if named_set(value) is not None:
         return value
     return str(path.parent / value)
 
@@ -257,15 +272,36 @@ def add_seed_option(parser: argparse.ArgumentParser, default: tuple[int, ...] | 
     )
 
 
-def add_data_options(parser: argparse.ArgumentParser) -> None:
-    """``--data``, ``--config`` (the preset), ``--set`` and ``--eval-split``."""
+def add_data_options(parser: argparse.ArgumentParser, sets: bool = False) -> None:
+    """``--data``, ``--config`` (the preset), ``--set`` and ``--eval-split``.
+
+    Args:
+        parser: the command's parser.
+        sets: the command takes registered sets by name (``run``, ``sweep``): ``--data``'s help
+            lists them per task, from the registry (:func:`experiments.cli.data.names_help`).
+    """
+    from experiments.cli.data import names_help
+
+    names = names_help() if sets else ""
+    named = (
+        f"a registered set by name ({names}), which brings its --set changes and scored "
+        "split (python -m experiments data list); "
+        if names
+        else ""
+    )
+    folder = (
+        "a data folder (./NAME for one named like a registered set)"
+        if sets
+        else "a data folder (./NAME for one named like a registered set: a set's name is data "
+        "of run and sweep, python -m experiments data list)"
+    )
     parser.add_argument(
         "--data",
         default="demo",
-        help="data folder, 'demo' (default), shared:FOLDER (below ../shared/data); per task: "
-        'TASK=DIR,TASK=DIR or a FILE.toml with [data] TASK = "DIR" (tables leave out the '
-        "tasks it does not name); or, for compare and reproduce, 'real': a row per real set "
-        "(experiments/data/real_sets.toml)",
+        help=named + folder + ", 'demo' (default), shared:FOLDER (below ../shared/data), "
+        "hf:NAME (the Hub, where the task reads it); per task: TASK=DIR,TASK=DIR or a FILE.toml "
+        'with [data] TASK = "DIR" (tables leave out the tasks it does not name); or, for compare '
+        "and reproduce, 'real': a row per real set (experiments/data/real_sets.toml)",
     )
     parser.add_argument("--config", default="mini", help="the task's preset: mini (default), paper")
     parser.add_argument(
@@ -473,11 +509,15 @@ def add_slurm_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_family_options(
-    parser: argparse.ArgumentParser, seeds: tuple[int, ...] | None, train: bool = True
+    parser: argparse.ArgumentParser,
+    seeds: tuple[int, ...] | None,
+    train: bool = True,
+    sets: bool = False,
 ) -> None:
-    """The options every table and training command shares, in their usual order."""
+    """The options every table and training command shares, in their usual order (``sets``:
+    ``--data`` takes registered sets by name, :func:`add_data_options`)."""
     add_seed_option(parser, seeds)
-    add_data_options(parser)
+    add_data_options(parser, sets)
     add_representation_options(parser)
     add_output_options(parser)
     add_reuse_options(parser, rerun=train)

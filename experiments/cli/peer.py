@@ -47,8 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", choices=sorted(TASKS), help="the task (not with --summary)")
     parser.add_argument(
         "--data",
-        help="the data both sides train on: shared:FOLDER (a real set of "
-        "experiments/data/real_sets.toml brings its own --set changes) or a folder",
+        help="the data both sides train on: a registered set by name (python -m experiments "
+        "data list) or shared:FOLDER, each bringing its --set changes for the paper preset "
+        "(experiments/data/real_sets.toml), or a folder",
     )
     parser.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--seeds", type=_seeds, default=(0, 1, 2))
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from bilm.devices import DeviceError, resolve_precision
+    from experiments.cli.data import named_set
     from experiments.peer.render import render_summary, render_task
     from experiments.peer.run import PeerRequest, run_request
 
@@ -141,9 +143,15 @@ def run(args: argparse.Namespace) -> int:
         if own is not None and args.batch_size not in (None, own):
             raise UsageError(f"{args.task}'s peer takes --batch-size {own} only")
         try:
+            named = named_set(args.data)
+            if named is not None and named.task != args.task:
+                raise UsageError(
+                    f"--data {args.data} is read by the {named.task} task: "
+                    f"peer --task {named.task} --data {args.data}"
+                )
             request = PeerRequest(
                 task=args.task,
-                data=args.data,
+                data=args.data if named is None else named.data,
                 overrides=tuple(args.overrides),
                 seeds=args.seeds,
                 epochs=args.epochs,

@@ -74,7 +74,7 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
         "--dropout", type=float, help="on the mixed vectors (default: the task's, paper §3.3)"
     )
     _add_budget_options(parser)
-    add_run_family_options(parser, seeds=(0,))
+    add_run_family_options(parser, seeds=(0,), sets=True)
     add_replay_options(parser)
 
 
@@ -91,7 +91,7 @@ def configure_sweep(parser: argparse.ArgumentParser) -> None:
         "--sites", type=site_sets, default=None, help="e.g. input,input+output,output"
     )
     _add_budget_options(parser)
-    add_run_family_options(parser, seeds=(0,))
+    add_run_family_options(parser, seeds=(0,), sets=True)
 
 
 def _representation_config(args: argparse.Namespace, name: str) -> dict[str, object]:
@@ -223,6 +223,14 @@ def _grid_table(
     )
 
 
+def _table_split(args: argparse.Namespace, specs: Sequence[RunSpec]) -> str:
+    """The split of a sweep's table: ``--eval-split``, else the one its runs score beyond dev
+    (a registered set scored on test, :func:`~experiments.cli.training.base_spec`), else dev."""
+    if args.eval_split is not None:
+        return str(args.eval_split)
+    return "test" if specs and "test" in specs[0].eval_splits else "dev"
+
+
 def run(args: argparse.Namespace) -> int:
     """``run`` prints one JSON line per seed (``run --spec``: the replayed run's,
     :func:`~experiments.cli.replay.replay`); ``sweep`` prints and writes the grid's table."""
@@ -237,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
             metrics = store.get(spec.run_id).metrics
             print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
         return 0
-    table = _grid_table(args.task, specs, tuple(args.seeds), args.eval_split or "dev")
+    table = _grid_table(args.task, specs, tuple(args.seeds), _table_split(args, specs))
     written = write_tables(
         [table],
         store,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bilm.pretrained import cache_root
+from experiments.cli.data import resolve
 from experiments.cli.errors import UsageError, one_line
 from experiments.cli.options import run_config, task_data, task_overrides
 from experiments.report import reproductions
@@ -91,12 +92,13 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
     if any(spec.data == REAL for spec in specs):
         raise UsageError(
             "--data real makes one table row per real set (compare, reproduce); one run reads "
-            "one of them with --data shared:FOLDER (a folder of experiments/data/real_sets.toml)"
+            "one of them by its name, --data NAME (python -m experiments data list), or with "
+            "--data shared:FOLDER (a folder of experiments/data/real_sets.toml)"
         )
     missing = missing_folders(spec.data for spec in specs)
     if missing:
         raise UsageError(
-            f"the shared data folder(s) {', '.join(missing)} are not here: {missing_hint()}"
+            f"the shared data folder(s) {', '.join(missing)} are not here: {missing_hint(missing)}"
         )
 
 
@@ -118,16 +120,33 @@ def reuse_policy(args: argparse.Namespace) -> Reuse:
 def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
     """The task's Table 1 ELMo spec in the command's preset, data, biLM and changes.
 
+    A registered set's name as ``--data`` (:func:`experiments.cli.data.resolve`) gives the
+    spec the set tables build for it: the set's data label, its changes for the preset before
+    ``--set``'s (a ``--set`` key replaces the set's change of that key), and its scored splits
+    unless ``--eval-split`` is given.
+
     Raises:
-        UsageError: an unknown task or preset, or a bad option value.
+        UsageError: an unknown task or preset, a bad option value, or a set another task reads.
     """
-    splits = ("dev", "test") if args.eval_split == "test" else ("dev",)
     try:
-        data = reproductions.data_of(
-            task_data(args.data), task
-        )  # a per-task --data: the task's entry
+        value = reproductions.data_of(task_data(args.data, sets=True), task)  # a per-task --data
+    except KeyError as error:  # a mapping without the task
+        raise UsageError(one_line(error)) from None
+    data = resolve(value, task, args.config)
+    if data.name is not None and Path(value).is_dir():
+        print(
+            f"note: --data {value} is the registered set (its folder: {data.label}); the folder "
+            f"{value} here is --data ./{value}",
+            file=sys.stderr,
+        )
+    if args.eval_split is not None:
+        splits: tuple[str, ...] = ("dev", "test") if args.eval_split == "test" else ("dev",)
+    else:
+        splits = data.eval_splits or ("dev",)
+    overrides = data.overrides(task_overrides(args))
+    try:
         return reproductions.base_spec(
-            task, args.config, data, run_config(args), task_overrides(args), splits
+            task, args.config, data.label, run_config(args), overrides, splits
         )
     except (KeyError, ValueError) as error:
         raise UsageError(one_line(error)) from None

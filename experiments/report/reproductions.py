@@ -98,8 +98,8 @@ def reproductions() -> dict[str, str]:
         "every task",
         "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
         "MiniLM per set, 3 seeds",
-        "paper-data": "Table 1 on the paper's own public data sets (CoNLL-2003 NER, SST-5): "
-        "baseline, ELMo and MiniLM per set, 3 seeds",
+        "paper-data": "Table 1 on the paper's own public data sets (family 'paper' of "
+        "real_sets.toml): baseline, ELMo and MiniLM per set, 3 seeds",
     }
     for name in TASKS:
         named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"

@@ -14,9 +14,9 @@ from experiments.data.fetch import install, manifest
 from experiments.data.fetch.convert import (
     CONVERTERS,
     check_conll2003,
-    check_sst_trees,
+    check_sentiment_trees,
     convert_conll2003,
-    convert_sst_trees,
+    convert_sentiment_trees,
 )
 from experiments.data.fetch.formats import FormatError
 
@@ -48,7 +48,7 @@ def _manifest(source: Path, tmp_path: Path) -> manifest.Manifest:
         lines += ['licence = "test"', f'raw = "{(tmp_path / "offline").as_uri()}"']
     for name, key, below, converter, terms in (
         ("conll2003", "synalp-ner", "corpus/CoNLL-2003", "conll2003", "research use only"),
-        ("sst", "nn4nlp-code", "data/trees", "sst-trees", ""),
+        ("sst", "nn4nlp-code", "data/trees", "sentiment-trees", ""),
     ):
         files = {f"{below}/{p.name}": p for p in sorted((source / key / below).iterdir())}
         out = tmp_path / "expected" / name
@@ -92,7 +92,7 @@ def test_conll2003_is_fetched_only_with_its_terms_accepted(tmp_path: Path) -> No
 def test_the_converters_refuse_malformed_lines_naming_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "eng.train"
     bad.write_text(CONLL + "word NN I-NP\n")
-    with pytest.raises(FormatError, match=r"eng.train:6: expected 'WORD POS CHUNK NER'"):
+    with pytest.raises(FormatError, match=r"eng.train:6: expected 'WORD POS CHUNK TAG'"):
         check_conll2003(bad)
     bad.write_text("EU NNP I-NP X-ORG\n")
     with pytest.raises(FormatError, match=r"eng.train:1:"):
@@ -105,11 +105,11 @@ def test_the_converters_refuse_malformed_lines_naming_file_and_line(tmp_path: Pa
     ):
         trees.write_text(TREE + text + "\n")
         with pytest.raises(FormatError, match=f"train.txt{where}"):
-            check_sst_trees(trees)
+            check_sentiment_trees(trees)
     with pytest.raises(FormatError, match="no source file eng.testb"):
         convert_conll2003({"x/eng.train": bad, "x/eng.testa": bad}, tmp_path)
     with pytest.raises(FormatError, match="no source file"):
-        convert_sst_trees({}, tmp_path)
+        convert_sentiment_trees({}, tmp_path)
 
 
 def test_a_fetched_set_is_found_beside_a_shared_folder_that_lacks_it(

@@ -18,7 +18,7 @@ those the sets were first built with (docs/real_data.md):
   checked (blank, or four space-separated columns ``WORD POS CHUNK NER`` with an IOB1 tag,
   ``-DOCSTART-`` lines included), the files copied unchanged under their own names (the NER
   reader's ``eng`` layout: ``testa`` is dev, ``testb`` test).
-* ``sst-trees`` (the Stanford Sentiment Treebank's PTB trees ``train.txt`` / ``dev.txt`` /
+* ``sentiment-trees`` (the Stanford Sentiment Treebank's PTB trees ``train.txt`` / ``dev.txt`` /
   ``test.txt``): each line checked to be one bracketed tree with balanced brackets, the files
   copied unchanged (the SST reader parses them).
 * ``propbank`` (PropBank roles over the WSJ sample): :mod:`experiments.data.fetch.propbank`.
@@ -46,19 +46,19 @@ __all__ = [
     "check_conll2003",
     "check_litbank_conll",
     "check_litbank_tsv",
-    "check_sst_trees",
+    "check_sentiment_trees",
     "convert_conll2000",
     "convert_conll2003",
     "convert_litbank",
     "convert_sentence_polarity",
-    "convert_sst_trees",
+    "convert_sentiment_trees",
     "litbank_split",
     "polarity_rows",
 ]
 
 _BIO = re.compile(r"O|[BI]-[A-Za-z_]+")
 _CONLL2003 = ("eng.train", "eng.testa", "eng.testb")
-_SST_TREES = ("train.txt", "dev.txt", "test.txt")
+_TREE_FILES = ("train.txt", "dev.txt", "test.txt")
 _LITBANK_COLUMNS = 13  # document, part, index, word, eight "_", coreference
 
 
@@ -183,7 +183,7 @@ def check_conll2003(path: Path) -> None:
             continue
         fields = line.split(" ")
         if len(fields) != 4 or not all(fields) or not _BIO.fullmatch(fields[3]):
-            raise FormatError(f"{path}:{number}: expected 'WORD POS CHUNK NER' (IOB1 tag)")
+            raise FormatError(f"{path}:{number}: expected 'WORD POS CHUNK TAG' (IOB1 tag)")
 
 
 def convert_conll2003(files: Mapping[str, Path], out: Path) -> None:
@@ -197,7 +197,7 @@ def convert_conll2003(files: Mapping[str, Path], out: Path) -> None:
         shutil.copyfile(local, out / name)
 
 
-def check_sst_trees(path: Path) -> None:
+def check_sentiment_trees(path: Path) -> None:
     """The SST's PTB layout: every non-blank line one tree, ``(`` first, brackets balanced
     and closed at the line's end (the labels and leaves are the reader's to check).
 
@@ -217,14 +217,14 @@ def check_sst_trees(path: Path) -> None:
             raise FormatError(f"{path}:{number}: expected one bracketed tree on the line")
 
 
-def convert_sst_trees(files: Mapping[str, Path], out: Path) -> None:
+def convert_sentiment_trees(files: Mapping[str, Path], out: Path) -> None:
     """The SST's PTB trees: ``train.txt``, ``dev.txt``, ``test.txt``, checked and copied.
 
     Raises:
         FormatError: a file missing, or a line that is not one bracketed tree.
     """
-    for name, local in _by_name(files, _SST_TREES).items():
-        check_sst_trees(local)
+    for name, local in _by_name(files, _TREE_FILES).items():
+        check_sentiment_trees(local)
         shutil.copyfile(local, out / name)
 
 
@@ -271,5 +271,5 @@ CONVERTERS: dict[str, Converter] = {
     "sentence-polarity": convert_sentence_polarity,
     "propbank": convert_propbank,
     "conll2003": convert_conll2003,
-    "sst-trees": convert_sst_trees,
+    "sentiment-trees": convert_sentiment_trees,
 }
