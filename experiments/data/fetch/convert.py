@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from experiments.data.fetch.formats import (
@@ -60,6 +60,18 @@ _BIO = re.compile(r"O|[BI]-[A-Za-z_]+")
 _CONLL2003 = ("eng.train", "eng.testa", "eng.testb")
 _TREE_FILES = ("train.txt", "dev.txt", "test.txt")
 _LITBANK_COLUMNS = 13  # document, part, index, word, eight "_", coreference
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The 1-based number and text of each non-blank line of a UTF-8 file.
+
+    Raises:
+        FormatError: the file is not UTF-8 (naming it).
+    """
+    text = decode_utf8(path.read_bytes(), str(path))
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            yield number, line
 
 
 def litbank_split(names: Sequence[str]) -> dict[str, str]:
@@ -101,10 +113,7 @@ def check_litbank_tsv(path: Path) -> None:
     Raises:
         FormatError: naming the file and line.
     """
-    text = decode_utf8(path.read_bytes(), str(path))
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line:
-            continue
+    for number, line in _lines(path):
         fields = line.split("\t")
         tags = fields[1:-1] if fields[-1] == "" else fields[1:]
         if not tags or not all(_BIO.fullmatch(tag) for tag in tags):
@@ -177,10 +186,7 @@ def check_conll2003(path: Path) -> None:
     Raises:
         FormatError: naming the file and line.
     """
-    text = decode_utf8(path.read_bytes(), str(path))
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line:
-            continue
+    for number, line in _lines(path):
         fields = line.split(" ")
         if len(fields) != 4 or not all(fields) or not _BIO.fullmatch(fields[3]):
             raise FormatError(f"{path}:{number}: expected 'WORD POS CHUNK TAG' (IOB1 tag)")
@@ -204,10 +210,7 @@ def check_sentiment_trees(path: Path) -> None:
     Raises:
         FormatError: naming the file and line.
     """
-    text = decode_utf8(path.read_bytes(), str(path))
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
+    for number, line in _lines(path):
         depth = 0
         for column, char in enumerate(line, 1):
             depth += {"(": 1, ")": -1}.get(char, 0)

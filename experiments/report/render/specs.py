@@ -491,6 +491,24 @@ def directions_table(
     )
 
 
+def representation_columns(
+    others: Mapping[str, Mapping[str, Any]],
+    versus: str,
+    expects: Mapping[str, Literal["above", "below"]] | None = None,
+) -> tuple[RunsColumn, ...]:
+    """A column per other representation (name → configuration), each tested against the
+    column ``versus``, with the direction a claim predicts for some (name → ``expect``)."""
+    return tuple(
+        RunsColumn(
+            representation_label(name, config),
+            {"representation": name, "representation_config": dict(config)},
+            versus=versus,
+            expect=(expects or {}).get(name),
+        )
+        for name, config in others.items()
+    )
+
+
 def real_table(
     rows: Sequence[Row],
     seeds: tuple[int, ...] = (0,),
@@ -507,15 +525,7 @@ def real_table(
         columns=(
             RunsColumn("Baseline", baseline_fields()),
             RunsColumn("ELMo", {}, versus="Baseline", expect="above"),
-            *(
-                RunsColumn(
-                    representation_label(name, config),
-                    {"representation": name, "representation_config": dict(config)},
-                    versus="ELMo",
-                    expect="below" if name == "bilm-random" else None,
-                )
-                for name, config in others.items()
-            ),
+            *representation_columns(others, "ELMo", {"bilm-random": "below"}),
         ),
         seeds=seeds,
     )
@@ -537,14 +547,7 @@ def paper_data_table(
         columns=(
             RunsColumn("Baseline", baseline_fields()),
             RunsColumn("ELMo", {}, versus="Baseline"),
-            *(
-                RunsColumn(
-                    representation_label(name, config),
-                    {"representation": name, "representation_config": dict(config)},
-                    versus="Baseline",
-                )
-                for name, config in others.items()
-            ),
+            *representation_columns(others, "Baseline"),
         ),
         seeds=seeds,
     )
