@@ -866,7 +866,8 @@ def test_a_one_seed_difference_is_shown_conditional_and_never_significant() -> N
 
 def test_recorded_costs_are_a_caption_line_per_row() -> None:
     """Runs that kept their costs (``experiments.run.runner.run_costs``) give one line per row
-    with each column's medians; runs without them (older records) add nothing."""
+    (rows over the same runs share one) with each column's medians; runs without them (older
+    records) add nothing."""
     table = dataclasses.replace(one_column_table((0, 1, 2)), caption=("biLM: tiny.",))
     costs = [(39936.0, 12.0, 800.0), (39936.0, 14.0, 900.0), (39936.0, 40.0, 1000.0)]
     records = []
@@ -880,6 +881,9 @@ def test_recorded_costs_are_a_caption_line_per_row() -> None:
         }
         records.append(dataclasses.replace(record, timings=timings))
     text = prose(render(table, records, {}))
-    assert "Costs, SNLI (medians): ELMo 39.9 k trained, 14 CPU s/epoch, 0.9 GB." in text
+    assert (
+        "Costs, SNLI (medians): ELMo: 39.9 k representation parameters trained, "
+        "14 CPU s/epoch, 0.9 GB peak memory." in text
+    )
     plain = [make_record(derive(make_spec(), {"seed": s}), 0.8) for s in range(3)]
     assert "Costs," not in render(table, plain, {})

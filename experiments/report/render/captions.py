@@ -56,11 +56,40 @@ HEALTH_DOC = "docs/runs.md#dead-runs"
 READ_STATS = "read-stats.json"  # the runner's attachment: split → examples, skips by reason
 
 
-NOTE = (
-    "Ours: mean ± sample standard deviation (n − 1) over seeds, n = runs found (n=2 of 3: one "
-    f"still missing); {MISSING} = not run yet (a note lists the runs expected). Paper: Peters et "
-    "al. (2018), NAACL / arXiv:1802.05365v2."
-)
+#: Where the paper's numbers come from (the last sentence of :func:`reading_note`).
+PAPER_SOURCE = "Paper: Peters et al. (2018), NAACL / arXiv:1802.05365v2."
+
+
+def reading_note(table: TableSpec, grid: Sequence[Sequence[Cell]]) -> str:
+    """The first footnote: how to read a run cell, its ``n`` counted against the seeds the
+    table requests (:meth:`TableSpec.expected`), e.g. ``"Ours: mean ± sample standard
+    deviation (n − 1) over seeds, n = runs found of the seeds requested (all found). Paper: …"``.
+
+    Only a table with a cell still missing runs says how that reads, with the numbers of its
+    first such cell (``"n=1 of 3: 2 still missing"``), and only one with a cell that has none
+    yet explains the dash.
+    """
+    cells = [
+        cell
+        for cells in grid
+        for column, cell in zip(table.columns, cells, strict=True)
+        if isinstance(column, RunsColumn)
+    ]
+    short = next((c for c in cells if c.missing and c.mean is not None), None)
+    empty = any(c.missing and c.mean is None for c in cells)
+    parts = [] if short or empty else ["all found"]
+    if short is not None:
+        parts.append(f"n={short.n} of {short.n_expected}: {len(short.missing)} still missing")
+    if empty:
+        parts.append(f"{MISSING} = not run yet")
+    if short or empty:
+        parts.append("a note lists the runs expected")
+    return (
+        "Ours: mean ± sample standard deviation (n − 1) over seeds, n = runs found of the seeds "
+        f"requested ({'; '.join(parts)}). {PAPER_SOURCE}"
+    )
+
+
 #: One sentence per test scheme of :mod:`experiments.report.significance` (``Comparison.scheme``).
 SCHEMES = {
     "seed-aware": (
@@ -169,24 +198,35 @@ def runs_by_cell(
 
 
 def cost_lines(table: TableSpec, records: Sequence[RunRecord]) -> list[str]:
-    """Caption lines, one per row whose runs recorded their costs: per column the median over
-    its runs found of the representation's trainable parameters, the training CPU seconds per
-    epoch and the peak memory (records made before costs were kept add nothing)."""
-    lines = []
+    """Caption lines on what the runs cost, one per set of runs: per column the median over its
+    runs found of the representation's parameters trained with the task model, the training CPU
+    seconds per epoch and the peak memory, e.g. ``"Costs, SQuAD (medians): Baseline: 0
+    representation parameters trained, 19 CPU s/epoch, 1.2 GB peak memory; ELMo: …"``.
+
+    Rows that read the same runs (one task's metrics, e.g. SQuAD's F1 and EM rows) share one
+    line, named by the first of them; records made before costs were kept add nothing.
+    """
+    lines: dict[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, str]] = {}
     for row, cells in runs_by_cell(table, records):
-        parts = []
+        parts, runs = [], []
         for column, found in cells:
-            kept = [r.timings for r in found if all(k in r.timings for k in COSTS)]
+            kept = [r for r in found if all(k in r.timings for k in COSTS)]
             if not kept:
                 continue
-            trained, cpu, peak = (float(np.median([t[k] for t in kept])) for k in COSTS)
+            trained, cpu, peak = (float(np.median([r.timings[k] for r in kept])) for k in COSTS)
             parts.append(
-                f"{column.label} {_count(trained)} trained, {cpu:.0f} CPU s/epoch, "
-                f"{peak / 1024:.1f} GB"
+                f"{column.label}: {_count(trained)} representation parameters trained, "
+                f"{cpu:.0f} CPU s/epoch, {peak / 1024:.1f} GB peak memory"
             )
-        if parts:
-            lines.append(f"Costs, {row.label.split(' (')[0]} (medians): " + "; ".join(parts) + ".")
-    return lines
+            runs.append((column.label, tuple(r.run_id for r in kept)))
+        if parts:  # the first row of those with the same runs names the line
+            lines.setdefault(tuple(runs), (row.label, "; ".join(parts)))
+    names = Counter(label.split(" (")[0] for label, _ in lines.values())
+    out = []
+    for label, text in lines.values():
+        name = label.split(" (")[0]
+        out.append(f"Costs, {name if names[name] == 1 else label} (medians): {text}.")
+    return out
 
 
 def _count(n: float) -> str:
@@ -501,7 +541,7 @@ def table_notes(
     each test in full: Δ, p, Holm p, CI, seeds and units; conditional tests, cells without a
     test), unconverged and stale cells, paper cells left empty and why, the Δ rows, the runs
     still missing."""
-    notes = [Note(NOTE)]
+    notes = [Note(reading_note(table, grid))]
     placed = [
         (row, column, cell)
         for row, cells in zip(table.rows, grid, strict=True)
