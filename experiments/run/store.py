@@ -32,6 +32,15 @@ duplicated or torn; and a sweep claims each run it trains (:meth:`ResultsStore.c
 then reuses it instead of training it again. Locks are released by the kernel when a process
 dies, so a killed process never leaves a run claimed.
 
+**The store stays inside itself.** Its root is resolved once (a root that is a symbolic link is
+the user's choice, and is followed); below it, no task folder, run folder, record file, claim or
+lock may be a symbolic link, and no name may leave it (``..``). Every path the store reads,
+writes, renames or deletes is checked right before it is used (``os.lstat`` of each component
+below the root; files are opened with ``O_NOFOLLOW``), and a link raises
+:class:`StoreEscapeError`, one line naming the path and what it points to: a record is trusted
+only inside its store, and nothing is ever written through a link (no ``superseded.json`` or
+claim in the folder a link points to).
+
 Log-line conventions (those of ``experiments/run/runner.py``), used by
 :mod:`experiments.report.plots`: one line per epoch with ``epoch`` (int, from 1), ``dev_<metric>``
 values in natural units (e.g. ``"dev_f1": 0.71``) and ``layer_weights``: ``{"input": [s_0, …, s_L],
@@ -53,6 +62,7 @@ import platform
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import uuid
@@ -90,6 +100,7 @@ _TMP_PREFIX = ".tmp-"
 _ATTACHMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 SUPERSEDED = "superseded"  # <task>/superseded/<run_id>.<n>: replaced records, kept
 SUPERSEDED_NOTE = "superseded.json"  # written into a replaced record: when, why, by what
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # opening a link fails (ELOOP); 0 where unknown
 
 
 class StoreWriteError(OSError):
@@ -132,6 +143,36 @@ class CorruptRecordError(ValueError):
     def run_id(self) -> str:
         """The damaged run's id (its folder's name)."""
         return self.folder.name
+
+
+class StoreEscapeError(ValueError):
+    """A path below the store's root is a symbolic link, or a name that would leave the store
+    (``..``, a ``/``): the store neither reads nor writes through it; the message is one line.
+
+    Attributes:
+        path: the refused path, as the store names it (below :attr:`ResultsStore.root`).
+        points_to: where it leads: the link's target (resolved in brackets when relative), or,
+            for a name, the path it names.
+        root: the store's root, resolved.
+        link: whether ``path`` is a symbolic link (else a name that leaves the store).
+    """
+
+    def __init__(self, path: Path, points_to: str, root: Path, link: bool = True) -> None:
+        self.path, self.points_to, self.root, self.link = Path(path), points_to, Path(root), link
+        what = (
+            f"is a symbolic link to {points_to}"
+            if link
+            else f"is not a plain name below the store (it leads to {points_to})"
+        )
+        fix = "; put the folder or file itself there, not a link" if link else ""
+        super().__init__(
+            f"{path} {what}: the results store {root} reads and writes only inside itself, "
+            f"so it is refused{fix}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its parts (it may cross process boundaries: worker pools, Ray)."""
+        return type(self), (self.path, self.points_to, self.root, self.link)
 
 
 class StoreUnusableError(ValueError):
@@ -253,17 +294,109 @@ class RunRecord:
 class ResultsStore:
     """Append-only folder of :class:`RunRecord` (layout in the module docstring).
 
+    Everything the store reads, writes, renames or deletes stays below :attr:`real_root`: a
+    task folder, run folder, record file, claim or lock that is a symbolic link, or a name that
+    leaves the store (``..``), raises :class:`StoreEscapeError` before it is used.
+
     Args:
-        root: the store's folder; created on the first :meth:`put`.
+        root: the store's folder; created on the first :meth:`put`. It may itself be a symbolic
+            link (the user chose it): it is resolved once, here.
+
+    Attributes:
+        root: the folder as given; the paths the store returns and names are below it.
+        real_root: ``root`` resolved (absolute, without symbolic links) when the store was
+            opened: the folder every path is confined to.
     """
 
     def __init__(self, root: str | os.PathLike[str] = DEFAULT_ROOT) -> None:
         self.root = Path(root)
-        self._warned: set[Path] = set()  # damaged files already warned about
+        self.real_root = Path(os.path.realpath(self.root))
+        self._warned: set[Path] = set()  # damaged (or refused) files already warned about
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.root)!r})"
 
+    # ------------------------------------------------------------------------ confinement
+    def _inside(self, *names: str) -> Path:
+        """``<real_root>/<names…>``, checked right before it is used: each name is one plain
+        name (not ``..``), and no component of it that exists is a symbolic link.
+
+        Args:
+            *names: the path's components below the root (e.g. task, run id, file name).
+
+        Returns:
+            The real path to act on (below :attr:`real_root`).
+
+        Raises:
+            StoreEscapeError: a name leaves the store, or a component is a symbolic link.
+        """
+        for name in names:
+            if name in ("", ".", "..") or any(s and s in name for s in (os.sep, os.altsep)):
+                raise StoreEscapeError(
+                    self.root.joinpath(*names),
+                    os.path.normpath(self.real_root.joinpath(*names)),
+                    self.real_root,
+                    link=False,
+                )
+        path = self.real_root
+        for name in names:
+            path = path / name
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                break  # nothing below exists (yet): what is made there is made by the store
+            if stat.S_ISLNK(mode):
+                raise self._escape(path)
+        return self.real_root.joinpath(*names)
+
+    def _escape(self, link: Path) -> StoreEscapeError:
+        """The error refusing ``link`` (a real path below :attr:`real_root`)."""
+        try:
+            target = os.readlink(link)
+        except OSError:  # replaced meanwhile: say where it leads now
+            target = os.path.realpath(link)
+        if not os.path.isabs(target):
+            target = f"{target} ({os.path.realpath(link)})"
+        return StoreEscapeError(self._shown(link), target, self.real_root)
+
+    def _shown(self, real: Path) -> Path:
+        """How the store names a real path below :attr:`real_root` (below :attr:`root`)."""
+        return self.root / real.relative_to(self.real_root)
+
+    def _folder(self, *names: str) -> Path:
+        """``<names…>`` made (with the root) when missing, checked before and after (``mkdir``
+        accepts a link to a folder that exists); returns its real path."""
+        self._inside(*names).mkdir(parents=True, exist_ok=True)
+        return self._inside(*names)
+
+    def _lock(self, *names: str, blocking: bool) -> Any:
+        """:func:`lock_file` on ``<names…>`` (its folder exists), never through a link."""
+        path = self._inside(*names)
+        try:
+            return lock_file(path, blocking=blocking)
+        except OSError as error:
+            if error.errno == errno.ELOOP:  # a link put there since the check
+                raise self._escape(path) from None
+            raise
+
+    def _read(self, *names: str) -> bytes:
+        """The bytes of the file ``<names…>``, opened without following a link.
+
+        Raises:
+            FileNotFoundError: it does not exist.
+            StoreEscapeError: it, or a folder above it below the root, is a symbolic link.
+        """
+        path = self._inside(*names)
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise self._escape(path) from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+
+    # ------------------------------------------------------------------------ writing
     def check_writable(self) -> None:
         """Check, creating nothing, that :meth:`put` can create the store's folder and write in
         it: the commands that train call this before the first run.
@@ -300,49 +433,50 @@ class ResultsStore:
                 when a concurrent writer finished first); nothing is changed.
             StoreWriteError: the disk refused a write (full, read-only, quota); the partial
                 copy is removed and the store is unchanged, as the message says.
+            StoreEscapeError: the task folder, the run's folder, the task's lock or a file of
+                the record it replaces is a symbolic link; nothing is written through it.
         """
         rid = record.run_id
-        task = record.spec.task
-        if not _TASK_NAME.fullmatch(task):
-            raise ValueError(f"task name {task!r} is not a valid folder name")
-        task_dir = self.root / task
-        final = task_dir / rid
+        task = _task_name(record.spec.task)
+        shown = self.root / task / rid
         files = _serialise(record)  # before touching the disk: bad data writes nothing
         try:
-            task_dir.mkdir(parents=True, exist_ok=True)
+            task_dir = self._folder(task)
         except OSError as error:
-            raise _write_error(error, rid, final) from error
+            raise _write_error(error, rid, shown) from error
         with self._locked(task):
+            final = self._inside(task, rid)
             if final.exists() and not replace:
-                raise RunExistsError(f"run {rid} is already stored at {final}")
-            tmp = task_dir / f"{_TMP_PREFIX}{rid}-{uuid.uuid4().hex}"
+                raise RunExistsError(f"run {rid} is already stored at {shown}")
+            tmp = self._inside(task, f"{_TMP_PREFIX}{rid}-{uuid.uuid4().hex}")
             try:
                 tmp.mkdir()
                 for name, text in files.items():
                     write_text(tmp / name, text)
                 _fsync_dir(tmp)
                 if replace and final.exists():
-                    self._supersede(final, record, reason)
+                    self._supersede(task, rid, record, reason)
+                final = self._inside(task, rid)  # checked right before the rename
                 os.rename(tmp, final)  # atomic; fails when a non-empty `final` exists
                 _fsync_dir(task_dir)
             except OSError as error:
                 shutil.rmtree(tmp, ignore_errors=True)
                 if error.errno in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise RunExistsError(f"run {rid} is already stored at {final}") from error
-                raise _write_error(error, rid, final) from error
+                    raise RunExistsError(f"run {rid} is already stored at {shown}") from error
+                raise _write_error(error, rid, shown) from error
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-        return final
+        return shown
 
-    def _supersede(self, folder: Path, by: RunRecord, reason: str) -> Path:
-        """Move a stored record to ``superseded/<run_id>.<n>`` with a note (lock held)."""
+    def _supersede(self, task: str, rid: str, by: RunRecord, reason: str) -> Path:
+        """Move the stored record ``<task>/<rid>`` to ``superseded/<rid>.<n>`` with a note
+        (lock held); every path is checked right before it is written or renamed."""
         import time
 
-        old = self.root / by.spec.task / SUPERSEDED
-        old.mkdir(exist_ok=True)
+        old = self._folder(task, SUPERSEDED)
         n = 1 + max(
-            (int(p.suffix[1:]) for p in old.glob(f"{folder.name}.*") if p.suffix[1:].isdigit()),
+            (int(p.suffix[1:]) for p in old.glob(f"{rid}.*") if p.suffix[1:].isdigit()),
             default=0,
         )
         note = {
@@ -351,51 +485,16 @@ class ResultsStore:
             "by_identity": dict(by.provenance.identity),
             "by_code": dict(by.provenance.code),
         }
-        write_text(folder / SUPERSEDED_NOTE, json.dumps(note, indent=2, sort_keys=True) + "\n")
-        target = old / f"{folder.name}.{n}"
-        os.rename(folder, target)
-        return target
-
-    def superseded(self, run_id: str) -> list[Path]:
-        """Folders of earlier records of ``run_id`` that were replaced, oldest first."""
-        found = []
-        if self.root.is_dir():
-            for task_dir in self._task_dirs():
-                folder = task_dir / SUPERSEDED
-                if folder.is_dir():
-                    found += [p for p in folder.glob(f"{run_id}.*") if p.suffix[1:].isdigit()]
-        return sorted(found, key=lambda p: int(p.suffix[1:]))
-
-    def identity_of(self, run_id: str) -> dict[str, Any] | None:
-        """The stored run's ``provenance.identity`` (``{}`` for an older record, and for one
-        whose ``env.json`` is damaged: warned about on stderr; it then matches nothing, so
-        ``--rerun`` or a changed-identity rerun replaces it), or ``None`` when the run is not
-        stored."""
-        folder = self.path_of(run_id)
-        if folder is None:
-            return None
-        try:
-            env = _read_json(folder / "env.json", folder)
-            provenance = env.get("provenance", {}) if isinstance(env, dict) else None
-            if not isinstance(provenance, dict):
-                raise _damaged(folder / "env.json", folder, "not a run's environment")
-        except CorruptRecordError as error:
-            self._warn(error, " (its identity cannot be read: the run counts as changed)")
-            return {}
-        identity: dict[str, Any] = provenance.get("identity") or {}
-        return identity
-
-    def _warn(self, error: CorruptRecordError, note: str = "") -> None:
-        """One stderr line per damaged file and store (``warning: …``)."""
-        if error.path in self._warned:
-            return
-        self._warned.add(error.path)
-        print(f"warning: {error}{note}", file=sys.stderr, flush=True)
+        path = self._inside(task, rid, SUPERSEDED_NOTE)
+        write_text(path, json.dumps(note, indent=2, sort_keys=True) + "\n")
+        target = self._inside(task, SUPERSEDED, f"{rid}.{n}")
+        os.rename(self._inside(task, rid), target)
+        return self._shown(target)
 
     @contextlib.contextmanager
     def _locked(self, task: str) -> Iterator[None]:
         """An exclusive lock on ``<root>/<task>/.lock`` for the block (all writers of a task)."""
-        handle = lock_file(self.root / task / ".lock", blocking=True)
+        handle = self._lock(task, ".lock", blocking=True)
         try:
             yield
         finally:
@@ -405,22 +504,88 @@ class ResultsStore:
         """Claim ``spec``'s run for training in this process: an exclusive lock on
         ``<root>/<task>/.claims/<run_id>`` held until :meth:`Claim.release` (or the process
         ends). With ``wait`` false, ``None`` when another process holds it; with ``wait``,
-        block until it is free (the other process has stored or abandoned the run)."""
-        path = self.root / spec.task / ".claims" / spec.run_id
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = lock_file(path, blocking=wait)
+        block until it is free (the other process has stored or abandoned the run).
+
+        Raises:
+            StoreEscapeError: the task folder, ``.claims`` or the claim is a symbolic link.
+        """
+        task = _task_name(spec.task)
+        self._folder(task, ".claims")
+        handle = self._lock(task, ".claims", spec.run_id, blocking=wait)
         return None if handle is None else Claim(spec.run_id, handle)
 
+    # ------------------------------------------------------------------------ reading
+    def superseded(self, run_id: str) -> list[Path]:
+        """Folders of earlier records of ``run_id`` that were replaced, oldest first."""
+        found = []
+        if _RUN_ID.fullmatch(run_id) and self.real_root.is_dir():
+            for task_dir in self._task_dirs():
+                folder = self._inside(task_dir.name, SUPERSEDED)
+                if folder.is_dir():
+                    found += [
+                        self._shown(self._inside(task_dir.name, SUPERSEDED, p.name))
+                        for p in folder.glob(f"{run_id}.*")
+                        if p.suffix[1:].isdigit()
+                    ]
+        return sorted(found, key=lambda p: int(p.suffix[1:]))
+
+    def identity_of(self, run_id: str) -> dict[str, Any] | None:
+        """The stored run's ``provenance.identity`` (``{}`` for an older record, and for one
+        whose ``env.json`` is damaged: warned about on stderr; it then matches nothing, so
+        ``--rerun`` or a changed-identity rerun replaces it), or ``None`` when the run is not
+        stored.
+
+        Raises:
+            StoreEscapeError: the run's folder or its ``env.json`` is a symbolic link (a
+                record is trusted only inside its store: it is neither read nor replaced).
+        """
+        real = self._find(run_id)
+        if real is None:
+            return None
+        folder, task = self._shown(real), real.parent.name
+        try:
+            env = _read_json(
+                folder / "env.json", folder, lambda: self._read(task, run_id, "env.json")
+            )
+            provenance = env.get("provenance", {}) if isinstance(env, dict) else None
+            if not isinstance(provenance, dict):
+                raise _damaged(folder / "env.json", folder, "not a run's environment")
+        except CorruptRecordError as error:
+            self._warn(error, " (its identity cannot be read: the run counts as changed)")
+            return {}
+        identity: dict[str, Any] = provenance.get("identity") or {}
+        return identity
+
+    def _warn(self, error: CorruptRecordError | StoreEscapeError, note: str = "") -> None:
+        """One stderr line per damaged (or refused) file and store (``warning: …``)."""
+        if error.path in self._warned:
+            return
+        self._warned.add(error.path)
+        print(f"warning: {error}{note}", file=sys.stderr, flush=True)
+
     def has(self, run_id: str) -> bool:
-        """Whether a finished run with this id is stored."""
-        return self.path_of(run_id) is not None
+        """Whether a finished run with this id is stored.
+
+        Raises:
+            StoreEscapeError: a task folder, or the run's folder, is a symbolic link.
+        """
+        return self._find(run_id) is not None
 
     def path_of(self, run_id: str) -> Path | None:
-        """The folder of a stored run, or ``None``."""
-        if not _RUN_ID.fullmatch(run_id) or not self.root.is_dir():
+        """The folder of a stored run (below :attr:`root`), or ``None``.
+
+        Raises:
+            StoreEscapeError: a task folder, or the run's folder, is a symbolic link.
+        """
+        real = self._find(run_id)
+        return None if real is None else self._shown(real)
+
+    def _find(self, run_id: str) -> Path | None:
+        """The real folder of a stored run, or ``None`` (:meth:`path_of`)."""
+        if not _RUN_ID.fullmatch(run_id) or not self.real_root.is_dir():
             return None
         for task_dir in self._task_dirs():
-            path = task_dir / run_id
+            path = self._inside(task_dir.name, run_id)
             if path.is_dir():
                 return path
         return None
@@ -430,15 +595,28 @@ class ResultsStore:
 
         Raises:
             KeyError: no such run.
+            CorruptRecordError: the record is damaged.
+            StoreEscapeError: its folder or one of its files is a symbolic link.
         """
-        path = self.path_of(run_id)
-        if path is None:
+        real = self._find(run_id)
+        if real is None:
             raise KeyError(f"run {run_id!r} is not in {self.root}")
-        return load_record(path)
+        return self._load(real)
+
+    def _load(self, real: Path) -> RunRecord:
+        """:func:`load_record` of the run folder ``real`` (below :attr:`real_root`), reading
+        each file without following a link."""
+        task, rid = real.parent.name, real.name
+        self._inside(task, rid)
+        return _load_record(self._shown(real), lambda name: self._read(task, rid, name))
 
     def run_ids(self, task: str | None = None) -> list[str]:
-        """Stored run_ids (sorted by task, then id) without loading them."""
-        return [path.name for path in self._run_dirs(task)]
+        """Stored run_ids (sorted by task, then id) without loading them.
+
+        Raises:
+            StoreEscapeError: a task folder or a run folder is a symbolic link.
+        """
+        return [self._inside(path.parent.name, path.name).name for path in self._run_dirs(task)]
 
     def records(
         self,
@@ -456,24 +634,27 @@ class ResultsStore:
         Args:
             task: the task's runs only (``None``: every task's).
             needed: the run ids the caller cannot do without (e.g. a table's expected runs).
-                When given, a damaged record of any other run is skipped with one stderr line
-                (``warning: …``, naming the file and the fix); ``None``: every run is needed.
+                When given, a damaged record of any other run (or one that is a symbolic link)
+                is skipped with one stderr line (``warning: …``, naming the file and the fix);
+                ``None``: every run is needed.
             damaged: where given, the errors of the damaged records skipped are appended.
             **filters: spec or mix fields and their values.
 
         Raises:
             CorruptRecordError: a needed record is damaged (its message names the file and
                 says how to train the run again).
+            StoreEscapeError: a needed record's folder or file, or a task folder, is a
+                symbolic link.
         """
         found = []
         for path in self._run_dirs(task):
             try:
-                record = load_record(path)
-            except CorruptRecordError as error:
+                record = self._load(path)
+            except (CorruptRecordError, StoreEscapeError) as error:
                 if needed is None or path.name in needed:
                     raise
                 self._warn(error, " (skipped: not needed here)")
-                if damaged is not None:
+                if damaged is not None and isinstance(error, CorruptRecordError):
                     damaged.append(error)
                 continue
             if spec_matches(record.spec, filters):
@@ -481,47 +662,84 @@ class ResultsStore:
         return found
 
     def partial(self) -> list[Path]:
-        """Temporary folders left behind by writers that died mid-``put``."""
-        if not self.root.is_dir():
-            return []
-        return sorted(p for d in self._task_dirs() for p in d.glob(f"{_TMP_PREFIX}*"))
+        """Temporary folders left behind by writers that died mid-``put``.
+
+        Raises:
+            StoreEscapeError: one of them (or a task folder) is a symbolic link.
+        """
+        return [self._shown(path) for path in self._partial()]
 
     def remove_partial(self) -> list[Path]:
-        """Delete :meth:`partial` folders (only when no writer is running) and return them."""
-        paths = self.partial()
+        """Delete :meth:`partial` folders (only when no writer is running) and return them;
+        each is checked right before it is deleted, so nothing is deleted through a link."""
+        paths = self._partial()
         for path in paths:
-            shutil.rmtree(path, ignore_errors=True)
-        return paths
+            shutil.rmtree(self._inside(path.parent.name, path.name), ignore_errors=True)
+        return [self._shown(path) for path in paths]
+
+    def _partial(self) -> list[Path]:
+        if not self.real_root.is_dir():
+            return []
+        return sorted(
+            self._inside(d.name, p.name)
+            for d in self._task_dirs()
+            for p in d.glob(f"{_TMP_PREFIX}*")
+        )
 
     def _task_dirs(self) -> Iterator[Path]:
-        for path in sorted(self.root.iterdir()):
-            if path.is_dir() and not path.name.startswith("."):
+        """The real task folders; a link to a folder at the root raises
+        :class:`StoreEscapeError` (a link to anything else is no task: skipped)."""
+        for path in sorted(self.real_root.iterdir()):
+            if path.name.startswith("."):
+                continue
+            if path.is_symlink():
+                if path.is_dir():
+                    raise self._escape(path)
+            elif path.is_dir():
                 yield path
 
     def _run_dirs(self, task: str | None) -> Iterator[Path]:
-        if not self.root.is_dir():
+        """The real run folders of ``task`` (every task's when ``None``), links included (the
+        caller refuses them)."""
+        if not self.real_root.is_dir():
             return
-        task_dirs = [self.root / task] if task is not None else list(self._task_dirs())
+        task_dirs = [self._inside(task)] if task is not None else list(self._task_dirs())
         for task_dir in task_dirs:
             if not task_dir.is_dir():
                 continue
             for path in sorted(task_dir.iterdir()):
-                if path.is_dir() and _RUN_ID.fullmatch(path.name):
+                if _RUN_ID.fullmatch(path.name) and (path.is_symlink() or path.is_dir()):
                     yield path
+
+
+def _task_name(task: str) -> str:
+    """``task`` when it is a plain folder name (no ``..``, no ``/``), else ``ValueError``."""
+    if not _TASK_NAME.fullmatch(task):
+        raise ValueError(f"task name {task!r} is not a valid folder name")
+    return task
 
 
 def _damaged(path: Path, folder: Path, what: str) -> CorruptRecordError:
     return CorruptRecordError(path, folder, what)
 
 
-def _read_text(path: Path, folder: Path) -> str:
-    """The UTF-8 text of one file of a run folder (:class:`CorruptRecordError` if unreadable)."""
+def _read_text(path: Path, folder: Path, read: Callable[[], bytes] | None = None) -> str:
+    """The UTF-8 text of one file of a run folder (:class:`CorruptRecordError` if unreadable),
+    line endings translated as ``Path.read_text`` does.
+
+    Args:
+        path: the file (named in errors).
+        folder: its run folder.
+        read: how to read its bytes (the store's reader, which refuses links); ``None``:
+            ``path.read_bytes``.
+    """
     try:
-        return path.read_text("utf-8")
+        text = (path.read_bytes() if read is None else read()).decode("utf-8")
     except FileNotFoundError:
         raise _damaged(path, folder, "missing") from None
     except UnicodeDecodeError as error:
         raise _damaged(path, folder, f"not UTF-8 ({error.reason})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _parse_json(text: str, path: Path, folder: Path, line: int | None = None) -> Any:
@@ -532,9 +750,10 @@ def _parse_json(text: str, path: Path, folder: Path, line: int | None = None) ->
         raise _damaged(path, folder, f"not valid JSON ({error.msg}: {where})") from None
 
 
-def _read_json(path: Path, folder: Path) -> Any:
-    """One JSON file of a run folder (:class:`CorruptRecordError` if missing or malformed)."""
-    return _parse_json(_read_text(path, folder), path, folder)
+def _read_json(path: Path, folder: Path, read: Callable[[], bytes] | None = None) -> Any:
+    """One JSON file of a run folder (:class:`CorruptRecordError` if missing or malformed);
+    ``read`` as for :func:`_read_text`."""
+    return _parse_json(_read_text(path, folder, read), path, folder)
 
 
 def _built(path: Path, folder: Path, what: str, build: Callable[[], Any]) -> Any:
@@ -555,9 +774,20 @@ def load_record(path: str | os.PathLike[str]) -> RunRecord:
             truncated), or holds JSON that is not a record's (a spec that does not build, a
             metric that is not a number); the message names the file and how to retrain.
     """
-    folder = Path(path)
+    return _load_record(Path(path), None)
+
+
+def _load_record(folder: Path, read: Callable[[str], bytes] | None) -> RunRecord:
+    """:func:`load_record` of ``folder``, each file's bytes read by ``read(name)`` when given
+    (the store's reader, which refuses links), else from ``folder``."""
+
+    def reader(name: str) -> Callable[[], bytes] | None:
+        return None if read is None else functools.partial(read, name)
+
     spec_path, metrics_path, env_path, log_path = (folder / name for name in FILES)
-    spec_data, metrics, env = (_read_json(p, folder) for p in (spec_path, metrics_path, env_path))
+    spec_data, metrics, env = (
+        _read_json(p, folder, reader(p.name)) for p in (spec_path, metrics_path, env_path)
+    )
     spec = _built(spec_path, folder, "a run spec", lambda: RunSpec.from_dict(spec_data))
     metrics = _built(
         metrics_path, folder, "a run's metrics", lambda: _finite_numbers("metrics", metrics)
@@ -571,7 +801,7 @@ def load_record(path: str | os.PathLike[str]) -> RunRecord:
             _finite_numbers("timings", env.get("timings", {})),
         ),
     )
-    lines = _read_text(log_path, folder).splitlines()
+    lines = _read_text(log_path, folder, reader(log_path.name)).splitlines()
     log = tuple(
         _parse_json(line, log_path, folder, number)
         for number, line in enumerate(lines, start=1)
@@ -677,9 +907,14 @@ def _serialise(record: RunRecord) -> dict[str, str]:
 def lock_file(path: Path, blocking: bool) -> Any:
     """An open file holding an exclusive ``flock`` on ``path`` (created if needed); ``None``
     when not ``blocking`` and another process holds it. Without ``fcntl`` (Windows) the file is
-    opened unlocked: one writer per store there."""
+    opened unlocked: one writer per store there.
+
+    A lock file is never followed when it is a symbolic link: the open fails with ``ELOOP``
+    (``O_NOFOLLOW``), so no lock is taken on, or file created in, the place a link points to.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o666)
+    handle = os.fdopen(fd, "a+")
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
@@ -704,7 +939,7 @@ def _write_error(error: OSError, rid: str, final: Path) -> StoreWriteError:
 def _fsync_dir(path: Path) -> None:
     if sys.platform == "win32":  # directories cannot be opened for fsync there
         return
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)
     finally:
