@@ -7,6 +7,7 @@ the network is derived from these fields; nothing else in the library types a di
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +16,41 @@ from typing import Any, Literal
 from bilm.files import write_json
 
 Activation = Literal["relu", "tanh"]
+
+# ------------------------------------------------------------------------------------ limits
+# Every size an options file can ask for has a finite limit, checked by BiLMOptions.validate
+# before anything is built, so that a hostile or mistyped file is refused in microseconds
+# instead of taking the machine's memory. The largest published ELMo
+# (elmo_2x4096_512_2048cnn_2xhighway) has 2 layers of 4096-d cells with 512-d projections,
+# 7 filter widths up to 7 summing to 2048 filters (1024 of the widest), 2 highway layers,
+# 16-d character embeddings and 50 characters per token; each limit is 10 times that. What
+# the limits still allow together can exceed a machine: bilm.checks compares the model's
+# memory with what the machine has.
+
+#: ``lstm.n_layers``: 10 × the published 2.
+MAX_LSTM_LAYERS = 20
+#: ``lstm.dim`` (the memory cell C): 10 × the published 4096.
+MAX_LSTM_DIM = 40_960
+#: ``lstm.projection_dim`` (P, the width of every exposed layer's halves): 10 × the published 512.
+MAX_PROJECTION_DIM = 5_120
+#: ``char_cnn.n_highway``: 10 × the published 2.
+MAX_HIGHWAY_LAYERS = 20
+#: ``char_cnn.embedding.dim`` (E): 10 × the published 16.
+MAX_CHAR_EMBEDDING_DIM = 160
+#: Entries of ``char_cnn.filters`` (filter widths): 10 × the published 7.
+MAX_FILTER_SIZES = 70
+#: Width of one filter, in characters: 10 × the published widest, 7.
+MAX_FILTER_WIDTH = 70
+#: Filters of one width: 10 × the published largest, 1024.
+MAX_FILTER_COUNT = 10_240
+#: All filters together (F, the width of the highway layers): 10 × the published 2048.
+MAX_TOTAL_FILTERS = 20_480
+#: ``char_cnn.max_characters_per_token``: 10 × the published 50 (it sizes every batch's
+#: character ids: batch × tokens × this).
+MAX_CHARACTERS_PER_TOKEN = 500
+#: Size of an ``options.json`` file, read whole: the published ones are under 1 KB, and a
+#: valid file with every list at its limit is far below this.
+MAX_OPTIONS_FILE_BYTES = 1 << 20
 
 
 class OptionsError(ValueError):
@@ -112,7 +148,7 @@ class BiLMOptions:
             )
         except KeyError as exc:
             raise OptionsError(f"{source}: missing key {exc.args[0]!r}") from None
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             if isinstance(exc, OptionsError):
                 raise
             raise OptionsError(f"{source}: bad value ({exc})") from None
@@ -122,7 +158,21 @@ class BiLMOptions:
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> BiLMOptions:
-        """Read an official ``options.json`` file."""
+        """Read an official ``options.json`` file.
+
+        Raises:
+            OptionsError: the file is missing, larger than :data:`MAX_OPTIONS_FILE_BYTES`, not
+                JSON, or its options are incomplete or out of bounds (:meth:`validate`).
+        """
+        try:
+            size = Path(path).stat().st_size
+        except OSError:
+            size = 0  # read_json_file names the missing file
+        if size > MAX_OPTIONS_FILE_BYTES:
+            raise OptionsError(
+                f"{path}: {size} bytes, more than the {MAX_OPTIONS_FILE_BYTES} an options file "
+                "may have (bilm.options.MAX_OPTIONS_FILE_BYTES)"
+            )
         return cls.from_dict(read_json_file(path), source=str(path))
 
     def to_dict(self, n_characters: int | None = None) -> dict[str, Any]:
@@ -152,11 +202,14 @@ class BiLMOptions:
         write_json(path, self.to_dict(n_characters), indent=2)
 
     def validate(self, source: str = "options") -> None:
-        """Check value ranges.
+        """Check value ranges, the limits of this module (``MAX_*``) included.
+
+        Cheap and allocation-free: it runs before any tensor of the model exists.
 
         Raises:
-            OptionsError: naming the offending field.
+            OptionsError: naming the offending field, its value and the limit.
         """
+        self._check_limits(source)
         c, lstm = self.char_cnn, self.lstm
         if c.n_characters not in (261, 262):
             raise OptionsError(
@@ -177,6 +230,53 @@ class BiLMOptions:
             raise OptionsError(
                 f"{source}: lstm.projection_dim ({lstm.projection_dim}) > dim ({lstm.dim})"
             )
+        for name, clip in (("cell_clip", lstm.cell_clip), ("proj_clip", lstm.proj_clip)):
+            if clip is not None and not (math.isfinite(clip) and clip > 0):
+                raise OptionsError(
+                    f"{source}: lstm.{name} must be a finite number > 0 (or 0 for none), got {clip}"
+                )
+
+    def _check_limits(self, source: str) -> None:
+        """Refuse any size above its ``MAX_*`` limit (the first one found, the list's length
+        before its entries).
+
+        Raises:
+            OptionsError: ``"{source}: FIELD=VALUE exceeds the limit LIMIT (bilm.options.NAME)"``.
+        """
+        c, lstm = self.char_cnn, self.lstm
+
+        def bound(name: str, value: int, limit: int, constant: str) -> None:
+            if value > limit:
+                raise OptionsError(
+                    f"{source}: {name}={value} exceeds the limit {limit} (bilm.options.{constant})"
+                )
+
+        bound("lstm.n_layers", lstm.n_layers, MAX_LSTM_LAYERS, "MAX_LSTM_LAYERS")
+        bound("lstm.dim", lstm.dim, MAX_LSTM_DIM, "MAX_LSTM_DIM")
+        bound("lstm.projection_dim", lstm.projection_dim, MAX_PROJECTION_DIM, "MAX_PROJECTION_DIM")
+        bound("char_cnn.n_highway", c.n_highway, MAX_HIGHWAY_LAYERS, "MAX_HIGHWAY_LAYERS")
+        bound(
+            "char_cnn.embedding.dim",
+            c.embedding_dim,
+            MAX_CHAR_EMBEDDING_DIM,
+            "MAX_CHAR_EMBEDDING_DIM",
+        )
+        bound(
+            "char_cnn.max_characters_per_token",
+            c.max_characters_per_token,
+            MAX_CHARACTERS_PER_TOKEN,
+            "MAX_CHARACTERS_PER_TOKEN",
+        )
+        bound("len(char_cnn.filters)", len(c.filters), MAX_FILTER_SIZES, "MAX_FILTER_SIZES")
+        for i, (width, count) in enumerate(c.filters):
+            bound(f"char_cnn.filters[{i}] width", width, MAX_FILTER_WIDTH, "MAX_FILTER_WIDTH")
+            bound(f"char_cnn.filters[{i}] count", count, MAX_FILTER_COUNT, "MAX_FILTER_COUNT")
+        bound(
+            "the sum of char_cnn.filters counts",
+            c.n_filters,
+            MAX_TOTAL_FILTERS,
+            "MAX_TOTAL_FILTERS",
+        )
 
 
 def read_json_file(

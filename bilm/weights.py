@@ -11,6 +11,11 @@ Official layout (written by bilm-tf ``bilm/training.py`` ``dump_weights``)::
     .../LSTMCell/W_P_0                           (C, P)          only when P < C
 
 Our checkpoint is a ``safetensors`` file (no pickle) whose metadata holds ``options.json``.
+
+Every loader here passes the gate of :mod:`bilm.checks` before it builds the model: options
+within bounds, a model that fits this machine's memory, every dataset's name, shape and dtype
+as the options imply (from the file's header); then each weight is refused if not finite as it
+is read.
 """
 
 from __future__ import annotations
@@ -27,8 +32,17 @@ import torch
 from torch import Tensor
 
 from bilm.bilm import BiLM, StatePolicy
+from bilm.checks import (
+    WeightsError,
+    check_checkpoint_tensors,
+    check_finite,
+    check_official_datasets,
+    check_options,
+    official_layout,
+)
+from bilm.checks import lstm_prefixes as _lstm_prefixes
 from bilm.files import atomic_path
-from bilm.options import BiLMOptions
+from bilm.options import BiLMOptions, OptionsError
 
 #: TF LSTMCell gate block order is [i, j, f, o]; ours is [i, f, o, j] (sigmoid gates first).
 TF_BLOCK_FOR_OURS = (0, 2, 3, 1)
@@ -36,8 +50,10 @@ FORGET_BIAS = 1.0  # TF LSTMCell forget_bias, added at run time, not stored
 _OURS_FORGET = 1  # index of the forget block in our order
 
 
-class WeightsError(ValueError):
-    """A weight file does not match the options, or cannot be read."""
+#: Datasets an official file may hold beyond those its options describe before the loader
+#: stops listing them: a few stray ones are named in the error, a file of millions is refused
+#: without listing them all.
+EXTRA_DATASETS = 1000
 
 
 def _h5py() -> Any:
@@ -48,96 +64,86 @@ def _h5py() -> Any:
     return h5py
 
 
-def _lstm_prefixes(direction: int, layer: int, n_layers: int) -> list[str]:
-    base = f"RNN_{direction}/RNN"
-    names = [f"{base}/MultiRNNCell/Cell{layer}/LSTMCell"]
-    if n_layers == 1:  # a single-layer bilm-tf model has no MultiRNNCell wrapper
-        names.append(f"{base}/LSTMCell")
-    return names
+def build_bilm(
+    options: BiLMOptions,
+    state: StatePolicy = "reset",
+    dropout: float = 0.0,
+    source: str = "options",
+) -> BiLM:
+    """A biLM with uninitialised weights, built only after the gate
+    (:func:`bilm.checks.check_options`: bounds, then memory).
+
+    For options read from a file by a caller that fills the weights itself (e.g. with
+    :func:`init_weights`); the loaders of this module check the file too.
+
+    Args:
+        options: the architecture.
+        state: LSTM state policy (see :mod:`bilm.bilm`).
+        dropout: see :class:`~bilm.bilm.BiLM`.
+        source: where the options came from, named in errors.
+
+    Raises:
+        OptionsError: a size out of bounds, or a model larger than this machine can load
+            (:class:`~bilm.checks.ModelTooLargeError`).
+    """
+    check_options(options, source)
+    return BiLM(options, state=state, dropout=dropout)
 
 
-def _dataset_shapes(handle: Any) -> dict[str, tuple[int, ...]]:
-    """Every dataset of an open HDF5 file: name → shape."""
+def _open_hdf5(path: Path) -> Any:
+    """An open HDF5 file (read-only), or :class:`WeightsError`."""
+    try:
+        return _h5py().File(path, "r")
+    except (OSError, ValueError) as exc:
+        raise WeightsError(f"{path}: not a readable HDF5 file ({exc})") from None
+
+
+def _datasets(handle: Any, path: Path, expected: int) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """Every dataset of an open HDF5 file, from its header: name → (shape, dtype).
+
+    Args:
+        handle: the open file.
+        path: the file, named in errors.
+        expected: how many datasets the options describe.
+
+    Raises:
+        WeightsError: the header is unreadable, holds more than ``expected`` +
+            :data:`EXTRA_DATASETS` datasets, or a dataset stores its data outside the file
+            (external or virtual storage: another file would be read).
+    """
     h5py = _h5py()
-    shapes: dict[str, tuple[int, ...]] = {}
+    limit = expected + EXTRA_DATASETS
+    found: dict[str, tuple[tuple[int, ...], Any]] = {}
 
-    def visit(name: str, item: Any) -> None:
+    def visit(name: str, item: Any) -> bool | None:
         if isinstance(item, h5py.Dataset):
-            shapes[name] = tuple(item.shape)
+            if item.is_virtual or item.external:
+                raise WeightsError(
+                    f"{path}: dataset {name!r} keeps its data outside the file (external or "
+                    "virtual storage); weight files hold their own data"
+                )
+            found[name] = (tuple(item.shape), item.dtype)
+            if len(found) > limit:
+                return True  # stops the visit
+        return None
 
-    handle.visititems(visit)
-    return shapes
-
-
-def _present(shapes: Mapping[str, tuple[int, ...]], name: str) -> bool:
-    """Whether ``name`` is a dataset of the file or a group holding one."""
-    return name in shapes or any(key.startswith(f"{name}/") for key in shapes)
-
-
-def _count(shapes: Mapping[str, tuple[int, ...]], *patterns: str) -> int:
-    """How many consecutive indices ``i = 0, 1, ...`` name a dataset or group by any of
-    ``patterns`` formatted with ``i``."""
-    n = 0
-    while any(_present(shapes, pattern.format(n)) for pattern in patterns):
-        n += 1
-    return n
-
-
-def _layout_mismatch(
-    opts: BiLMOptions, shapes: Mapping[str, tuple[int, ...]], weights: str
-) -> str | None:
-    """The first field of ``opts`` that the file's datasets contradict, as ``"options
-    FIELD=VALUE but WEIGHTS holds ..."``; ``None`` when the layout agrees (or is too incomplete
-    to tell: the per-dataset checks then name what is missing)."""
-    cnn, lstm = opts.char_cnn, opts.lstm
-    if "char_embed" in shapes and shapes["char_embed"][-1] != cnn.embedding_dim:
-        return (
-            f"options char_cnn.embedding.dim={cnn.embedding_dim} but {weights} holds character "
-            f"embeddings of width {shapes['char_embed'][-1]}"
+    try:
+        handle.visititems(visit)
+    except (OSError, RuntimeError, KeyError) as exc:
+        raise WeightsError(f"{path}: cannot list the datasets ({exc})") from None
+    if len(found) > limit:
+        raise WeightsError(
+            f"{path}: holds more than {limit} datasets; the options describe {expected}"
         )
-    convolutions = _count(shapes, "CNN/W_cnn_{}", "CNN/b_cnn_{}")
-    if convolutions != len(cnn.filters):
-        return (
-            f"options char_cnn.filters has {len(cnn.filters)} filter sizes but {weights} holds "
-            f"{convolutions} convolutions"
-        )
-    for i, (width, count) in enumerate(cnn.filters):
-        kernel = shapes.get(f"CNN/W_cnn_{i}", ())
-        if len(kernel) == 4 and (kernel[1], kernel[3]) != (width, count):
-            return (
-                f"options char_cnn.filters[{i}]=[{width}, {count}] but {weights} holds "
-                f"[{kernel[1]}, {kernel[3]}] (width, count)"
-            )
-    highway = _count(shapes, "CNN_high_{}")
-    if highway != cnn.n_highway:
-        return (
-            f"options char_cnn.n_highway={cnn.n_highway} but {weights} holds {highway} highway "
-            "layer(s)"
-        )
-    cells = _count(shapes, "RNN_0/RNN/MultiRNNCell/Cell{}")
-    if cells == 0 and _present(shapes, "RNN_0/RNN/LSTMCell"):
-        cells = 1  # a single-layer bilm-tf model has no MultiRNNCell wrapper
-    if cells != lstm.n_layers:
-        return f"options lstm.n_layers={lstm.n_layers} but {weights} holds {cells} LSTM layers"
-    kernels = [shapes[f"{p}/W_0"] for p in _lstm_prefixes(0, 0, cells) if f"{p}/W_0" in shapes]
-    first = kernels[0] if kernels else ()  # (P + P, 4C)
-    if len(first) == 2 and first[1] != 4 * lstm.dim:
-        return f"options lstm.dim={lstm.dim} but {weights} holds LSTM cells of {first[1] // 4}"
-    if len(first) == 2 and first[0] != 2 * lstm.projection_dim:
-        return (
-            f"options lstm.projection_dim={lstm.projection_dim} but {weights} holds projections "
-            f"of {first[0] // 2}"
-        )
-    return None
+    return found
 
 
 class _Reader:
     def __init__(self, handle: Any, path: Path) -> None:
         self.handle, self.path = handle, path
-        self.read: set[str] = set()  # the datasets copied into the model
 
     def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        self.read.add(name)
+        """The dataset as float32, refused if missing, of another shape or not finite."""
         if name not in self.handle:
             raise WeightsError(f"{self.path}: dataset {name!r} is missing (expected shape {shape})")
         data = self.handle[name]
@@ -147,9 +153,12 @@ class _Reader:
                 f"expected {shape} from the options"
             )
         try:
-            return np.asarray(data[...], dtype=np.float32)
-        except OSError as exc:
+            with np.errstate(over="ignore"):  # a float64 beyond float32: inf, named below
+                array = np.asarray(data[...], dtype=np.float32)
+        except (OSError, ValueError, TypeError) as exc:
             raise WeightsError(f"{self.path}: cannot read dataset {name!r} ({exc})") from None
+        check_finite(array, name, self.path)
+        return array
 
     def first(self, names: list[str], suffix: str) -> str:
         for name in names:
@@ -163,6 +172,53 @@ def _copy(param: Tensor, array: np.ndarray) -> None:
         param.copy_(torch.from_numpy(array))
 
 
+def _check_official(opts: BiLMOptions, handle: Any, path: Path, source: str) -> None:
+    """The file's datasets against the options, from its header (nothing read yet)."""
+    datasets = _datasets(handle, path, len(official_layout(opts)))
+    check_official_datasets(opts, datasets, path, source)
+
+
+def _fill_official(bilm: BiLM, handle: Any, path: Path) -> None:
+    """Copy a checked official file into ``bilm``, dataset by dataset, each checked finite."""
+    opts = bilm.options
+    cnn, lstm = opts.char_cnn, opts.lstm
+    E, F, P, C = cnn.embedding_dim, cnn.n_filters, lstm.projection_dim, lstm.dim
+    r = _Reader(handle, path)
+    cc = bilm.char_cnn
+    with torch.no_grad():
+        cc.char_embedding.weight[0].zero_()
+    _copy(cc.char_embedding.weight[1:], r.get("char_embed", (261, E)))
+    for i, (w, n) in enumerate(cnn.filters):
+        kernel = r.get(f"CNN/W_cnn_{i}", (1, w, E, n))[0]  # (w, E, n)
+        _copy(cc.conv_weight[i], np.ascontiguousarray(kernel.transpose(2, 1, 0)))  # (n, E, w)
+        _copy(cc.conv_bias[i], r.get(f"CNN/b_cnn_{i}", (n,)))
+    for k in range(cnn.n_highway):
+        g = f"CNN_high_{k}"
+        _copy(cc.highway.weight[k][:, :F], r.get(f"{g}/W_transform", (F, F)))
+        _copy(cc.highway.weight[k][:, F:], r.get(f"{g}/W_carry", (F, F)))
+        _copy(cc.highway.bias[k][:F], r.get(f"{g}/b_transform", (F,)))
+        _copy(cc.highway.bias[k][F:], r.get(f"{g}/b_carry", (F,)))
+    if cc.proj_weight is not None and cc.proj_bias is not None:
+        _copy(cc.proj_weight, r.get("CNN_proj/W_proj", (F, P)))
+        _copy(cc.proj_bias, r.get("CNN_proj/b_proj", (P,)))
+    hidden = bilm.lstms[0][0].hidden_dim
+    for layer_index, layer in enumerate(bilm.lstms):
+        for d, cell in enumerate(layer):
+            prefix = r.first(_lstm_prefixes(d, layer_index, lstm.n_layers), "W_0")
+            kernel = r.get(f"{prefix}/W_0", (P + hidden, 4 * C))
+            bias = r.get(f"{prefix}/B", (4 * C,)).copy()
+            bias[2 * C : 3 * C] += FORGET_BIAS  # TF block 2 = forget gate
+            for ours, tf in enumerate(TF_BLOCK_FOR_OURS):
+                cols = slice(tf * C, (tf + 1) * C)
+                dst = slice(ours * C, (ours + 1) * C)
+                _copy(cell.w_input[:, dst], kernel[:P, cols])
+                _copy(cell.w_state[:, dst], kernel[P:, cols])
+                _copy(cell.bias[dst], bias[cols])
+            del kernel
+            if cell.w_proj is not None:
+                _copy(cell.w_proj, r.get(f"{prefix}/W_P_0", (C, P)))
+
+
 def load_official_weights(
     bilm: BiLM, weights: str | os.PathLike[str], options_source: str | None = None
 ) -> BiLM:
@@ -170,7 +226,9 @@ def load_official_weights(
 
     The file must hold exactly what the options describe: fewer or more LSTM layers, highway
     layers or convolutions, other widths, or datasets the options do not use are an error,
-    never layers silently dropped.
+    never layers silently dropped. All of that is checked from the file's header before any
+    weight is copied; a weight that is not finite is refused as it is read (``bilm`` then holds
+    part of the file: discard it).
 
     Args:
         bilm: the model, built from the options.
@@ -179,67 +237,15 @@ def load_official_weights(
 
     Raises:
         WeightsError: the options and the file disagree (the field and both values named, and
-            both files), a dataset is missing, has another shape (both shapes named) or is not
-            used by the options, or the file is unreadable (truncated, not HDF5).
+            both files), a dataset is missing, has another shape (both shapes named), is not
+            floating point or is not used by the options, a weight holds NaN or infinity (the
+            dataset and the count named), or the file is unreadable (truncated, not HDF5).
     """
-    h5py = _h5py()
     path = Path(weights)
-    opts = bilm.options
-    cnn, lstm = opts.char_cnn, opts.lstm
-    E, F, P, C = cnn.embedding_dim, cnn.n_filters, lstm.projection_dim, lstm.dim
-    try:
-        handle = h5py.File(path, "r")
-    except (OSError, ValueError) as exc:
-        raise WeightsError(f"{path}: not a readable HDF5 file ({exc})") from None
     source = options_source or "the model's options"
-    with handle:
-        try:
-            shapes = _dataset_shapes(handle)
-        except (OSError, RuntimeError) as exc:
-            raise WeightsError(f"{path}: cannot list the datasets ({exc})") from None
-        mismatch = _layout_mismatch(opts, shapes, str(path))
-        if mismatch is not None:
-            raise WeightsError(f"{source}: {mismatch}")
-        r = _Reader(handle, path)
-        cc = bilm.char_cnn
-        with torch.no_grad():
-            cc.char_embedding.weight[0].zero_()
-        _copy(cc.char_embedding.weight[1:], r.get("char_embed", (261, E)))
-        for i, (w, n) in enumerate(cnn.filters):
-            kernel = r.get(f"CNN/W_cnn_{i}", (1, w, E, n))[0]  # (w, E, n)
-            _copy(cc.conv_weight[i], np.ascontiguousarray(kernel.transpose(2, 1, 0)))  # (n, E, w)
-            _copy(cc.conv_bias[i], r.get(f"CNN/b_cnn_{i}", (n,)))
-        for k in range(cnn.n_highway):
-            g = f"CNN_high_{k}"
-            _copy(cc.highway.weight[k][:, :F], r.get(f"{g}/W_transform", (F, F)))
-            _copy(cc.highway.weight[k][:, F:], r.get(f"{g}/W_carry", (F, F)))
-            _copy(cc.highway.bias[k][:F], r.get(f"{g}/b_transform", (F,)))
-            _copy(cc.highway.bias[k][F:], r.get(f"{g}/b_carry", (F,)))
-        if cc.proj_weight is not None and cc.proj_bias is not None:
-            _copy(cc.proj_weight, r.get("CNN_proj/W_proj", (F, P)))
-            _copy(cc.proj_bias, r.get("CNN_proj/b_proj", (P,)))
-        hidden = bilm.lstms[0][0].hidden_dim
-        for layer_index, layer in enumerate(bilm.lstms):
-            for d, cell in enumerate(layer):
-                prefix = r.first(_lstm_prefixes(d, layer_index, lstm.n_layers), "W_0")
-                kernel = r.get(f"{prefix}/W_0", (P + hidden, 4 * C))
-                bias = r.get(f"{prefix}/B", (4 * C,)).copy()
-                bias[2 * C : 3 * C] += FORGET_BIAS  # TF block 2 = forget gate
-                for ours, tf in enumerate(TF_BLOCK_FOR_OURS):
-                    cols = slice(tf * C, (tf + 1) * C)
-                    dst = slice(ours * C, (ours + 1) * C)
-                    _copy(cell.w_input[:, dst], kernel[:P, cols])
-                    _copy(cell.w_state[:, dst], kernel[P:, cols])
-                    _copy(cell.bias[dst], bias[cols])
-                del kernel
-                if cell.w_proj is not None:
-                    _copy(cell.w_proj, r.get(f"{prefix}/W_P_0", (C, P)))
-    unused = sorted(set(shapes) - r.read)
-    if unused:
-        shown = ", ".join(unused[:3]) + (f" and {len(unused) - 3} more" if len(unused) > 3 else "")
-        raise WeightsError(
-            f"{source}: {path} holds {len(unused)} dataset(s) these options do not use ({shown})"
-        )
+    with _open_hdf5(path) as handle:
+        _check_official(bilm.options, handle, path, source)
+        _fill_official(bilm, handle, path)
     bilm.reset_states()
     return bilm
 
@@ -251,6 +257,9 @@ def load_official(
 ) -> BiLM:
     """Build a :class:`BiLM` from an official ``options.json`` + HDF5 weight file.
 
+    Nothing is built before the gate (:mod:`bilm.checks`) passed: the options within bounds,
+    the model within this machine's memory, the file's every dataset as the options imply.
+
     Args:
         options: path of ``options.json``.
         weights: path of the ``.hdf5`` weight file.
@@ -258,9 +267,22 @@ def load_official(
 
     Returns:
         The biLM in eval mode.
+
+    Raises:
+        OptionsError: the options are unreadable or out of bounds, or describe a model larger
+            than this machine can load (:class:`~bilm.checks.ModelTooLargeError`).
+        WeightsError: the file does not match the options, holds a non-finite weight, or is
+            unreadable (:func:`load_official_weights`).
     """
-    bilm = BiLM(BiLMOptions.from_json(options), state=state)
-    load_official_weights(bilm, weights, options_source=str(options))
+    opts = BiLMOptions.from_json(options)
+    source = str(options)
+    check_options(opts, source)
+    path = Path(weights)
+    with _open_hdf5(path) as handle:
+        _check_official(opts, handle, path, source)
+        bilm = BiLM(opts, state=state)
+        _fill_official(bilm, handle, path)
+    bilm.reset_states()
     return bilm.eval()
 
 
@@ -367,54 +389,85 @@ def save_checkpoint(
     return path
 
 
-def load_checkpoint_tensors(path: str | Path) -> dict[str, Tensor]:
-    """All tensors of a checkpoint as float32 (biLM and, if present, :data:`HEAD_PREFIX`)."""
-    from safetensors.torch import load_file
-
-    read_checkpoint_metadata(path)  # clear errors for missing/garbage files
-    return {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(path)).items()}
-
-
-def read_checkpoint_metadata(path: str | Path) -> dict[str, str]:
-    """The metadata of a checkpoint written by :func:`save_checkpoint`."""
+def _safe_open(path: str | Path) -> Any:
+    """A checkpoint opened with ``safetensors`` (which checks its header against its size), or
+    :class:`WeightsError`."""
     from safetensors import safe_open
 
     try:
-        with safe_open(str(path), framework="pt") as handle:
-            return dict(handle.metadata() or {})
+        return safe_open(str(path), framework="pt")
     except FileNotFoundError:
         raise WeightsError(f"{path}: no such checkpoint") from None
     except Exception as exc:  # safetensors raises its own error types
         raise WeightsError(f"{path}: not a readable safetensors checkpoint ({exc})") from None
 
 
+def _read_tensor(handle: Any, name: str, path: str | Path) -> Tensor:
+    """One tensor of an open checkpoint as float (when floating point), checked finite."""
+    try:
+        tensor = handle.get_tensor(name)
+    except Exception as exc:  # safetensors raises its own error types
+        raise WeightsError(f"{path}: cannot read tensor {name!r} ({exc})") from None
+    if tensor.is_floating_point():
+        tensor = tensor.float()
+        check_finite(tensor.numpy(), name, path)
+    return tensor
+
+
+def load_checkpoint_tensors(path: str | Path) -> dict[str, Tensor]:
+    """All tensors of a checkpoint as float32 (biLM and, if present, :data:`HEAD_PREFIX`).
+
+    Raises:
+        WeightsError: the file is missing or unreadable, or a tensor holds NaN or infinity.
+    """
+    with _safe_open(path) as handle:
+        return {name: _read_tensor(handle, name, path) for name in handle.keys()}
+
+
+def read_checkpoint_metadata(path: str | Path) -> dict[str, str]:
+    """The metadata of a checkpoint written by :func:`save_checkpoint`."""
+    with _safe_open(path) as handle:
+        return dict(handle.metadata() or {})
+
+
 def load_checkpoint(path: str | Path, state: StatePolicy = "reset") -> BiLM:
-    """Load a checkpoint written by :func:`save_checkpoint` (eval mode)."""
+    """Load a checkpoint written by :func:`save_checkpoint` (eval mode).
+
+    Nothing is built before the gate (:mod:`bilm.checks`) passed: the options of the metadata
+    within bounds and within this machine's memory, every biLM tensor's name, shape and dtype
+    (from the safetensors header) as they imply. Each tensor is then read, checked finite and
+    copied on its own; the softmax of a language model (:data:`HEAD_PREFIX`) is not read.
+
+    Raises:
+        WeightsError: the file is missing or unreadable, has no options, its tensors do not
+            match them, or a tensor holds NaN or infinity (its name and the count named).
+        OptionsError: the options are out of bounds or too large for this machine.
+    """
     metadata = read_checkpoint_metadata(path)
     if "options" not in metadata:
         raise WeightsError(f"{path}: checkpoint has no 'options' metadata (not an elmo-bench bilm)")
-    options = BiLMOptions.from_dict(json.loads(metadata["options"]), source=f"{path} (metadata)")
-    bilm = BiLM(options, state=state)
-    tensors = {
-        k: v for k, v in load_checkpoint_tensors(path).items() if not k.startswith(HEAD_PREFIX)
-    }
-    expected = {k: tuple(v.shape) for k, v in bilm.state_dict().items()}
-    found = {k: tuple(v.shape) for k, v in tensors.items()}
-    if expected != found:
-        missing = sorted(set(expected) - set(found))
-        extra = sorted(set(found) - set(expected))
-        wrong = sorted(k for k in set(expected) & set(found) if expected[k] != found[k])
-        detail = "; ".join(
-            part
-            for part in (
-                f"missing {missing[:3]}" if missing else "",
-                f"unexpected {extra[:3]}" if extra else "",
-                ", ".join(f"{k}: expected {expected[k]}, found {found[k]}" for k in wrong[:3]),
-            )
-            if part
-        )
-        raise WeightsError(f"{path}: tensors do not match the options ({detail})")
-    bilm.load_state_dict(tensors)
+    source = f"{path} (metadata)"
+    try:
+        data = json.loads(metadata["options"])
+    except json.JSONDecodeError as exc:
+        raise OptionsError(f"{source}: options are not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise OptionsError(f"{source}: options are not a JSON object")
+    options = BiLMOptions.from_dict(data, source=source)
+    check_options(options, source)
+    with _safe_open(path) as handle:
+        header: dict[str, tuple[tuple[int, ...], str]] = {}
+        for name in handle.keys():
+            if not name.startswith(HEAD_PREFIX):
+                part = handle.get_slice(name)
+                header[name] = (tuple(part.get_shape()), str(part.get_dtype()))
+        check_checkpoint_tensors(options, header, path)
+        bilm = BiLM(options, state=state)
+        params = bilm.state_dict()
+        with torch.no_grad():
+            for name in header:
+                params[name].copy_(_read_tensor(handle, name, path))
+    bilm.reset_states()
     return bilm.eval()
 
 
