@@ -65,8 +65,8 @@ from benchmarks.common import (  # noqa: E402
 )
 from bilm import BiLM, BiLMOptions, CharCNNOptions, LSTMOptions, init_weights  # noqa: E402
 from bilm.weights import save_checkpoint  # noqa: E402
-from tasks.common.feature_cache import FeatureCache  # noqa: E402
-from tasks.common.inject import Injector, MixSpec, mix_penalty  # noqa: E402
+from tasks.features.feature_cache import FeatureCache  # noqa: E402
+from tasks.features.inject import Injector, MixSpec, mix_penalty  # noqa: E402
 from tasks.representations import Layers, Representation, build_representation  # noqa: E402
 
 #: This script's path as the ``--out`` header's command names it.

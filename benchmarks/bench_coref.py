@@ -40,9 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``tasks`` importable
     sys.path.insert(0, str(REPO))
 
-from tasks.common.inject import Injector  # noqa: E402
 from tasks.coref.model import CorefBatch, SpanRankingCoref  # noqa: E402
 from tasks.coref.task import TASK  # noqa: E402
+from tasks.features.inject import Injector  # noqa: E402
 from tasks.representations import Layers, build_representation  # noqa: E402
 
 VOCAB, CHARS, GENRES, ELMO_DIM, ELMO_LAYERS = 20_000, 100, 8, 1024, 3

@@ -38,7 +38,7 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
 
 from benchmarks.common import add_standard_arguments, machine_info, write_json  # noqa: E402
 from bilm.devices import synchronize  # noqa: E402
-from tasks.common.feature_cache import FeatureCache  # noqa: E402
+from tasks.features.feature_cache import FeatureCache  # noqa: E402
 from tasks.representations import build_representation  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "valid.txt"

@@ -81,7 +81,7 @@ from experiments.report.significance import (  # noqa: E402
     pooled_bootstrap,
     seed_aware_test,
 )
-from tasks.common.prf import span_f1_from_totals  # noqa: E402
+from tasks.metrics.prf import span_f1_from_totals  # noqa: E402
 from tasks.squad.metric import f1_from_totals  # noqa: E402
 
 Run = tuple[tuple[str, ...], np.ndarray]

@@ -12,14 +12,14 @@ plug-in representation is refused), then one epoch of its own batch plan (seeded
 the first ``--batches`` batches) runs through the loop's training step (``experiments.run.runner``:
 forward, loss, backward, clipping, optimizer step) after one untimed warm-up batch. Every call
 of a ``torch.nn`` RNN module (``nn.GRU``, ``nn.LSTM``) in that epoch is recorded (its input, a
-packed sequence or a tensor, copied; the calls go through :func:`tasks.common.layers.run_rnn`);
+packed sequence or a tensor, copied; the calls go through :func:`tasks.nn.layers.run_rnn`);
 then the same calls are replayed alone, forward and backward against a fixed output gradient,
 with the run's own modules and weights. Printed, as medians over ``--repeats`` rounds of
 process CPU seconds: the epoch, the recurrent replay and its share of the epoch, and the
 building of the batches (with a live biLM, as the ``carry`` rows run it, its forward pass).
 
 Side by side in the same rounds, the epoch and the replay run once more with torch's own packed
-RNN loop (:func:`tasks.common.packed_rnn.torch_loop`) instead of the step loop the tasks train
+RNN loop (:func:`tasks.nn.packed_rnn.torch_loop`) instead of the step loop the tasks train
 with: the two compute the same numbers, and the ratio is what the step loop's linear-time
 backward saves.
 
@@ -62,8 +62,8 @@ from experiments.run import runner  # noqa: E402
 from experiments.run.resolve import resolve  # noqa: E402
 from experiments.run.setup import Run, RunOptions, seed_everything, set_up, setup_data  # noqa: E402
 from experiments.run.spec import RunSpec  # noqa: E402
-from tasks.common import layers, packed_rnn  # noqa: E402
 from tasks.core import batch_plan  # noqa: E402
+from tasks.nn import layers, packed_rnn  # noqa: E402
 
 #: One recorded call: the module and a detached copy of its input.
 Call = tuple[nn.RNNBase, Any]

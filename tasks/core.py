@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
     from torch import Tensor, nn
 
-    from tasks.common.inject import Injector
     from tasks.common.io import ReadStats
     from tasks.common.peer import PeerAdapter
+    from tasks.features.inject import Injector
     from tasks.representations import Layers
 
 __all__ = [

@@ -200,3 +200,112 @@ def test_experiments_folders_import_only_what_their_concern_may() -> None:
     assert offenders == []
     folders = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
     assert folders == sorted(EXPERIMENTS_MAY_IMPORT)
+
+
+#: The layers of ``tasks/``, lowest first (each package's ``__init__`` says so too;
+#: docs/architecture.md lists them). A module imports modules of its own package and of the
+#: layers below its own, never of a layer above; :data:`TASK` stands for every task package
+#: (``tasks/<name>/``), which imports no other task.
+TASK = "<task>"
+TASKS_LAYERS = (
+    "common",  # readers' errors, overrides, sites, spans, CoNLL-2012, vectors, vocab, peer contract
+    "nn",  # layers, packed RNN, CRF
+    "representations",  # ELMo, GloVe, CoVe, HF, HDF5, none; adaptation
+    "features",  # injection, the frozen-feature cache
+    "core",  # the task protocol: TaskSpec, TaskRecipe, the metric contract
+    "metrics",  # P/R/F1, accuracy
+    TASK,  # squad, snli, srl, coref, ner, sst5, ...
+    "registry",  # one dict literal
+)
+
+
+def _tasks_unit(module: str) -> str:
+    """The package (or loose module) of ``tasks/`` a module is in: ``tasks.nn.crf`` → ``nn``,
+    ``tasks.core`` → ``core``, ``tasks.squad.model`` → ``squad``."""
+    return module.split(".")[1]
+
+
+def tasks_layer_violations(imports: dict[str, set[str]]) -> list[str]:
+    """``"A imports B"`` for every import, among modules of ``tasks``, that goes up
+    :data:`TASKS_LAYERS` or from one task into another (``imports``: module → the modules it
+    imports). The package's own ``__init__`` imports nothing of ``tasks``."""
+    rank = {layer: i for i, layer in enumerate(TASKS_LAYERS)}
+
+    def layer(unit: str) -> str:
+        return unit if unit in rank else TASK
+
+    bad = []
+    for module, deps in sorted(imports.items()):
+        for dep in sorted(d for d in deps if d.startswith("tasks.")):
+            if module == "tasks":
+                bad.append(f"{module} imports {dep}")
+                continue
+            mine, theirs = _tasks_unit(module), _tasks_unit(dep)
+            if mine != theirs and rank[layer(theirs)] >= rank[layer(mine)]:
+                bad.append(f"{module} imports {dep}")
+    return bad
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    ok = {
+        "tasks.core": {"tasks.common.io", "tasks.features.inject", "tasks"},
+        "tasks.nn.crf": {"tasks.common.spans", "tasks.nn.layers"},
+        "tasks.squad.task": {"tasks.squad.model", "tasks.metrics.prf", "tasks.core"},
+        "tasks.registry": {"tasks.squad.task", "tasks.core"},
+    }
+    assert tasks_layer_violations(ok) == []
+    up = {"tasks.common.vocab": {"tasks.representations.glove"}, "tasks.core": {"tasks.metrics"}}
+    assert tasks_layer_violations(up) == [
+        "tasks.common.vocab imports tasks.representations.glove",
+        "tasks.core imports tasks.metrics",
+    ]
+    across = {"tasks.srl.data": {"tasks.coref.data"}, "tasks": {"tasks.registry"}}
+    assert tasks_layer_violations(across) == [
+        "tasks imports tasks.registry",
+        "tasks.srl.data imports tasks.coref.data",
+    ]
+
+
+def test_tasks_imports_go_down_the_layers() -> None:
+    """No module of ``tasks/`` imports one of a higher layer (:data:`TASKS_LAYERS`) or of another
+    task, counting lazy and ``TYPE_CHECKING`` imports, and none imports relatively (which the
+    check would not see). A module directly in ``tasks/`` is a layer of its own (``core.py``,
+    ``registry.py``); a package that is no layer is a task (so a new shared package that tasks
+    import fails here until it is given its place in the order)."""
+    root = REPO / "tasks"
+    loose = sorted(p.stem for p in root.glob("*.py") if p.name != "__init__.py")
+    assert [m for m in loose if m not in TASKS_LAYERS] == [], "a loose module in no layer"
+    packages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    assert set(TASKS_LAYERS) - {TASK} <= packages | set(loose), "a layer has no package"
+    modules = _module_names()
+    graph = {
+        name: _imports(path, modules)
+        for name, path in modules.items()
+        if name == "tasks" or name.startswith("tasks.")
+    }
+    assert tasks_layer_violations(graph) == []
+    relative = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
+    assert relative == []
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    """``tasks/`` and ``experiments/`` import no ``_private`` name of another module of the
+    repository: what two modules share is public in the one that defines it."""
+    modules = _module_names()
+    offenders = []
+    for package in ("tasks", "experiments"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not (isinstance(node, ast.ImportFrom) and node.module in modules):
+                    continue
+                offenders += [
+                    f"{path.relative_to(REPO)}:{node.lineno}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert offenders == []

@@ -227,7 +227,8 @@ def format_report(report: NeighbourReport) -> str:
 
 def load_glove(path: str | None) -> tuple[Any, str]:
     """(GloVe representation or None, how it was found or what to supply)."""
-    from tasks.representations import GLOVE_PACKAGE, build_representation
+    from tasks.common.vectors import GLOVE_PACKAGE
+    from tasks.representations import build_representation
 
     if path is not None:
         return build_representation("glove", path=path), str(path)

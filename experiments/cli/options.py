@@ -127,7 +127,7 @@ def non_negative_int(text: str) -> int:
 
 def budget(text: str) -> str:
     """``--cache-budget``: checked while parsing (a bad value exits 2 with one line)."""
-    from tasks.common.feature_cache import parse_budget
+    from tasks.features.feature_cache import parse_budget
 
     try:
         parse_budget(text)

@@ -360,7 +360,7 @@ def _rebuild(spec: RunSpec, device: torch.device, precision: str) -> _Rebuilt:
     from experiments.data.real_sets import data_path
     from experiments.run.represent import build_spec_representation, finetuned_bilm
     from experiments.run.setup import seed_everything
-    from tasks.common.inject import Injector
+    from tasks.features.inject import Injector
     from tasks.registry import get_task
 
     task = get_task(spec.task)

@@ -347,7 +347,7 @@ def _named_files(value: Any, prefix: str = "") -> dict[str, Path]:
         for key, inner in value.items():
             found.update(_named_files(inner, f"{prefix}{key}."))
     elif value == EMBEDDED_GLOVE and prefix.rstrip(".").endswith("vectors"):
-        from tasks.representations.glove import _glove_package_files
+        from tasks.common.vectors import glove_package_files as _glove_package_files
 
         key = prefix.rstrip(".")
         npy, vocab = _glove_package_files()  # the embedded GloVe 6B 50-d package's files

@@ -24,8 +24,8 @@ import torch
 
 from bilm.files import write_text
 from experiments.run.spec import RunSpec
-from tasks.common.feature_cache import FeatureCache
 from tasks.core import Represent
+from tasks.features.feature_cache import FeatureCache
 from tasks.representations import REPRESENTATIONS, Layers, Representation, build_representation
 from tasks.representations.adapt import ADAPT_KEYS, adapt, adapt_config
 
@@ -161,7 +161,7 @@ def finetuned_bilm(
     """
     from bilm.finetune import finetune
     from bilm.pretrained import cache_root, published_files
-    from tasks.common.feature_cache import data_fingerprint
+    from tasks.features.feature_cache import data_fingerprint
 
     base = builder_options(config)
     epochs = float(config["finetune"]) if not isinstance(config["finetune"], bool) else 1.0

@@ -9,7 +9,7 @@ lines (:mod:`experiments.run.progress`), the checkpoint (:mod:`experiments.run.c
 dead-run rules (:mod:`experiments.run.health`).
 
 1. :func:`_train_batch`: forward (autocast), loss + λ penalty of the scalar mixes
-   (:func:`tasks.common.inject.mix_penalty`), NaN/inf guard, backward (scaled in fp16),
+   (:func:`tasks.features.inject.mix_penalty`), NaN/inf guard, backward (scaled in fp16),
    unscale, clip (each gradient value, then the norm), step, EMA, the per-step schedule;
 2. :func:`_evaluate`: the dev metric with the EMA weights, model selection, early stopping, the
    plateau schedule, log line (with the interval's gradient norms and the number of distinct dev
@@ -55,8 +55,8 @@ from experiments.run.resolve import ResolvedRun, identified, resolve
 from experiments.run.setup import Run, RunOptions, make_sink, set_up, to_device
 from experiments.run.spec import RunSpec
 from experiments.run.wandb_sink import Sink
-from tasks.common.inject import mix_penalty
 from tasks.core import TrainConfig, batch_plan, loss_of
+from tasks.features.inject import mix_penalty
 
 logger = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from experiments.run.represent import build_spec_representation, finetuned_bilm,
 from experiments.run.resolve import ResolvedRun
 from experiments.run.spec import RunSpec
 from experiments.run.wandb_sink import NullSink, Sink, WandbOptions, WandbSink
-from tasks.common.inject import Injector
 from tasks.common.progress import bars_enabled
 from tasks.core import Represent, TaskRecipe, TaskSpec, TrainConfig
+from tasks.features.inject import Injector
 from tasks.representations import Representation
 from tasks.representations.adapt import AdaptConfig, adapt_config
 
@@ -86,7 +86,7 @@ class RunOptions:
             and of runs whose stderr is not a terminal (on whenever ``progress`` is asked for
             and bars are not drawn).
         cache_budget: bytes the feature cache's entries may hold in ``cache_dir``, as
-            :func:`tasks.common.feature_cache.parse_budget` reads it: ``"20GB"``, ``"500MB"``,
+            :func:`tasks.features.feature_cache.parse_budget` reads it: ``"20GB"``, ``"500MB"``,
             ``"1.5TiB"``, a byte count, ``"50%"`` (of the free disk plus what the cache holds)
             or ``"unlimited"``; ``None``: ``DEFAULT_BUDGET`` (``"50%"``). Least-recently used
             whole entries are evicted to fit a new one (reported on stderr).

@@ -1,7 +1,7 @@
 """Where a representation is injected into a task model (Peters et al. 2018, §3.3 and Table 3).
 
 A module of its own so that the task contract (:mod:`tasks.core`) and the injector
-(:mod:`tasks.common.inject`) both import it without importing each other.
+(:mod:`tasks.features.inject`) both import it without importing each other.
 """
 
 from __future__ import annotations

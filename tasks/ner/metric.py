@@ -28,8 +28,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tasks.common.prf import PRF, OverallPercent
 from tasks.common.spans import chunk_ends, chunk_starts, split_tag
+from tasks.metrics.prf import PRF, OverallPercent
 
 BOUNDARY = "-X-"  # conlleval's sentence-boundary first field
 
@@ -39,7 +39,7 @@ class ConllevalResult(OverallPercent):
     """What conlleval reports: token accuracy, overall and per-type chunk counts.
 
     ``precision``, ``recall``, ``f1`` and :meth:`as_dict` are in percent as conlleval prints them;
-    the :class:`~tasks.common.prf.PRF` counters themselves give fractions.
+    the :class:`~tasks.metrics.prf.PRF` counters themselves give fractions.
     """
 
     tokens: int

@@ -8,7 +8,7 @@ Read top to bottom (sources: docs/reference/ner.md):
    max-pool)] (+ ELMo input mix: the paper's site for NER)
 2. dropout → biLSTM (layer 1) → dropout → biLSTM (layer 2)
 3. dropout → (+ ELMo output mix) → linear → per-token label scores
-4. linear-chain CRF (:mod:`tasks.common.crf`): training maximises the sequence log-likelihood
+4. linear-chain CRF (:mod:`tasks.nn.crf`): training maximises the sequence log-likelihood
    (summed over the batch, as allennlp); decoding is Viterbi restricted to sequences the tag
    scheme allows, so it never emits an invalid sequence
 
@@ -24,7 +24,7 @@ three sites. Initialisation follows allennlp (the implementation behind the pape
 * character embeddings: Xavier-uniform (allennlp ``Embedding``), the padding row 0 (allennlp
   masks padded characters to 0 before the CNN);
 * biLSTMs, convolution and the output layer: PyTorch's defaults (allennlp's configuration sets no
-  initialiser); CRF: :class:`tasks.common.crf.ConditionalRandomField` (as allennlp).
+  initialiser); CRF: :class:`tasks.nn.crf.ConditionalRandomField` (as allennlp).
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from tasks.common.crf import ConditionalRandomField
-from tasks.common.inject import Injector
-from tasks.common.layers import BiLSTM, CharCNNEncoder, VariationalDropout
 from tasks.common.vocab import fill_missing_vectors
+from tasks.features.inject import Injector
 from tasks.ner.config import NerConfig
+from tasks.nn.crf import ConditionalRandomField
+from tasks.nn.layers import BiLSTM, CharCNNEncoder, VariationalDropout
 from tasks.representations import Layers
 
 

@@ -26,10 +26,7 @@ import torch
 from torch import nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.crf import allowed_transitions
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats, require_package
-from tasks.common.prf import F1, span_f1_from_totals, span_statistics
 from tasks.common.spans import Scheme, convert
 from tasks.common.vocab import (
     TokenIds,
@@ -52,6 +49,8 @@ from tasks.core import (
     iter_batches,
     unique_unit_ids,
 )
+from tasks.features.inject import Injector
+from tasks.metrics.prf import F1, span_f1_from_totals, span_statistics
 from tasks.ner.config import PRESETS, NerConfig
 from tasks.ner.data import TaggedSentence, encode_splits, load_splits, tag_labels
 from tasks.ner.demo import ensure_demo
@@ -60,6 +59,7 @@ from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
 from tasks.ner.peer import PEER
 from tasks.ner.synthetic import SYNTHETIC
+from tasks.nn.crf import allowed_transitions
 
 VERSION = 4  # bump when reader, metric, model or a preset changes a number
 # v1: biLSTM-CRF (word + char CNN, 2 biLSTMs, BIOUL CRF with constrained Viterbi), any

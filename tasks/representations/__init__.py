@@ -1,8 +1,9 @@
 """Token representations the harness injects into task models (Peters et al. 2018, §3.3, §5.1).
 
 Every representation returns **all** its layers (:class:`Layers`); mixing them (Eq. 1: λ, LastOnly)
-happens outside, in :class:`tasks.common.inject.Injector`, so that the same sweeps apply to ELMo, a
-random-weight biLM, CoVe and user embedders alike (docs/representations.md, "The protocol").
+happens outside, in :class:`tasks.features.inject.Injector`, so that the same sweeps apply to
+ELMo, a random-weight biLM, CoVe and user embedders alike (docs/representations.md, "The
+protocol").
 
 Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_representation`):
 
@@ -56,12 +57,7 @@ from tasks.representations.cove import (
     validate_cove_state,
 )
 from tasks.representations.elmo import ElmoRepresentation, build_elmo
-from tasks.representations.glove import (
-    GLOVE_PACKAGE,
-    GloveRepresentation,
-    build_glove,
-    convert_glove_text,
-)
+from tasks.representations.glove import GloveRepresentation, build_glove, convert_glove_text
 from tasks.representations.hdf5 import Hdf5FeaturesError, Hdf5Representation, build_hdf5
 from tasks.representations.hf import HF_PACKAGE, HfRepresentation, build_hf
 from tasks.representations.none import NoRepresentation, build_none
@@ -72,7 +68,6 @@ __all__ = [
     "COVE_HIDDEN",
     "COVE_INPUT",
     "COVE_URL",
-    "GLOVE_PACKAGE",
     "HF_DEFAULT_MODEL",
     "HF_PACKAGE",
     "REPRESENTATIONS",

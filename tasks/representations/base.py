@@ -2,7 +2,7 @@
 :class:`Representation`, helpers.
 
 Every representation returns **all** its layers; mixing them (Eq. 1: λ, LastOnly) happens outside,
-in :class:`tasks.common.inject.Injector`. A task batch always carries :class:`Layers`: the
+in :class:`tasks.features.inject.Injector`. A task batch always carries :class:`Layers`: the
 baseline's are :meth:`Layers.empty` (no layers, width 0), which an injector turns into nothing.
 """
 
@@ -18,7 +18,7 @@ from torch import Tensor
 
 from bilm.bilm import StatePolicy
 
-__all__ = ["Layers", "Representation", "tensors_digest"]
+__all__ = ["Layers", "Representation", "lengths_mask", "parts_digest", "tensors_digest"]
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class Representation(Protocol):
         ...
 
 
-def _lengths_mask(sentences: Sequence[Sequence[str]]) -> Tensor:
+def lengths_mask(sentences: Sequence[Sequence[str]]) -> Tensor:
     """``(batch, max_len)`` bool mask, True at real tokens."""
     if isinstance(sentences, str):
         raise TypeError("featurize expects a list of token lists, got a string")
@@ -138,7 +138,7 @@ def _mask_from_lengths(lengths: Tensor) -> Tensor:
     return torch.arange(time, device=lengths.device)[None, :] < lengths[:, None]  # (batch, time)
 
 
-def _digest(parts: Iterable[bytes | str]) -> str:
+def parts_digest(parts: Iterable[bytes | str]) -> str:
     """SHA-256 over length-prefixed parts (strings as UTF-8), so part boundaries count."""
     h = hashlib.sha256()
     for part in parts:

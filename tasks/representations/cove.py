@@ -19,8 +19,8 @@ import torch
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
-from tasks.common.layers import run_rnn
-from tasks.representations.base import Layers, _digest, tensors_digest
+from tasks.nn.layers import run_rnn
+from tasks.representations.base import Layers, parts_digest, tensors_digest
 from tasks.representations.glove import GloveRepresentation, build_glove
 
 __all__ = [
@@ -200,7 +200,7 @@ class CoveRepresentation(nn.Module):
         """Digest of the GloVe source and the MT-LSTM weights."""
         weights = {**{f"0.{k}": v for k, v in self.rnn0.state_dict().items()}}
         weights.update({f"1.{k}": v for k, v in self.rnn1.state_dict().items()})
-        return _digest(["cove/1", self.glove.fingerprint(), tensors_digest(weights)])
+        return parts_digest(["cove/1", self.glove.fingerprint(), tensors_digest(weights)])
 
 
 def build_cove(

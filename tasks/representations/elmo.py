@@ -15,9 +15,9 @@ from torch import Tensor, nn
 import bilm
 from bilm.bilm import STATE_POLICIES, BiLM, StatePolicy
 from bilm.elmo import run_bilm
-from tasks.representations.base import Layers, _digest, tensors_digest
+from tasks.representations.base import Layers, parts_digest, tensors_digest
 
-__all__ = ["DIRECTIONS", "ElmoRepresentation", "build_elmo"]
+__all__ = ["DIRECTIONS", "ElmoRepresentation", "build_elmo", "check_state", "default_checkpoint"]
 
 #: Which halves of the biLM's layers a representation returns.
 DIRECTIONS = ("both", "forward", "backward")
@@ -110,17 +110,17 @@ class ElmoRepresentation(nn.Module):
         options = json.dumps(self.bilm.options.to_dict(), sort_keys=True)
         view = [] if self.directions == "both" else [f"directions={self.directions}"]
         weights = tensors_digest(self.bilm.state_dict())  # adapters included when wrapped
-        return _digest(["elmo/1", options, self.bilm.state, weights, *view])
+        return parts_digest(["elmo/1", options, self.bilm.state, weights, *view])
 
 
-def _check_state(state: str) -> StatePolicy:
+def check_state(state: str) -> StatePolicy:
     """``state`` as a :data:`bilm.StatePolicy`; ValueError naming bilm's valid policies."""
     if state not in STATE_POLICIES:
         raise ValueError(f"state must be one of {STATE_POLICIES}, got {state!r}")
     return state  # type: ignore[return-value]
 
 
-def _default_checkpoint(what: str) -> Path:
+def default_checkpoint(what: str) -> Path:
     from bilm.pretrained import default_checkpoint_path
 
     try:
@@ -162,7 +162,7 @@ def build_elmo(
         ValueError: inconsistent arguments.
         FileNotFoundError: no file given and no shipped default model.
     """
-    policy = _check_state(state)
+    policy = check_state(state)
     if (options is None) != (weights is None):
         raise ValueError("elmo: give options and weights together (official files)")
     if sum(x is not None for x in (checkpoint, options, published)) > 1:
@@ -174,5 +174,5 @@ def build_elmo(
     if options is not None and weights is not None:
         model = bilm.load_official(options, weights, state=policy)
     else:
-        model = bilm.load_checkpoint(checkpoint or _default_checkpoint("elmo"), state=policy)
+        model = bilm.load_checkpoint(checkpoint or default_checkpoint("elmo"), state=policy)
     return ElmoRepresentation(model, name="elmo", trainable=trainable, directions=directions)

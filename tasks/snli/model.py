@@ -36,9 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.inject import Injector
-from tasks.common.layers import BiLSTM, VariationalDropout, masked_softmax
 from tasks.common.vocab import fill_missing_vectors
+from tasks.features.inject import Injector
+from tasks.nn.layers import BiLSTM, VariationalDropout, masked_softmax
 from tasks.representations import Layers
 from tasks.snli.config import SnliConfig
 

@@ -33,8 +33,6 @@ import torch
 from torch import nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.accuracy import ACCURACY, accuracy_from_totals, accuracy_statistics
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
 from tasks.common.vocab import TokenIds, label_index, require_word_vectors, word_index, word_vectors
 from tasks.core import (
@@ -49,6 +47,8 @@ from tasks.core import (
     configure,
     iter_batches,
 )
+from tasks.features.inject import Injector
+from tasks.metrics.accuracy import ACCURACY, accuracy_from_totals, accuracy_statistics
 from tasks.snli.config import PRESETS, SnliConfig
 from tasks.snli.data import (
     LABELS,

@@ -27,8 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.inject import Injector
-from tasks.common.layers import (
+from tasks.common.vocab import fill_missing_vectors
+from tasks.features.inject import Injector
+from tasks.nn.layers import (
     BiGRU,
     CharCNNEncoder,
     TrilinearAttention,
@@ -37,7 +38,6 @@ from tasks.common.layers import (
     masked_softmax,
     masked_softmax_with_null,
 )
-from tasks.common.vocab import fill_missing_vectors
 from tasks.representations import Layers
 from tasks.squad.config import SquadConfig
 

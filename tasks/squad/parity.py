@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from tasks.common.inject import Injector
-from tasks.common.layers import VariationalDropout, masked_log_softmax
+from tasks.features.inject import Injector
+from tasks.nn.layers import VariationalDropout, masked_log_softmax
 from tasks.representations import Layers, build_representation
 from tasks.squad.model import BiDAFSelfAttention
 from tasks.squad.task import SquadRecipe

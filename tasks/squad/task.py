@@ -19,9 +19,7 @@ import torch
 from torch import nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
-from tasks.common.prf import F1
 from tasks.common.vocab import (
     TokenIds,
     char_vocabulary,
@@ -41,6 +39,8 @@ from tasks.core import (
     configure,
     iter_batches,
 )
+from tasks.features.inject import Injector
+from tasks.metrics.prf import F1
 from tasks.squad.config import PRESETS, SquadConfig
 from tasks.squad.data import (
     CONTEXT_CUT,

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.common.io import DataError, iter_lines
-from tasks.common.prf import PRF, OverallPercent
+from tasks.metrics.prf import PRF, OverallPercent
 
 __all__ = [
     "EXCLUDED_TYPES",
@@ -111,8 +111,8 @@ class PropsColumn:
 
 @dataclass(frozen=True)
 class SrlEvaluation(OverallPercent):
-    """srl-eval.pl's report (argument counts as :class:`~tasks.common.prf.PRF`, built by
-    :meth:`~tasks.common.prf.PRF.from_errors`).
+    """srl-eval.pl's report (argument counts as :class:`~tasks.metrics.prf.PRF`, built by
+    :meth:`~tasks.metrics.prf.PRF.from_errors`).
 
     Attributes:
         overall: counts over all non-excluded types (the "Overall" line).

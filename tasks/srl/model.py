@@ -39,9 +39,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.crf import allowed_transitions, viterbi_decode
-from tasks.common.inject import Injector
 from tasks.common.vocab import fill_missing_vectors
+from tasks.features.inject import Injector
+from tasks.nn.crf import allowed_transitions, viterbi_decode
 from tasks.representations import Layers
 from tasks.srl.config import SrlConfig
 

@@ -17,9 +17,7 @@ from torch import nn
 
 from bilm.scalar_mix import MixSpec
 from tasks.common.conll2012 import Sentence
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
-from tasks.common.prf import F1, span_f1_from_totals, span_statistics
 from tasks.common.vocab import (
     TokenIds,
     label_index,
@@ -40,6 +38,8 @@ from tasks.core import (
     iter_batches,
     unique_unit_ids,
 )
+from tasks.features.inject import Injector
+from tasks.metrics.prf import F1, span_f1_from_totals, span_statistics
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig
 from tasks.srl.data import LAYOUTS, SrlExample, load_splits
 from tasks.srl.demo import ensure_demo

@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tasks.common.inject import Injector
-from tasks.common.layers import BiLSTM, masked_softmax
+from tasks.features.inject import Injector
+from tasks.nn.layers import BiLSTM, masked_softmax
 from tasks.representations import Layers
 from tasks.sst5.config import Sst5Config
 

@@ -18,8 +18,6 @@ import torch
 from torch import nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.accuracy import ACCURACY, accuracy_from_totals, accuracy_statistics
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
 from tasks.common.vocab import TokenIds, require_word_vectors, word_index, word_vectors
 from tasks.core import (
@@ -34,6 +32,8 @@ from tasks.core import (
     batch_plan,
     configure,
 )
+from tasks.features.inject import Injector
+from tasks.metrics.accuracy import ACCURACY, accuracy_from_totals, accuracy_statistics
 from tasks.sst5.config import PRESETS, Sst5Config
 from tasks.sst5.data import Layout, TextExample, load_splits
 from tasks.sst5.demo import ensure_demo

@@ -138,7 +138,7 @@ def test_cli_embed_precision_bf16(tmp_path: Path) -> None:
 
 
 def test_feature_cache_builds_bf16_as_its_own_entry(tmp_path: Path) -> None:
-    from tasks.common.feature_cache import CacheError, FeatureCache
+    from tasks.features.feature_cache import CacheError, FeatureCache
     from tasks.representations.elmo import ElmoRepresentation
 
     rep = ElmoRepresentation(tiny_bilm(seed=7))

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from experiments.run.optim import build_optimizer, set_lr
-from tasks.common.inject import Injector
 from tasks.core import Optimizer, TrainConfig
+from tasks.features.inject import Injector
 from tasks.representations import ElmoRepresentation, build_elmo, build_hf, build_none
 from tasks.representations.adapt import (
     AdaptConfig,

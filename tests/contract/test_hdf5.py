@@ -20,7 +20,7 @@ import torch
 
 from bilm.__main__ import main as bilm_main
 from bilm.pretrained import default_checkpoint_path
-from tasks.common.feature_cache import FeatureCache
+from tasks.features.feature_cache import FeatureCache
 from tasks.representations import Hdf5FeaturesError, Layers, build_representation
 from tests.conftest import REPO
 from tests.contract.helpers import SENTENCES, write_hdf5_features

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 import tasks.representations.hf as hf_module
-from tasks.common.feature_cache import FeatureCache
+from tasks.features.feature_cache import FeatureCache
 from tasks.representations import HF_PACKAGE, HfRepresentation, build_representation
 from tests.contract.hf_helpers import (
     TINY_DIM,

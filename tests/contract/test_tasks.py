@@ -32,8 +32,8 @@ from torch import Tensor, nn
 
 from experiments.run.runner import RunOptions, train
 from experiments.run.spec import RunSpec
-from tasks.common.inject import Injector
 from tasks.core import Forward, TaskSpec, TrainConfig
+from tasks.features.inject import Injector
 from tasks.registry import TASKS
 from tasks.representations import Representation, build_representation
 from tests.contract.helpers import (

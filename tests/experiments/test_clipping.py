@@ -15,8 +15,8 @@ from experiments.run.resolve import resolve
 from experiments.run.setup import Run, RunOptions
 from experiments.run.setup import set_up as set_up_run
 from experiments.run.spec import RunSpec
-from tasks.common.inject import mix_penalty
 from tasks.core import loss_of
+from tasks.features.inject import mix_penalty
 from tests.experiments.toy_task import registered
 
 LR = 0.5

@@ -33,7 +33,7 @@ from experiments.peer.run import (
 from experiments.run.identity import config_digest
 from experiments.run.spec import RunSpec
 from experiments.run.store import ResultsStore, RunRecord
-from tasks.common.prf import span_f1_from_totals
+from tasks.metrics.prf import span_f1_from_totals
 from tasks.ner.peer import PEER
 from tasks.ner.task import VERSION as NER_VERSION
 from tasks.registry import get_task

@@ -26,7 +26,7 @@ from experiments.run.runner import RunOptions, train
 from experiments.run.setup import set_up
 from experiments.run.spec import RunSpec
 from experiments.run.store import ResultsStore
-from tasks.common.inject import Injector
+from tasks.features.inject import Injector
 from tasks.squad.task import VERSION as SQUAD_VERSION
 from tests.conftest import REPO
 from tests.experiments.helpers import cli_dirs, without_timings
@@ -113,7 +113,7 @@ with registered(Path({str(tmp_path / "toy-demo")!r})):
 def test_elmo_path_uses_the_injector_and_the_cache(
     toy: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tasks.common.feature_cache import FeatureCache
+    from tasks.features.feature_cache import FeatureCache
 
     built = []
     real_build = FeatureCache.build

@@ -27,7 +27,7 @@ from experiments.report.significance import (
     t_quantile,
     t_two_sided,
 )
-from tasks.common.prf import span_f1_from_totals
+from tasks.metrics.prf import span_f1_from_totals
 from tests.conftest import REPO
 
 Run = tuple[tuple[str, ...], np.ndarray]

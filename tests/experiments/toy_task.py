@@ -20,7 +20,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bilm.scalar_mix import MixSpec
-from tasks.common.inject import Injector
 from tasks.common.io import ReadStats
 from tasks.common.overrides import apply_overrides
 from tasks.core import (
@@ -35,6 +34,7 @@ from tasks.core import (
     UnitStatistics,
     iter_batches,
 )
+from tasks.features.inject import Injector
 from tasks.representations import Layers
 
 WORDS = "the a of and to in was he she it his her that with for as had you not be".split()

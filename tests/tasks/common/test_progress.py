@@ -46,8 +46,8 @@ def test_the_harness_bars_write_nothing_to_a_log_file(
     """Asked for (``progress=True``) but stderr is not a terminal: the feature cache's bar,
     GloVe's conversion bar and the probes' encoding bar stay silent; on a terminal they draw."""
     from experiments.analyses.probes import ProbeConfig, encode_sentences
-    from tasks.common.feature_cache import FeatureCache
     from tasks.common.vectors import iter_text_vectors
+    from tasks.features.feature_cache import FeatureCache
     from tests.contract.helpers import HashedTokens
 
     def cache(root: str) -> None:

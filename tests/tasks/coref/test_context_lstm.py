@@ -134,9 +134,9 @@ def test_reverse_padded_reverses_within_lengths() -> None:
 
 
 def test_the_model_encodes_with_lees_cell_and_its_dropout() -> None:
-    from tasks.common.inject import Injector
     from tasks.coref.config import PRESETS
     from tasks.coref.model import SpanRankingCoref
+    from tasks.features.inject import Injector
     from tasks.representations import build_representation
 
     for name, build in PRESETS.items():

@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from tasks.common.prf import PRF
 from tasks.coref.metric import (
     align_clusters,
     b_cubed,
@@ -17,6 +16,7 @@ from tasks.coref.metric import (
     score_corpus,
     score_document,
 )
+from tasks.metrics.prf import PRF
 
 
 def rp(prf: PRF) -> tuple[float, float]:

@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 import pytest
 import torch
 
-from tasks.common.inject import Injector
 from tasks.coref.config import CorefConfig
 from tasks.coref.model import (
     CorefBatch,
@@ -20,6 +19,7 @@ from tasks.coref.model import (
     distance_buckets,
     prune_spans,
 )
+from tasks.features.inject import Injector
 from tasks.representations import Layers, build_representation
 
 VOCAB, N_CHARS, N_GENRES = 30, 12, 8

@@ -144,7 +144,7 @@ def test_documents_without_mentions_train_and_predict(tmp_path: Path) -> None:
         write_lines(data / f"{split}.english.v4_gold_conll", [*empty, *crossing])
     recipe = setup("mini", TINY, str(data))
     assert set(recipe.splits) == {"train", "dev"}  # no test files: no test split
-    from tasks.common.inject import Injector
+    from tasks.features.inject import Injector
     from tasks.representations import build_representation
 
     model = recipe.build_model(Injector(build_representation("none"), frozenset())).train()

@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 import pytest
 import torch
 
-from tasks.common.crf import allowed_transitions
-from tasks.common.inject import Injector
 from tasks.common.spans import is_valid
+from tasks.features.inject import Injector
 from tasks.ner.config import NerConfig
 from tasks.ner.model import CrfTagger, TaggerBatch
+from tasks.nn.crf import allowed_transitions
 from tasks.representations import Layers, build_representation
 
 CONFIG = dataclasses.replace(

@@ -10,11 +10,11 @@ from typing import Literal
 import pytest
 import torch
 
-from tasks.common.crf import allowed_transitions
-from tasks.common.inject import Injector
 from tasks.common.vocab import fill_missing_vectors
+from tasks.features.inject import Injector
 from tasks.ner.config import PRESETS, NerConfig
 from tasks.ner.model import CrfTagger, make_dropout
+from tasks.nn.crf import allowed_transitions
 from tasks.representations import build_representation
 
 LABELS = ["O", "B-NP", "I-NP", "L-NP", "U-NP"]

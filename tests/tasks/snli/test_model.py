@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 import torch
 
-from tasks.common.inject import Injector
+from tasks.features.inject import Injector
 from tasks.representations import Layers, build_representation
 from tasks.snli.config import SnliConfig
 from tasks.snli.model import ESIM, SnliBatch, pool, soft_align

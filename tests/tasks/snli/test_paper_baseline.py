@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tasks.common.inject import Injector
+from tasks.features.inject import Injector
 from tasks.representations import build_representation
 from tasks.snli.config import SnliConfig
 from tasks.snli.model import ESIM, enhance, pool, soft_align

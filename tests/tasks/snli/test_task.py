@@ -267,7 +267,7 @@ def test_plain_files_score_with_their_own_labels(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------- helpers
 def _injector():  # type: ignore[no-untyped-def]
-    from tasks.common.inject import Injector
+    from tasks.features.inject import Injector
     from tasks.representations import build_representation
 
     return Injector(build_representation("none"), frozenset())

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from tasks.common.inject import Injector
+from tasks.features.inject import Injector
 from tasks.representations import build_representation
 from tasks.squad.config import PRESETS, SquadConfig
 from tasks.squad.model import ALLENNLP_CHAR_ROWS, GRU_STD, BiDAFSelfAttention

@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from tasks.common.inject import Injector
-from tasks.common.layers import masked_log_softmax
+from tasks.features.inject import Injector
+from tasks.nn.layers import masked_log_softmax
 from tasks.representations import Layers, build_representation
 from tasks.squad.config import SquadConfig
 from tasks.squad.model import (

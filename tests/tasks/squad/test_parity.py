@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tasks.common.inject import Injector
+from tasks.features.inject import Injector
 from tasks.representations import build_representation
 from tasks.squad.config import SquadConfig
 from tasks.squad.model import ALLENNLP_CHAR_ROWS, BiDAFSelfAttention

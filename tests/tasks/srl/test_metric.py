@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tasks.common.io import DataError
-from tasks.common.prf import PRF
+from tasks.metrics.prf import PRF
 from tasks.srl.metric import (
     Argument,
     PropsColumn,

@@ -11,8 +11,8 @@ from typing import cast
 import pytest
 import torch
 
-from tasks.common.inject import Injector
 from tasks.common.spans import is_valid
+from tasks.features.inject import Injector
 from tasks.representations import Layers, Representation, build_representation
 from tasks.srl.config import SrlConfig
 from tasks.srl.model import (

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 import torch
 
-from tasks.common.inject import Injector
+from tasks.features.inject import Injector
 from tasks.representations import Layers, build_representation
 from tasks.sst5.config import Sst5Config
 from tasks.sst5.model import (

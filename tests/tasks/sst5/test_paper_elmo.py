@@ -12,8 +12,8 @@ import pytest
 
 from bilm.scalar_mix import MixSpec
 from experiments.report.reproductions import base_spec
-from tasks.common.inject import Injector
 from tasks.core import PresetElmo
+from tasks.features.inject import Injector
 from tasks.representations import build_representation
 from tasks.sst5.config import Sst5Config
 from tasks.sst5.model import BiattentiveClassificationNetwork

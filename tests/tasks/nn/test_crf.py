@@ -7,8 +7,8 @@ import itertools
 import pytest
 import torch
 
-from tasks.common.crf import ConditionalRandomField, allowed_transitions, viterbi_decode
 from tasks.common.spans import SCHEMES, is_valid
+from tasks.nn.crf import ConditionalRandomField, allowed_transitions, viterbi_decode
 
 LABELS = {
     "IOB1": ["O", "I-PER", "B-PER", "I-LOC", "B-LOC"],

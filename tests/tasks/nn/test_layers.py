@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tasks.common.layers import (
+from tasks.nn.layers import (
     BiGRU,
     CharCNNEncoder,
     TrilinearAttention,
@@ -330,7 +330,7 @@ def test_run_rnn_trains_under_cpu_bf16_autocast(
     # oneDNN cannot build a bf16 LSTM training primitive on CPUs without AVX-512 BF16 (the
     # SRL and coreference `paper` presets failed with --precision bf16 --device cpu): there
     # the RNN runs in float32, exactly; with a bf16 unit in bf16, the output float32 either way
-    from tasks.common import layers
+    from tasks.nn import layers
 
     if unit and layers.cpu_bf16_unit() is None:
         pytest.skip("this CPU has no bf16 unit (AMX or AVX-512-bf16): no bf16 RNN kernel")

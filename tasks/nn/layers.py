@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
 from bilm.lstm import cpu_bf16_unit
-from tasks.common import packed_rnn
+from tasks.nn import packed_rnn
 
 _Seq = TypeVar("_Seq", Tensor, PackedSequence)
 
@@ -52,7 +52,7 @@ def run_rnn(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
     float32 on an AMD EPYC with AVX-512-bf16). On CUDA autocast is left as it is.
 
     A packed sequence on the CPU, while autograd records, runs through
-    :func:`tasks.common.packed_rnn.packed_rnn`: torch's own operations, bitwise, without the
+    :func:`tasks.nn.packed_rnn.packed_rnn`: torch's own operations, bitwise, without the
     per-step full-size gradients of its C++ loop's backward.
 
     Args:
@@ -72,7 +72,7 @@ def run_rnn(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
 
 def _output(rnn: Callable[[_Seq], tuple[_Seq, object]], x: _Seq) -> _Seq:
     """``rnn(x)[0]``; a packed CPU sequence in training through
-    :func:`tasks.common.packed_rnn.packed_rnn` (bitwise the same, backward in linear time)."""
+    :func:`tasks.nn.packed_rnn.packed_rnn` (bitwise the same, backward in linear time)."""
     if packed_rnn.applies(rnn, x):
         return packed_rnn.packed_rnn(rnn, x)  # type: ignore[arg-type,return-value]
     return rnn(x)[0]

@@ -16,8 +16,8 @@ import pytest
 import torch
 from torch import Tensor
 
-from tasks.common import feature_cache as fc
-from tasks.common.feature_cache import (
+from tasks.features import feature_cache as fc
+from tasks.features.feature_cache import (
     CacheError,
     CacheSpaceError,
     CorruptCacheError,

@@ -1,4 +1,4 @@
-"""The step loop of :mod:`tasks.common.packed_rnn` against ``nn.LSTM``/``nn.GRU`` themselves."""
+"""The step loop of :mod:`tasks.nn.packed_rnn` against ``nn.LSTM``/``nn.GRU`` themselves."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tasks.common import packed_rnn
-from tasks.common.layers import BiGRU, BiLSTM, run_rnn
+from tasks.nn import packed_rnn
+from tasks.nn.layers import BiGRU, BiLSTM, run_rnn
 
 #: Lengths with ties, a length-1 row and rows ending at different steps; not sorted.
 LENGTHS = torch.tensor([3, 7, 1, 7, 5, 2])

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from tasks.common.feature_cache import CacheError, FeatureCache, data_fingerprint
+from tasks.features.feature_cache import CacheError, FeatureCache, data_fingerprint
 from tasks.representations import Layers, Representation, build_representation
 from tests.contract.helpers import ODD_SENTENCES, SENTENCES, write_tiny_checkpoint
 from tests.tasks.common.fakes import Counting
@@ -145,7 +145,7 @@ def test_pickles_without_the_data(elmo: Representation, tmp_path: Path) -> None:
 
 
 def test_feeds_the_injector(elmo: Representation, tmp_path: Path) -> None:
-    from tasks.common.inject import Injector, MixSpec
+    from tasks.features.inject import Injector, MixSpec
 
     cache = FeatureCache.build(elmo, DATA, tmp_path, dtype="float32", progress=False)
     injector = Injector(elmo, frozenset({"input"}), MixSpec(), dropout=0.0).eval()

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from bilm.dynamic_mix import DynamicMix
-from tasks.common.inject import Injected, Injector, MixSpec, mix_penalty
+from tasks.features.inject import Injected, Injector, MixSpec, mix_penalty
 from tasks.representations import Layers, Representation, build_representation
 from tests.contract.helpers import SENTENCES, write_tiny_checkpoint
 from tests.tasks.common.fakes import Counting

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.common.prf import PRF, span_f1_from_totals
 from tasks.core import safe_ratio
+from tasks.metrics.prf import PRF, span_f1_from_totals
 
 
 def test_counts_give_precision_recall_f1() -> None:
