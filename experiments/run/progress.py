@@ -147,19 +147,21 @@ def report_reads(
 ) -> None:
     """What reading the data kept and skipped, as soon as the task has read it (before the
     checks that may refuse a split): one stderr line per split, e.g. ``  RUN read train: 7,007
-    kept, 44 skipped (longer than max_tokens 44); from F``. For a bundled demo set only when
-    its reader skipped or cut something (its counts are otherwise the committed ones).
+    kept, 44 skipped (longer than max_tokens 44); from F``, repairs counted beside the skips
+    (``train: 7 kept, 0 skipped, 1 repaired (offset_repaired 1)``). For a bundled demo set only
+    when its reader skipped, repaired or cut something (its counts are otherwise the committed
+    ones).
 
     With ``quiet`` (``--quiet``) one line for all splits, the counts only, and only when
-    something was skipped or cut, e.g. ``  RUN read train: 10 kept, 1 skipped (no gold 1);
-    dev: 5 kept, 0 skipped``: a skip is never shown only in ``read-stats.json``.
+    something was skipped, repaired or cut, e.g. ``  RUN read train: 10 kept, 1 skipped (no gold
+    1); dev: 5 kept, 0 skipped``: a skip or repair is never shown only in ``read-stats.json``.
 
     Examples cut to a length limit are counted where the recipe reports them (a ``truncated``
     mapping of split → examples, as SNLI's recipe has).
     """
     stats = {s: recipe.read_stats[s] for s in splits if s in recipe.read_stats}
     cut = _truncated(recipe)
-    changed = any(st.skipped for st in stats.values()) or any(cut.get(s) for s in stats)
+    changed = any(st.skipped or st.repaired or cut.get(s) for s, st in stats.items())
     if quiet:
         if changed:
             counts = "; ".join(

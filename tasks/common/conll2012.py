@@ -37,6 +37,16 @@ Facts worth knowing:
   mentions by completion, which is the order the scorer uses when it drops repeated mentions.
 * The word-index column is only checked to be a non-negative integer: the public fixtures skip
   indices inside a sentence.
+
+Layers (the ``layers`` argument of :func:`read_documents`): ``"all"`` (the default; semantic role
+labelling) validates and parses every column as described above. ``"coreference"`` validates only
+what coreference reads, as e2e-coref's ``minimize.py`` (Lee et al. 2017: document, word, speaker
+and last column) and the reference scorer do: the ``#begin``/``#end document`` structure, the
+column count (at least 12, constant within a sentence, so that the word, speaker and coreference
+columns stay where they are), words (column 4), speakers (column 10) and the coreference column.
+The word index, the named entities and the predicate-argument columns are neither checked nor
+parsed (:attr:`Sentence.named_entities` and :attr:`Sentence.srl_frames` are empty), so a corpus
+whose middle columns carry other annotations (time stamps, say) reads as it does with ``*`` there.
 """
 
 from __future__ import annotations
@@ -45,13 +55,16 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
 from tasks.common.io import DataError, iter_lines
 from tasks.common.spans import Span
 
 __all__ = [
+    "LAYERS",
     "ConllStyle",
     "Document",
+    "Layers",
     "Mention",
     "Sentence",
     "Span",
@@ -64,6 +77,10 @@ __all__ = [
 
 Mention = tuple[int, int]
 """A coreference mention: document-level token span ``(start, end)``, both inclusive."""
+
+Layers = Literal["all", "coreference"]
+"""Which columns a read validates and parses (see the module docstring)."""
+LAYERS: tuple[str, ...] = get_args(Layers)
 
 NUM_FIXED_COLUMNS = 11  # columns 1-11; then the predicate columns, then the coreference column
 
@@ -148,8 +165,9 @@ class Sentence:
         line: 1-based line number of the first token line.
         words, pos_tags, parse_bits, predicate_lemmas, framesets, word_senses, speakers: columns
             4-10, verbatim (``-``, or LitBank's ``_``, where the file has none).
-        named_entities: spans of column 11.
-        srl_frames: one frame per predicate column, in column order.
+        named_entities: spans of column 11 (empty when read with ``layers="coreference"``).
+        srl_frames: one frame per predicate column, in column order (empty when read with
+            ``layers="coreference"``).
     """
 
     document_id: str
@@ -243,21 +261,27 @@ def conll_files(path: str | Path) -> list[Path]:
     return [path]
 
 
-def read_documents(path: str | Path) -> Iterator[Document]:
+def read_documents(path: str | Path, *, layers: Layers = "all") -> Iterator[Document]:
     """Stream the document parts of a CoNLL-2012 file, or of every ``*_conll`` file below a folder.
 
     Args:
         path: a file, or a directory searched recursively for names ending in ``_conll`` (else
             in ``.conll``), sorted by relative path, so the order is deterministic.
+        layers: ``"all"`` validates and parses every column (semantic role labelling);
+            ``"coreference"`` only the columns coreference reads, leaving the word index, named
+            entities and predicate arguments unchecked and unparsed (see the module docstring).
 
     Yields:
         Documents in file order.
 
     Raises:
         DataError: malformed input, with the file and line (see the module docstring).
+        ValueError: ``layers`` is not one of :data:`LAYERS`.
     """
+    if layers not in LAYERS:
+        raise ValueError(f"layers must be one of {LAYERS}, got {layers!r}")
     for file in conll_files(path):
-        yield from _read_file(file)
+        yield from _read_file(file, layers)
 
 
 def read_sentences(path: str | Path) -> Iterator[Sentence]:
@@ -281,8 +305,11 @@ class _Row:
 class _DocumentBuilder:
     """Accumulates one document part; coreference brackets are resolved token by token."""
 
-    def __init__(self, path: Path, line: int, document_id: str, part: int) -> None:
+    def __init__(
+        self, path: Path, line: int, document_id: str, part: int, layers: Layers = "all"
+    ) -> None:
         self.path = path
+        self.layers: Layers = layers
         self.line = line
         self.document_id = document_id
         self.part = part
@@ -337,7 +364,7 @@ class _DocumentBuilder:
                 f"expected {len(first.columns)} columns as on line {first.line} of this sentence, "
                 f"found {len(columns)}",
             )
-        if not columns[2].isdigit():
+        if self.layers == "all" and not columns[2].isdigit():
             raise DataError(self.path, line, f"word index {columns[2]!r} is not an integer")
         self._add_coref(line, columns[-1])
         self.rows.append(_Row(line, columns))
@@ -384,9 +411,11 @@ class _DocumentBuilder:
         columns = list(zip(*(row.columns for row in rows), strict=True))
         lines = [row.line for row in rows]
         num_predicates = len(columns) - NUM_FIXED_COLUMNS - 1
-        named_entities = _parse_brackets(self.path, lines, columns[10], "named-entity")
-        frames = []
-        for k in range(num_predicates):
+        named_entities: tuple[Span, ...] = ()
+        frames: list[SrlFrame] = []
+        if self.layers == "all":  # coreference reads neither (see the module docstring)
+            named_entities = _parse_brackets(self.path, lines, columns[10], "named-entity")
+        for k in range(num_predicates if self.layers == "all" else 0):
             spans = _parse_brackets(self.path, lines, columns[NUM_FIXED_COLUMNS + k], "SRL")
             predicate = next((s.start for s in spans if s.label == "V"), None)
             frames.append(SrlFrame(predicate_index=predicate, arguments=spans))
@@ -462,7 +491,7 @@ def _parse_brackets(
     return tuple(sorted(spans, key=lambda s: (s.start, -s.end)))
 
 
-def _read_file(path: Path) -> Iterator[Document]:
+def _read_file(path: Path, layers: Layers = "all") -> Iterator[Document]:
     builder: _DocumentBuilder | None = None
     last_line = 0
     for line_number, text in iter_lines(path):
@@ -473,7 +502,7 @@ def _read_file(path: Path) -> Iterator[Document]:
                 continue
             header = parse_begin_document(stripped)
             if header is not None:
-                builder = _DocumentBuilder(path, line_number, *header)
+                builder = _DocumentBuilder(path, line_number, *header, layers)
             elif _END.match(stripped):
                 raise DataError(path, line_number, "#end document without #begin document")
             else:

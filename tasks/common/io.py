@@ -9,9 +9,14 @@ Every reader in ``tasks/`` follows one policy:
 * **Well-formed but unusable examples** that the official setup also drops (e.g. SNLI pairs whose
   ``gold_label`` is ``"-"``) are skipped and counted in :class:`ReadStats` under a named reason.
   Reasons that a configured filter causes, or that drop only part of a kept example, are marked
-  exempt. A recipe reports its splits' statistics as ``read_stats`` (with the files read), and
-  the runner refuses an empty split or one whose share of non-exempt skips is over its maximum
-  (:func:`require_usable`), and stores the counts with the run.
+  exempt.
+* **Repaired examples** (e.g. a SQuAD answer whose ``answer_start`` is a few characters off) are
+  kept and counted in :class:`ReadStats` under a named reason (:meth:`ReadStats.repair`), so the
+  run's read line, ``read-stats.json`` and the record say what was changed and why.
+
+A recipe reports its splits' statistics as ``read_stats`` (with the files read), and the runner
+refuses an empty split or one whose share of non-exempt skips is over its maximum
+(:func:`require_usable`), and stores the counts with the run.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ class DataError(ValueError):
 
 @dataclass
 class ReadStats:
-    """Counts reported by a reader: examples produced and examples skipped, by reason.
+    """Counts reported by a reader: examples produced, and examples skipped or repaired, by
+    reason.
 
     Attributes:
         examples: examples produced.
@@ -62,6 +68,9 @@ class ReadStats:
         parts: reason → what it drops of an example that is kept (e.g. ``"answer"``: one
             unusable answer of a question kept with its others); such skips are exempt and
             are reported apart from skipped examples.
+        repaired: repairs by reason: examples (or parts of them) kept after the reader changed
+            them (e.g. an answer offset moved onto its text). They are counted, not skipped, and
+            reported beside the skips.
     """
 
     examples: int = 0
@@ -70,6 +79,7 @@ class ReadStats:
     exempt: set[str] = field(default_factory=set)
     variant: str = ""
     parts: dict[str, str] = field(default_factory=dict)
+    repaired: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def skip(self, reason: str, *, exempt: bool = False, part: str = "") -> None:
         """Count one skipped example (or example part) under ``reason``.
@@ -87,10 +97,19 @@ class ReadStats:
         if part:
             self.parts[reason] = part
 
+    def repair(self, reason: str) -> None:
+        """Count one example (or example part) kept after a repair, under ``reason``.
+
+        Args:
+            reason: what was repaired and how, in a few words; the key of :attr:`repaired`.
+        """
+        self.repaired[reason] += 1
+
     def merge(self, other: ReadStats) -> None:
         """Add ``other``'s counts (and its exempt reasons) to these; sources are joined."""
         self.examples += other.examples
         self.skipped.update(other.skipped)
+        self.repaired.update(other.repaired)
         self.exempt |= other.exempt
         self.parts.update(other.parts)
         if other.variant and other.variant not in self.variant.split("; "):
@@ -113,14 +132,16 @@ class ReadStats:
         """The skip counts by reason (of ``reasons``, default all), most frequent first, e.g.
         ``"answer_offset_mismatch 12, empty_answer 1"`` (``"none"`` without skips)."""
         chosen = self.skipped if reasons is None else {r: self.skipped[r] for r in reasons}
-        chosen = {r: n for r, n in chosen.items() if n}
-        if not chosen:
-            return "none"
-        ordered = sorted(chosen.items(), key=lambda item: (-item[1], item[0]))
-        return ", ".join(f"{reason} {n:,}" for reason, n in ordered)
+        return _by_reason(chosen)
+
+    def describe_repairs(self) -> str:
+        """The repair counts by reason, most frequent first, e.g. ``"offset_repaired 2"``
+        (``"none"`` without repairs)."""
+        return _by_reason(self.repaired)
 
     def as_dict(self) -> dict[str, object]:
-        """A JSON-friendly summary (``source`` and ``exempt`` only when set)."""
+        """A JSON-friendly summary (``source``, ``exempt``, ``variant``, ``parts`` and
+        ``repaired`` only when set, so statistics without repairs keep their old shape)."""
         out: dict[str, object] = {"examples": self.examples, "skipped": dict(self.skipped)}
         if self.source:
             out["source"] = self.source
@@ -130,12 +151,18 @@ class ReadStats:
             out["variant"] = self.variant
         if self.parts:
             out["parts"] = dict(sorted(self.parts.items()))
+        if +self.repaired:
+            out["repaired"] = dict(sorted((+self.repaired).items()))
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReadStats:
-        """The inverse of :meth:`as_dict`."""
+        """The inverse of :meth:`as_dict` (a summary written before repairs were counted has no
+        ``repaired`` key: no repairs)."""
         skipped = collections.Counter({str(k): int(v) for k, v in data.get("skipped", {}).items()})
+        repaired = collections.Counter(
+            {str(k): int(v) for k, v in data.get("repaired", {}).items()}
+        )
         return cls(
             examples=int(data.get("examples", 0)),
             skipped=skipped,
@@ -143,6 +170,7 @@ class ReadStats:
             exempt={str(r) for r in data.get("exempt", ())},
             variant=str(data.get("variant", "")),
             parts={str(k): str(v) for k, v in data.get("parts", {}).items()},
+            repaired=repaired,
         )
 
     def summary(self, split: str, where: bool = True) -> str:
@@ -150,7 +178,8 @@ class ReadStats:
         44); from F (IOB2, -DOCSTART- absent)"``, or ``"dev: 1,247 kept, 0 skipped; from F"``
         (``where`` false: the counts alone, ``"train: 10 kept, 1 skipped (no gold 1)"``). Parts
         dropped from kept examples are counted apart: ``"dev: 61 kept, 0 skipped, 1 answer
-        dropped (answer_offset_mismatch 1)"``."""
+        dropped (answer_offset_mismatch 1)"``, and so are repairs: ``"train: 7 kept, 0 skipped,
+        1 repaired (offset_repaired 1)"``."""
         whole = [r for r in self.skipped if r not in self.parts]
         skipped = sum(self.skipped[r] for r in whole)
         text = f"{split}: {self.examples:,} kept, {skipped:,} skipped"
@@ -161,12 +190,24 @@ class ReadStats:
             if dropped:
                 noun = part if dropped == 1 else f"{part}s"
                 text += f", {dropped:,} {noun} dropped ({self.describe(reasons)})"
+        repairs = sum(self.repaired.values())
+        if repairs:
+            text += f", {repairs:,} repaired ({self.describe_repairs()})"
         if not where:
             return text
         source = f" from {self.source}" if self.source else ""
         variant = f" ({self.variant})" if self.variant else ""
         read_from = f";{source}{variant}" if source or variant else ""
         return f"{text}{read_from}"
+
+
+def _by_reason(counts: Mapping[str, int]) -> str:
+    """``counts`` as ``"reason n, reason n"``, most frequent first (``"none"`` when all are 0)."""
+    chosen = {r: n for r, n in counts.items() if n}
+    if not chosen:
+        return "none"
+    ordered = sorted(chosen.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{reason} {n:,}" for reason, n in ordered)
 
 
 def require_usable(split: str, size: int, stats: ReadStats | None, max_skipped: float) -> None:

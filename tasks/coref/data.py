@@ -4,7 +4,10 @@ One example per document *part* (``#begin document (<id>); part <nnn>``), the un
 scorer and Lee et al. (2017) use (e2e-coref's ``doc_key`` = ``<id>_<part>``). Clusters are
 document-level inclusive token spans in the reference scorer's order (see
 :mod:`tasks.common.conll2012`); speakers (column 10) and genre (first path component of the id) are
-kept for the speaker and genre features of Lee et al. (2017).
+kept for the speaker and genre features of Lee et al. (2017). Only the columns coreference reads
+are validated (``layers="coreference"``: document, word, speaker and the last column, as
+e2e-coref's ``minimize.py``); the word index, named entities and predicate-argument columns may
+hold anything (a corpus that writes scene time stamps there reads as one with ``*``).
 
 A ``--data`` folder is read in one of the :data:`LAYOUTS`; train and dev must be there, test is
 optional, and the Hugging Face Hub is never consulted for a folder (only :func:`load_split` with
@@ -153,12 +156,13 @@ def coref_documents(
 
 
 def read_coref(path: str | Path, stats: ReadStats | None = None) -> Iterator[CorefDocument]:
-    """Stream coreference documents from a CoNLL-2012 file or directory (``*_conll``, recursive).
+    """Stream coreference documents from a CoNLL-2012 file or directory (``*_conll``, recursive);
+    only the columns coreference reads are validated (see the module docstring).
 
     Raises:
         DataError: malformed input (file and line given).
     """
-    return coref_documents(read_documents(path), stats)
+    return coref_documents(read_documents(path, layers="coreference"), stats)
 
 
 def to_hf_dataset(path: str | Path) -> datasets.Dataset:
@@ -322,7 +326,8 @@ def _read_files(
     documents: list[CorefDocument] = []
     styles: list[ConllStyle] = []
     for file in files:
-        for document in coref_documents(_styles_of(read_documents(file), styles), stats):
+        read = read_documents(file, layers="coreference")
+        for document in coref_documents(_styles_of(read, styles), stats):
             if max_tokens is not None and document.num_tokens > max_tokens:
                 raise DataError(
                     document.path,

@@ -101,7 +101,7 @@ def encode_clusters(num_tokens: int, clusters: Clusters) -> list[str]:
 
 def _documents(path: str | Path) -> dict[tuple[str, int], Document]:
     documents: dict[tuple[str, int], Document] = {}
-    for document in read_documents(path):
+    for document in read_documents(path, layers="coreference"):
         if document.key in documents:
             first = documents[document.key]
             raise DataError(

@@ -26,9 +26,10 @@ Bad-input policy (see :mod:`tasks.common.io` for the project-wide rules):
   ``id``, ``question``, ``answers``, ``text``, ``answer_start``; ``paragraphs``), named by its JSON
   path, e.g. ``data[3].paragraphs[0].qas[2]: missing "id"``, and a duplicate question id. ``title``
   may be absent (it becomes ``""``); a top-level ``version`` other than ``"1.1"`` is logged.
-* **Repaired** (counted in :attr:`SquadReader.repairs` under ``"offset_repaired"``): an answer whose
-  ``answer_start`` does not slice its text, when the text occurs within ±20 characters of the given
-  offset; the occurrence closest to the given offset (the earlier one on a tie) is used.
+* **Repaired** (counted in ``SquadReader.stats.repaired``, also :attr:`SquadReader.repairs`,
+  under ``"offset_repaired"``, so the run's read line and ``read-stats.json`` show it): an answer
+  whose ``answer_start`` does not slice its text, when the text occurs within ±20 characters of
+  the given offset; the occurrence closest to the given offset (the earlier one on a tie) is used.
 * **Skipped** (counted in ``SquadReader.stats.skipped``): per *answer*, ``"answer_offset_mismatch"``
   (not repairable) and ``"empty_answer"`` (empty or whitespace-only text); per *question*,
   ``"empty_context"``, ``"empty_question"`` (empty or whitespace-only) and ``"no_usable_answer"``
@@ -258,8 +259,9 @@ class SquadReader:
     """Reads a SQuAD v1.1 JSON file into :class:`SquadExample` objects, in file order.
 
     Iterating parses the whole file first (it is one JSON document), then yields the examples.
-    ``stats`` (examples and skips by reason) and ``repairs`` describe the last iteration and are
-    complete once it is exhausted. See the module docstring for the bad-input policy.
+    ``stats`` (examples, skips and repairs by reason) and ``repairs`` (``stats.repaired``)
+    describe the last iteration and are complete once it is exhausted. See the module docstring
+    for the bad-input policy.
 
     Args:
         path: the JSON file.
@@ -282,7 +284,6 @@ class SquadReader:
         self.keep: Keep = keep
         self.require_answers = require_answers
         self.stats = ReadStats()
-        self.repairs: Counter[str] = Counter()
         self._document: object = None
 
     @classmethod
@@ -295,9 +296,13 @@ class SquadReader:
         reader._document = document
         return reader
 
+    @property
+    def repairs(self) -> Counter[str]:
+        """Repairs by reason (``stats.repaired``: ``{"offset_repaired": n}`` or empty)."""
+        return self.stats.repaired
+
     def __iter__(self) -> Iterator[SquadExample]:
         self.stats = ReadStats()
-        self.repairs = Counter()
         document = self._document
         if document is None:
             document = load_json_document(self.path)
@@ -390,7 +395,7 @@ class SquadReader:
                 if repaired is None:
                     self.stats.skip(SKIP_OFFSET_MISMATCH, part="answer")
                     continue
-                self.repairs[REPAIRED] += 1
+                self.stats.repair(REPAIRED)  # kept: counted where the run reports reads
                 start = repaired
             kept.append(Answer(text, start))
             if self.keep == "first":
