@@ -140,6 +140,11 @@ class RunIdentity:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+#: The key of the identity :meth:`~experiments.run.store.ResultsStore.identity_of` gives for a
+#: record whose ``env.json`` cannot be read; its value says why (``"not valid JSON (…)"``).
+DAMAGED = "damaged"
+
+
 def reuse_differences(
     stored: Mapping[str, Any] | None,
     current: RunIdentity,
@@ -150,10 +155,13 @@ def reuse_differences(
 
     Args:
         stored: the record's ``provenance.identity`` (``None`` or empty for a record written
-            before identities were stored: it is never reused silently).
+            before identities were stored, ``{DAMAGED: why}`` for one whose ``env.json`` cannot
+            be read: neither is ever reused silently).
         current: the identity this code and these files give now.
         fields: the fields compared (:data:`REUSE_FIELDS` or :data:`PORTABLE_FIELDS`).
     """
+    if stored and DAMAGED in stored:
+        return [f"env.json damaged ({stored[DAMAGED]})"]
     if not stored:
         return ["no recorded identity (a record older than run identities)"]
     now = current.to_dict()

@@ -530,10 +530,11 @@ class ResultsStore:
         return sorted(found, key=lambda p: int(p.suffix[1:]))
 
     def identity_of(self, run_id: str) -> dict[str, Any] | None:
-        """The stored run's ``provenance.identity`` (``{}`` for an older record, and for one
-        whose ``env.json`` is damaged: warned about on stderr; it then matches nothing, so
-        ``--rerun`` or a changed-identity rerun replaces it), or ``None`` when the run is not
-        stored.
+        """The stored run's ``provenance.identity`` (``{}`` for an older record;
+        ``{"damaged": why}`` (:data:`experiments.run.identity.DAMAGED`) for one whose
+        ``env.json`` is damaged: warned about on stderr; it then matches nothing, so ``--rerun``
+        or a changed-identity rerun replaces it, the reason saying it is damaged), or ``None``
+        when the run is not stored.
 
         Raises:
             StoreEscapeError: the run's folder or its ``env.json`` is a symbolic link (a
@@ -552,7 +553,7 @@ class ResultsStore:
                 raise _damaged(folder / "env.json", folder, "not a run's environment")
         except CorruptRecordError as error:
             self._warn(error, " (its identity cannot be read: the run counts as changed)")
-            return {}
+            return {"damaged": error.what}
         identity: dict[str, Any] = provenance.get("identity") or {}
         return identity
 

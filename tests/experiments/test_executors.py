@@ -271,3 +271,18 @@ def test_a_run_stored_just_before_it_is_claimed_is_not_trained_again(tmp_path: P
     store.claim = claim  # type: ignore[method-assign]
     result = fakes.sweep([spec], store)
     assert fakes.calls == [] and result.skipped == (spec.run_id,)
+
+
+def test_a_cut_env_json_is_reported_as_damaged_not_as_old(tmp_path: Path) -> None:
+    """A truncated env.json used to be reported as a record older than run identities."""
+    store, fakes = ResultsStore(tmp_path), Fakes()
+    spec = make_spec()
+    stored_with(store, spec, "d1")
+    folder = store.path_of(spec.run_id)
+    assert folder is not None
+    env = folder / "env.json"
+    env.write_text(env.read_text(encoding="utf-8")[:40], encoding="utf-8")  # cut
+    result = fakes.sweep([spec], store)
+    assert fakes.calls == [spec.run_id]
+    why = result.superseded[spec.run_id]
+    assert why.startswith("env.json damaged (not valid JSON (") and "older" not in why
