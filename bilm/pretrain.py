@@ -54,7 +54,7 @@ from bilm.lm import SoftmaxHead
 from bilm.lm_data import BatchMode, BidirectionalLMStream, DirectionBatch, LMBatch, count_tokens
 from bilm.options import BiLMOptions, CharCNNOptions, LSTMOptions, read_json_file
 from bilm.vocab import Vocabulary
-from bilm.weights import init_weights
+from bilm.weights import build_bilm, init_weights
 
 logger = logging.getLogger(__name__)
 
@@ -215,17 +215,30 @@ atomic_save = save_torch
 
 
 def load_training_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a training checkpoint (``weights_only``: no arbitrary pickle code runs)."""
+    """Read a training checkpoint (``weights_only``: no arbitrary pickle code runs); every
+    floating-point weight of its model must be finite.
+
+    Raises:
+        ValueError: not a pretraining checkpoint of this format.
+        WeightsError: a weight holding NaN or infinity (its name and the count named).
+    """
+    from bilm.checks import check_finite
+
     payload = torch.load(path, map_location="cpu", weights_only=True)
-    if payload.get("format") != CHECKPOINT_FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path}: not an elmo-bench pretraining checkpoint")
+    for name, tensor in payload.get("model", {}).items():
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+            check_finite(tensor.detach().float().numpy(), name, path)
     return payload
 
 
 def build_model(config: PretrainConfig, vocab_size: int) -> LanguageModel:
     """A freshly initialised biLM + softmax (deterministic given ``config.seed``)."""
     torch.manual_seed(config.seed)
-    bilm = init_weights(BiLM(config.model, dropout=config.dropout), seed=config.seed)
+    # the options gate (bounds, then memory) before anything is allocated
+    model = build_bilm(config.model, dropout=config.dropout, source="the pretraining config")
+    bilm = init_weights(model, seed=config.seed)
     head = SoftmaxHead(vocab_size, config.model.lstm.projection_dim, config.num_samples)
     return LanguageModel(bilm, head)
 
@@ -903,7 +916,7 @@ def load_language_model(path: str | os.PathLike[str]) -> tuple[LanguageModel, Vo
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT_NAME
-    if path.suffix == ".pt":
+    if path.suffix == ".pt":  # the file's weights checked finite; the model built gated
         payload = load_training_checkpoint(path)
         config = PretrainConfig.from_dict(
             json.loads((path.parent / CONFIG_NAME).read_text(encoding="utf-8"))

@@ -416,3 +416,31 @@ def test_a_single_layer_file_without_the_multi_cell_group_still_loads(tmp_path: 
         model.state_dict().items(), again.state_dict().items(), strict=True
     ):
         assert torch.equal(a, b), name
+
+
+def test_pretraining_builds_through_the_gate_and_refuses_a_nan_checkpoint(
+    tmp_path: Path, no_build: list[Any]
+) -> None:
+    from dataclasses import replace
+
+    from bilm.options import OptionsError
+    from bilm.pretrain import (
+        CHECKPOINT_FORMAT,
+        PretrainConfig,
+        build_model,
+        load_training_checkpoint,
+    )
+
+    config = PretrainConfig(model=tiny_options())
+    huge = replace(config.model, lstm=replace(config.model.lstm, n_layers=1_000_000))
+    with pytest.raises(OptionsError, match="lstm.n_layers=1000000 exceeds the limit"):
+        build_model(replace(config, model=huge), 10)
+    assert no_build == []  # refused before BiLM(...) was called
+    weight = torch.zeros(3, 4)
+    weight[1, 2] = float("nan")
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "model": {"bilm.w": weight}}, path)
+    with pytest.raises(WeightsError, match=r"dataset 'bilm.w' holds 1 non-finite value\(s\)"):
+        load_training_checkpoint(path)
+    torch.save({"format": CHECKPOINT_FORMAT, "model": {"bilm.w": torch.zeros(3, 4)}}, path)
+    assert load_training_checkpoint(path)["model"]["bilm.w"].shape == (3, 4)
