@@ -2,9 +2,10 @@
 
 A task package exposes ``TASK``, a :class:`TaskSpec`; ``tasks/registry.py`` lists them in one dict
 literal. The runner and the rest of ``experiments/`` never name a task: everything task-specific
-sits behind :class:`TaskSpec` (metric, presets, sites, mix, paper keys, demo data, table rows) and
-:class:`TaskRecipe` (splits, training configuration, batches, model, predictions, official scorer,
-unit statistics, read statistics).
+sits behind :class:`TaskSpec` (metric, presets, sites, mix, paper keys, demo data, table rows, the
+files a data folder must hold, reading only as far as ``--limit`` needs) and :class:`TaskRecipe`
+(splits, training configuration, batches, model, predictions, official scorer, unit statistics,
+read statistics).
 
 Only :class:`MixSpec` comes from ``bilm``; torch types are imported for type checking only.
 """
@@ -38,7 +39,9 @@ __all__ = [
     "SPLITS",
     "Batching",
     "Column",
+    "DataFiles",
     "Forward",
+    "LimitedSetup",
     "MetricSpec",
     "Optimizer",
     "PresetElmo",
@@ -72,6 +75,12 @@ C = TypeVar("C")
 Represent = Callable[[Sequence[Sequence[str]]], "Layers"]
 #: Runs the task model on one batch (the runner moves it to the device, autocasts, no grad).
 Forward = Callable[[Any], Any]
+#: ``(config, folder) -> files``: the files below a data folder that ``setup`` reads for this
+#: configuration (:attr:`TaskSpec.data_files`).
+DataFiles = Callable[[Any, Path], Sequence[Path]]
+#: ``(preset, overrides, data_dir, limit) -> recipe``: ``setup`` reading at most the first
+#: ``limit`` examples of each split (:attr:`TaskSpec.setup_limited`).
+LimitedSetup = Callable[[str, Sequence[str], str | None, int], "TaskRecipe"]
 
 
 #: Field metadata key of :func:`added_field`.
@@ -507,6 +516,21 @@ class TaskSpec:
             (:attr:`heading`).
         synthetic: synthetic data of realistic size for the speed benchmark
             (:class:`Synthetic`); ``None``: the benchmark lists the task as not timed.
+        data_files: ``(config, folder) -> files``: the files below a local data folder that
+            ``setup`` reads for ``config`` (the configuration :meth:`configure` builds), found
+            by the reader's own layout lookup without reading any data (and a DEMO set's notice,
+            which marks it); empty where the configuration names its files instead of the
+            folder's. Raises (a
+            ``FileNotFoundError`` or a ``ValueError``, in one line naming the folder and the
+            files it wanted) where the folder holds none of the task's layouts. The run
+            identity fingerprints exactly these files, after this check
+            (``experiments.run.identity``). ``None``: every file below the folder.
+        setup_limited: ``(preset, overrides, data_dir, limit) -> TaskRecipe``: ``setup`` whose
+            splits hold at most the first ``limit`` examples of each split, the same ones a
+            full read would give first, its reader stopping there where it streams and where
+            nothing else the recipe derives (vocabularies, label sets, random draws) depends
+            on the examples left unread; elsewhere it reads everything, as ``setup`` does.
+            ``None``: the harness cuts ``setup``'s splits (:meth:`build_recipe`).
     """
 
     name: str
@@ -529,6 +553,8 @@ class TaskSpec:
     peer: PeerAdapter | None = None
     title: str = ""
     synthetic: Synthetic | None = None
+    data_files: DataFiles | None = None
+    setup_limited: LimitedSetup | None = None
 
     def __post_init__(self) -> None:
         dropouts = [self.elmo_dropout] + [p.dropout for p in self.preset_elmo.values()]
@@ -582,6 +608,23 @@ class TaskSpec:
         """Raise a ValueError listing the valid presets unless ``preset`` is one."""
         if preset not in self.configs:
             raise ValueError(_no_preset(self.name, preset, self.presets))
+
+    def build_recipe(
+        self, preset: str, overrides: Sequence[str], data_dir: str | None, limit: int | None = None
+    ) -> TaskRecipe:
+        """The recipe of a run: ``setup``'s, or with a ``limit`` :attr:`setup_limited`'s where
+        the task has one (its splits then hold at most ``limit`` examples each; the caller
+        still cuts them, for the tasks without one).
+
+        Args:
+            preset: the preset's name.
+            overrides: ``key=value`` items.
+            data_dir: the data folder (``None``: the DEMO set) or ``hf:NAME``.
+            limit: the run's ``--limit`` (``None``: every example).
+        """
+        if limit is not None and self.setup_limited is not None:
+            return self.setup_limited(preset, overrides, data_dir, limit)
+        return self.setup(preset, overrides, data_dir)
 
     def configure(self, preset: str, overrides: Sequence[str]) -> Any:
         """The preset's configuration with ``overrides`` applied and validated, reading no data

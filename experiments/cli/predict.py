@@ -370,7 +370,8 @@ def _rebuild(spec: RunSpec, device: torch.device, precision: str) -> _Rebuilt:
             f"v{task.version}: its weights belong to another model"
         )
     seed_everything(spec.seed)
-    recipe = task.setup(spec.preset, list(spec.overrides), data_path(spec.data))
+    # as the run built it: with its --limit, a streaming reader's vocabulary sizes the weights
+    recipe = task.build_recipe(spec.preset, list(spec.overrides), data_path(spec.data), spec.limit)
     config = dict(spec.representation_config)
     if config.get("finetune"):  # the task-tuned biLM, from its cache (paper §3.4)
         splits = _run_splits(spec, recipe)

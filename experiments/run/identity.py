@@ -8,10 +8,15 @@ changed. :class:`RunIdentity` records those inputs, computed **before** a run st
 and code, reading no data set into memory), and is stored with every record
 (``env.json → provenance.identity``):
 
-- ``data``: every file below the data folder (the bundled DEMO folder for ``data="demo"``) and
-  every file the resolved configuration names (``train_file``, ``word_vectors``, ...; the
-  embedded GloVe package's files for ``word_vectors="glove"``), by content; ``data_files`` lists
-  them one by one;
+- ``data``: the files of the data folder (the bundled DEMO folder for ``data="demo"``) that the
+  task's reader reads (:attr:`tasks.core.TaskSpec.data_files`, found by its own layout lookup;
+  every file below the folder for a task that does not say) and every file the resolved
+  configuration names (``train_file``, ``word_vectors``, ...; the embedded GloVe package's files
+  for ``word_vectors="glove"``), by content; ``data_files`` lists them one by one. A folder that
+  holds none of the task's layouts is refused before anything is hashed (the task's one-line
+  error, naming the folder and the files it wanted), and a fingerprint over more than
+  :data:`ANNOUNCE_BYTES` not yet hashed in this process says so on stderr first
+  (``fingerprinting N files (X MB) ...``);
 - ``representation``: the weights' files by content (``checkpoint``, ``options``/``weights``,
   GloVe, CoVe, the shipped default biLM, a published model's pinned SHA-256), the
   representation's options and state policy, and for ``package.module:Factory`` the source file
@@ -49,6 +54,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -92,6 +98,9 @@ _SOURCE_PACKAGES = ("bilm", "tasks", "experiments")
 #: A ``*vectors`` configuration value naming the embedded GloVe 6B 50-d package
 #: (``tasks.common.vocab.word_vectors``): its files are fingerprinted like a named file.
 EMBEDDED_GLOVE = "glove"
+#: A data fingerprint that must hash more bytes than this (files not yet hashed in this
+#: process) first prints ``fingerprinting N files (X MB) ...`` to stderr.
+ANNOUNCE_BYTES = 100_000_000
 _REPO = Path(__file__).resolve().parents[2]
 
 
@@ -252,6 +261,12 @@ def _harness_hash() -> str:
 _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
+def _memo_key(path: Path) -> tuple[str, int, int]:
+    """The key of a file's memoised digest: its resolved path, size and modification time."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+
+
 def content_digest(path: str | os.PathLike[str]) -> str:
     """blake2b (32 hex digits) of a file's whole content, or of a folder's files (names
     relative to it, and contents). Memoised per process by path, size and modification time.
@@ -262,8 +277,7 @@ def content_digest(path: str | os.PathLike[str]) -> str:
     target = Path(path)
     if target.is_dir():
         return _combined(folder_digests(target))
-    stat = target.stat()
-    key = (str(target.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = _memo_key(target)
     if key not in _DIGESTS:
         digest = hashlib.blake2b(digest_size=16)
         with target.open("rb") as handle:
@@ -276,13 +290,37 @@ def content_digest(path: str | os.PathLike[str]) -> str:
 def folder_digests(folder: str | os.PathLike[str]) -> dict[str, str]:
     """Every file below ``folder`` (hidden files and folders left out) → its content digest,
     names relative to ``folder`` (so a moved or copied data folder keeps its fingerprint)."""
-    root = Path(folder)
+    return {name: content_digest(path) for name, path in _folder_files(Path(folder)).items()}
+
+
+def _folder_files(root: Path) -> dict[str, Path]:
+    """Every file below ``root`` (hidden files and folders left out), by its name relative to
+    ``root``, in sorted order."""
     found = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
         if path.is_file() and not any(part.startswith(".") for part in relative.parts):
-            found[relative.as_posix()] = content_digest(path)
+            found[relative.as_posix()] = path
     return found
+
+
+def _digests(named: Mapping[str, Path]) -> dict[str, str]:
+    """Name → content digest of each path (:func:`content_digest`), announced on stderr first
+    when the files not yet hashed in this process hold more than :data:`ANNOUNCE_BYTES`."""
+    count = size = 0
+    for path in named.values():
+        members = _folder_files(path).values() if path.is_dir() else (path,)
+        for member in members:
+            key = _memo_key(member)
+            if key not in _DIGESTS:
+                count, size = count + 1, size + key[1]
+    if size > ANNOUNCE_BYTES:
+        print(
+            f"fingerprinting {count:,} file{'s' if count != 1 else ''} ({size / 1e6:,.0f} MB) ...",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {name: content_digest(path) for name, path in named.items()}
 
 
 def _combined(parts: Mapping[str, str]) -> str:
@@ -380,23 +418,66 @@ def data_folder(spec: RunSpec, task: TaskSpec | None = None) -> Path | None:
     return folder if folder.exists() else None
 
 
+def data_files(task: TaskSpec, config: Any, folder: Path) -> dict[str, Path]:
+    """The files of a local data folder a run reads, by name relative to the folder: those the
+    task's reader reads for ``config`` (:attr:`tasks.core.TaskSpec.data_files`; a file it names
+    outside the folder is left to the configuration's ``config:<key>``), every file below the
+    folder for a task that does not say, or the file itself when ``folder`` is a file. Nothing
+    is hashed or read.
+
+    Args:
+        task: the run's task.
+        config: its configuration (:meth:`tasks.core.TaskSpec.configure`).
+        folder: the data folder (:func:`data_folder`).
+
+    Raises:
+        FileNotFoundError, ValueError: the folder holds none of the task's layouts (the task's
+            one-line error, naming the folder and the files it wanted).
+    """
+    if not folder.is_dir():
+        return {folder.name: folder}
+    if task.data_files is None:
+        return _folder_files(folder)
+    found: dict[str, Path] = {}
+    for path in task.data_files(config, folder):
+        try:
+            found[Path(path).relative_to(folder).as_posix()] = Path(path)
+        except ValueError:  # outside the folder: fingerprinted as the configuration names it
+            continue
+    return found
+
+
 def data_identity(
-    spec: RunSpec, config: Any | None = None, task: TaskSpec | None = None
+    spec: RunSpec,
+    config: Any | None = None,
+    task: TaskSpec | None = None,
+    *,
+    configured: Any | None = None,
 ) -> tuple[str, dict[str, str]]:
     """``(fingerprint, file → digest)`` of the data a run of ``spec`` reads: the data folder's
-    files and every file its resolved configuration (:func:`resolved_config`) names
-    (``config:<key>``). ``task``: the spec's task, when the caller has looked it up."""
-    config = resolved_config(spec, task) if config is None else config
+    files the task reads (:func:`data_files`, checked before anything is hashed) and every file
+    its resolved configuration (:func:`resolved_config`) names (``config:<key>``).
+
+    Args:
+        spec: the run.
+        config: the resolved configuration as plain data (default: computed here).
+        task: the spec's task, when the caller has looked it up.
+        configured: the task's configuration object (:meth:`tasks.core.TaskSpec.configure`),
+            when the caller has it (default: configured here).
+
+    Raises:
+        FileNotFoundError, ValueError: the data folder holds none of the task's layouts.
+    """
+    task = _task(spec, task)
+    if configured is None:
+        configured = task.configure(spec.preset, list(spec.overrides))
+    config = _plain(configured) if config is None else config
     folder = data_folder(spec, task)
-    files: dict[str, str] = {}
-    if folder is not None:
-        files.update(
-            folder_digests(folder) if folder.is_dir() else {folder.name: content_digest(folder)}
-        )
-    else:
+    named = {} if folder is None else data_files(task, configured, folder)
+    named.update({f"config:{key}": path for key, path in _named_files(config).items()})
+    files = _digests(named)
+    if folder is None:
         files[f"label:{spec.data}"] = "unresolved (no local folder: its content is not known)"
-    for key, path in _named_files(config).items():
-        files[f"config:{key}"] = content_digest(path)
     return _combined(files), files
 
 
@@ -494,8 +575,9 @@ def run_identity(
 
         threads = torch.get_num_threads()
     task = _task(spec, task)
-    plain = resolved_config(spec, task) if config is None else _plain(config)
-    data, files = data_identity(spec, plain, task)
+    configured = task.configure(spec.preset, list(spec.overrides)) if config is None else config
+    plain = _plain(configured)
+    data, files = data_identity(spec, plain, task, configured=configured)
     return RunIdentity(
         data=data,
         representation=representation_identity(spec),
@@ -545,6 +627,9 @@ def current_records(
                 now = run_identity(record.spec, device="cpu")
             except KeyError as error:  # e.g. a task that is not registered here
                 reasons = [f"its identity cannot be computed here ({error.args[0]})"]
+            except (FileNotFoundError, ValueError) as error:  # its data folder lacks its files
+                why = " ".join(str(error).split())
+                reasons = [f"its identity cannot be computed here ({why})"]
             else:
                 reasons = reuse_differences(record.provenance.identity, now, PORTABLE_FIELDS)
             if reasons and not reuse_stale:
@@ -559,6 +644,7 @@ def current_records(
 __all__ = [
     "CurrentRecords",
     "current_records",
+    "ANNOUNCE_BYTES",
     "HARNESS_RESULT_VERSION",
     "PORTABLE_FIELDS",
     "REUSE_FIELDS",
@@ -567,6 +653,7 @@ __all__ = [
     "code_version",
     "config_digest",
     "content_digest",
+    "data_files",
     "data_identity",
     "folder_digests",
     "representation_identity",

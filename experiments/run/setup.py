@@ -320,6 +320,10 @@ def setup_data(resolved: ResolvedRun, max_skipped: float, quiet: bool = True) ->
     """The task's recipe, its training configuration (the spec's epoch cap applied) and the
     splits the run uses (``--limit``, the training fraction), each checked to be usable.
 
+    With ``--limit`` the recipe comes from :meth:`tasks.core.TaskSpec.build_recipe`: a task
+    whose reader streams reads only the first ``limit`` examples of each split, the others
+    read everything; either way the run's splits are the first ``limit`` examples of each.
+
     Args:
         resolved: the run.
         max_skipped: :attr:`RunOptions.max_skipped`.
@@ -329,7 +333,7 @@ def setup_data(resolved: ResolvedRun, max_skipped: float, quiet: bool = True) ->
     from tasks.common.io import require_usable
 
     spec, task = resolved.spec, resolved.task
-    recipe = task.setup(spec.preset, list(spec.overrides), resolved.data)
+    recipe = task.build_recipe(spec.preset, list(spec.overrides), resolved.data, spec.limit)
     train_config = recipe.train_config
     if spec.max_epochs is not None:
         train_config = dataclasses.replace(train_config, epochs=spec.max_epochs)

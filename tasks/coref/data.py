@@ -39,6 +39,7 @@ __all__ = [
     "CorefDocument",
     "CorefNotAvailable",
     "coref_documents",
+    "folder_files",
     "hf_rows_to_conll",
     "load_split",
     "load_splits",
@@ -224,6 +225,23 @@ def split_files(folder: str | Path, split: str) -> list[Path]:
             english = [p for p in files if "english" in p.relative_to(tree).parts]
             return english or files
     return []
+
+
+def folder_files(folder: str | Path) -> list[Path]:
+    """Every file :func:`load_splits` reads from a data folder: the files of train, dev and,
+    when the folder has it, test (:func:`split_files`), found without reading any.
+
+    Raises:
+        DataError: no train or no dev files (naming the folder, what was looked for and the
+            layouts).
+    """
+    files: list[Path] = []
+    for split in ("train", "dev", "test"):
+        found = split_files(folder, split)
+        if not found and split != "test":
+            raise missing_split_error(split, folder)
+        files.extend(found)
+    return files
 
 
 def missing_split_error(split: str, folder: str | Path) -> DataError:

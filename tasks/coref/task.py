@@ -35,7 +35,7 @@ from tasks.core import (
     configure,
 )
 from tasks.coref.config import PRESETS, TURIAN_50D, TURIAN_URL, CorefConfig
-from tasks.coref.data import GENRES, CorefDocument, load_splits
+from tasks.coref.data import GENRES, CorefDocument, folder_files, load_splits
 from tasks.coref.demo import ensure_demo
 from tasks.coref.evaluate import write_document_response
 from tasks.coref.metric import (
@@ -233,6 +233,21 @@ def _tokens(sentences: Sequence[Sequence[str]]) -> list[str]:
     return [w for words in sentences for w in words]
 
 
+def data_files(config: CorefConfig, folder: Path) -> list[Path]:
+    """The files of the data folder ``folder`` that a run reads
+    (:attr:`tasks.core.TaskSpec.data_files`; :func:`tasks.coref.data.folder_files`).
+
+    ``--limit`` reads every file whole (no :attr:`tasks.core.TaskSpec.setup_limited`): the
+    character vocabulary comes from every training word and sizes the character embedding
+    drawn at the model's initialisation, so a partial read would change a limited run's
+    numbers.
+
+    Raises:
+        DataError: no train or no dev files (naming the folder and the layouts).
+    """
+    return folder_files(folder)
+
+
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> CorefRecipe:
     """Read data (demo set when ``data_dir`` is None; a folder in one of
     :data:`tasks.coref.data.LAYOUTS` otherwise, never the Hub), build vocabularies and word
@@ -269,6 +284,7 @@ TASK = TaskSpec(
         TableRow("Coref", CEAFE_F1, "coref_ceafe"),
     ),
     setup=setup,
+    data_files=data_files,
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (348 documents)
     table_split="test",  # the data has a labelled test split

@@ -919,6 +919,21 @@ def _no_dev(where: str, looked: str) -> FileNotFoundError:
     )
 
 
+def layout_files(config: NerConfig, folder: str | Path) -> list[Path]:
+    """The files :func:`load_splits` reads from the data folder ``folder``: every split file
+    of its layout (:func:`find_layout` with ``config.layout``), found without reading any data.
+
+    Raises:
+        FileNotFoundError: no training split, or no dev split and no ``dev_from_train``
+            (naming the folder, what was looked for and the accepted layouts).
+        DataError: an ambiguous folder.
+    """
+    layout = find_layout(folder, config.layout)
+    if "dev" not in layout.files and config.dev_from_train <= 0:
+        raise _no_dev(str(folder), _dev_looked_for(layout))
+    return [path for files in layout.files.values() for path in files]
+
+
 def load_splits(
     config: NerConfig, data_dir: str | None, demo: Callable[[], Path]
 ) -> tuple[Splits, dict[str, ReadStats]]:

@@ -52,8 +52,8 @@ from tasks.core import (
 from tasks.features.inject import Injector
 from tasks.metrics.prf import F1, span_f1_from_totals, span_statistics
 from tasks.ner.config import PRESETS, NerConfig
-from tasks.ner.data import TaggedSentence, encode_splits, load_splits, tag_labels
-from tasks.ner.demo import ensure_demo
+from tasks.ner.data import TaggedSentence, encode_splits, layout_files, load_splits, tag_labels
+from tasks.ner.demo import NOTICE_FILE, ensure_demo
 from tasks.ner.evaluate import write_tagged
 from tasks.ner.metric import ConllevalResult, conlleval
 from tasks.ner.model import CrfTagger, TaggerBatch
@@ -241,6 +241,25 @@ def seqeval_per_type(gold: list[list[str]], predicted: list[list[str]]) -> dict[
     return {f"f1_{name}": float(v["f1-score"]) for name, v in report.items() if name not in skip}
 
 
+def data_files(config: NerConfig, folder: Path) -> list[Path]:
+    """The files of the data folder ``folder`` that a run of ``config`` reads
+    (:attr:`tasks.core.TaskSpec.data_files`): its layout's split files
+    (:func:`tasks.ner.data.layout_files`), and the DEMO notice where the folder has one (it
+    marks a DEMO set: its fingerprint has always held it).
+
+    ``--limit`` reads every file whole (no :attr:`tasks.core.TaskSpec.setup_limited`): the tag
+    set and scheme come from all the tags read, the character vocabulary from every training
+    word, and words without a vector draw theirs at random before the model's initialisation,
+    so a partial read would change a limited run's numbers.
+
+    Raises:
+        FileNotFoundError: no training split, or no dev split and no ``dev_from_train``.
+        DataError: an ambiguous folder.
+    """
+    notice = folder / NOTICE_FILE
+    return [*layout_files(config, folder), *([notice] if notice.is_file() else [])]
+
+
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> NerRecipe:
     """Read data (demo set when ``data_dir`` is None), detect the scheme, build vocabularies."""
     config = configure(PRESETS, preset, overrides)
@@ -270,6 +289,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.1, False),  # source: paper A.7 (unverified), allennlp alpha 0.1
     table_rows=(TableRow("NER", NER_F1, "ner"),),
     setup=setup,
+    data_files=data_files,
     demo=ensure_demo,
     paper_split="test",  # CoNLL-2003 eng.testb, mean of 5 seeds
     table_split="test",  # the data has a labelled test split

@@ -23,7 +23,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -473,23 +473,68 @@ def _load_hub(
     return splits, LABELS, {s: f"hf:{name}" for s in splits}
 
 
+def folder_files(config: SnliConfig, folder: str | Path) -> list[Path]:
+    """The files a run of ``config`` on the data folder ``folder`` reads, found as
+    :func:`load_splits` finds them (its explicit files, resolved in the folder where relative,
+    else the folder's split files), without reading any.
+
+    Raises:
+        SnliNotAvailable: no train or no dev file (naming the files looked for).
+        DataError: an explicit file that does not exist.
+    """
+    files = _split_files(config, str(folder), lambda: Path(folder))
+    missing = [s for s in ("train", "dev") if s not in files]
+    if missing:
+        raise missing_files_error(folder, missing)
+    return list(files.values())
+
+
+def _first(
+    examples: Iterable[SnliExample], limit: int | None, max_tokens: int | None = None
+) -> list[SnliExample]:
+    """``examples`` up to the ``limit``-th one counted, each counted unless ``max_tokens`` is
+    given and :func:`trains` drops it (all of them when ``limit`` is ``None``); the reader stops
+    there, reading no further line."""
+    out: list[SnliExample] = []
+    counted = 0
+    for example in examples:
+        out.append(example)
+        counted += max_tokens is None or trains(example, max_tokens)
+        if counted == limit:
+            break
+    return out
+
+
+def trains(example: SnliExample, max_tokens: int) -> bool:
+    """Whether :func:`apply_policy` keeps a training pair: both sides hold a token and neither
+    holds more than ``max_tokens``."""
+    premise, hypothesis = pair_tokens(example)
+    return bool(premise and hypothesis) and max(len(premise), len(hypothesis)) <= max_tokens
+
+
 def _load_files(
-    files: Mapping[str, Path], stats: dict[str, ReadStats] | None
+    files: Mapping[str, Path],
+    stats: dict[str, ReadStats] | None,
+    limit: int | None = None,
+    max_tokens: int | None = None,
 ) -> tuple[Splits, tuple[str, ...], dict[str, str]]:
-    """The splits of ``files``; the label set is SNLI's or the training file's."""
+    """The splits of ``files``; the label set is SNLI's or the training file's.
+
+    With ``limit``, official SNLI files are read only as far as their first ``limit`` pairs
+    (training pairs counted only when :func:`trains` keeps them under ``max_tokens``); plain
+    files are read whole: their label set is the whole training file's.
+    """
     train_reader = pair_reader(files["train"])
-    train = list(train_reader)
+    official = isinstance(train_reader, SnliReader)
+    first = limit if official else None
+    train = _first(train_reader, first, max_tokens)
     readers = {"train": train_reader}
-    labels = (
-        LABELS
-        if isinstance(train_reader, SnliReader)
-        else tuple(dict.fromkeys(ex.label for ex in train))
-    )
+    labels = LABELS if official else tuple(dict.fromkeys(ex.label for ex in train))
     splits = {"train": train}
     for split in ("dev", "test"):
         if split in files:
             readers[split] = pair_reader(files[split], labels)
-            splits[split] = list(readers[split])
+            splits[split] = _first(readers[split], first)
     if stats is not None:
         for split, reader in readers.items():
             stats[split] = reader.stats
@@ -504,6 +549,7 @@ def load_splits(
     data_dir: str | None,
     demo: Callable[[], Path],
     stats: dict[str, ReadStats] | None = None,
+    limit: int | None = None,
 ) -> tuple[Splits, tuple[str, ...], dict[str, str]]:
     """Read train, dev and (when present) test; see ``tasks/snli/task.py`` for the sources.
 
@@ -515,6 +561,9 @@ def load_splits(
             a gold label skipped, the source).
         demo: builds the DEMO set and returns its folder (read when neither ``data_dir`` nor
             ``train_file`` is given).
+        limit: official SNLI files are read only as far as the first ``limit`` pairs of each
+            split that :func:`apply_policy` keeps (the same pairs a full read gives first);
+            plain files and the Hub are read whole.
 
     Returns:
         ``(splits, labels, sources)``: the labelled examples, the label set (the three SNLI
@@ -536,7 +585,7 @@ def load_splits(
         return _load_hub(stats, data_dir[3:])
     files = _split_files(config, data_dir, demo)
     if "train" in files and "dev" in files:
-        return _load_files(files, stats)
+        return _load_files(files, stats, limit, config.max_tokens)
     if data_dir is None:
         raise ValueError("train_file and dev_file must both be given (or --data DIR)")
     raise missing_files_error(data_dir, [s for s in ("train", "dev") if s not in files])

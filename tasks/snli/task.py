@@ -55,6 +55,7 @@ from tasks.snli.data import (
     SnliExample,
     apply_policy,
     count_policy,
+    folder_files,
     load_splits,
     pair_tokens,
 )
@@ -185,13 +186,46 @@ class SnliRecipe(RecipeBase):
         return out
 
 
-def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SnliRecipe:
+def data_files(config: SnliConfig, folder: Path) -> list[Path]:
+    """The files of the data folder ``folder`` that a run of ``config`` reads
+    (:attr:`tasks.core.TaskSpec.data_files`; :func:`tasks.snli.data.folder_files`).
+
+    Raises:
+        SnliNotAvailable: no train or no dev file (naming the files looked for).
+        DataError: an explicit file that does not exist.
+    """
+    return folder_files(config, folder)
+
+
+def streams(config: SnliConfig) -> bool:
+    """Whether a run with ``--limit`` may read only its first pairs: everything the recipe
+    derives from the data must then be what a full read gives for them. The labels of official
+    files are SNLI's three and the vocabulary only indexes fixed vectors, so only vectors that
+    depend on the whole vocabulary need the whole files: random ones (``random:N``, drawn per
+    vocabulary row), gaps drawn at random (``fill_missing_words``: one draw per missing word,
+    before the model's initialisation) and vectors that train."""
+    return not (
+        config.word_vectors.startswith("random:")
+        or config.fill_missing_words
+        or config.train_word_vectors
+    )
+
+
+def setup(
+    preset: str, overrides: Sequence[str], data_dir: str | None, limit: int | None = None
+) -> SnliRecipe:
     """Read data (DEMO set when ``data_dir`` is None and no files are given), apply the pair
-    policy, build the vocabulary and the fixed word vectors."""
+    policy, build the vocabulary and the fixed word vectors.
+
+    ``limit`` (``--limit``, :attr:`tasks.core.TaskSpec.setup_limited`): official SNLI files are
+    read only as far as the first ``limit`` pairs of each split the policy keeps, where the
+    configuration :func:`streams` (plain files and the Hub are read whole: their label set is
+    the training file's); the splits may still hold more, and the harness cuts them."""
     config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before minutes of reading data
     stats: dict[str, ReadStats] = {}
-    splits, labels, sources = load_splits(config, data_dir, ensure_demo, stats)
+    first = limit if streams(config) else None
+    splits, labels, sources = load_splits(config, data_dir, ensure_demo, stats, first)
     splits, skipped, truncated = apply_policy(splits, config, sources)
     count_policy(stats, len(splits["train"]), skipped)
     recipe = SnliRecipe(config, splits, labels, skipped=skipped, truncated=truncated)
@@ -230,6 +264,8 @@ TASK = TaskSpec(
     preset_elmo={"mini": PresetElmo(PAPER_SITES, 0.5)},
     table_rows=(TableRow("SNLI", ACCURACY, "snli"),),
     setup=setup,
+    setup_limited=setup,
+    data_files=data_files,
     demo=ensure_demo,
     paper_split="test",  # Table 1: SNLI test accuracy (9,824 labelled pairs)
     table_split="test",  # the data has a labelled test split

@@ -147,6 +147,19 @@ def missing_files_error(folder: str | Path, missing: Sequence[str]) -> SquadNotA
     )
 
 
+def folder_files(folder: str | Path) -> list[Path]:
+    """The files :func:`load_splits` reads from a data folder (:data:`SPLIT_FILES`), checked
+    to be there without reading any.
+
+    Raises:
+        SquadNotAvailable: the folder lacks one (naming every missing one).
+    """
+    missing = [name for name in SPLIT_FILES.values() if not (Path(folder) / name).is_file()]
+    if missing:
+        raise missing_files_error(folder, missing)
+    return [Path(folder) / name for name in SPLIT_FILES.values()]
+
+
 @lru_cache(maxsize=1)
 def _tokenizer() -> Any:
     return require_package("spacy", "the SQuAD reader needs spaCy").blank("en").tokenizer

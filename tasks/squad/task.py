@@ -47,6 +47,7 @@ from tasks.squad.data import (
     SKIP_BEYOND_CUT,
     SquadExample,
     describe_cuts,
+    folder_files,
     load_splits,
 )
 from tasks.squad.demo import ensure_demo
@@ -292,6 +293,20 @@ def _gigabytes(size: int) -> str:
     return f"{size / 1e9:,.1f} GB"
 
 
+def data_files(config: SquadConfig, folder: Path) -> list[Path]:
+    """The files of the data folder ``folder`` that a run reads
+    (:attr:`tasks.core.TaskSpec.data_files`; :func:`tasks.squad.data.folder_files`).
+
+    ``--limit`` reads every file whole (no :attr:`tasks.core.TaskSpec.setup_limited`): a SQuAD
+    file is one JSON document, parsed whole, and the character vocabulary counts every
+    training character.
+
+    Raises:
+        SquadNotAvailable: the folder lacks train-v1.1.json or dev-v1.1.json.
+    """
+    return folder_files(folder)
+
+
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SquadRecipe:
     """Read data (demo set when ``data_dir`` is None; ``hf:NAME``: a Hugging Face dataset),
     build vocabularies and word vectors; one warning per split whose contexts
@@ -331,6 +346,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.0, False),  # source: document-qa (λ = 0, no layer norm)
     table_rows=(TableRow("SQuAD", F1, "squad"), TableRow("SQuAD", EM, "squad_exact_match")),
     setup=setup,
+    data_files=data_files,
     demo=ensure_demo,
     metric_from_totals=f1_from_totals,
     paper_split="test",  # the paper's SQuAD number is the hidden test set (leaderboard)

@@ -63,6 +63,7 @@ __all__ = [
     "SrlExample",
     "SrlInstance",
     "SrlNotAvailable",
+    "folder_files",
     "hf_sentences",
     "load_split_sentences",
     "load_splits",
@@ -244,6 +245,25 @@ def _gold_files(folder: Path) -> list[Path]:
     )
     if not files:
         raise DataError(folder, None, f"split folder holds no {GOLD_GLOB} file")
+    return files
+
+
+def folder_files(data_dir: str | Path) -> list[Path]:
+    """Every file :func:`load_splits` reads below ``data_dir``: the ``*gold_conll`` files of
+    each split folder there (:func:`split_folder`, :func:`split_files`), found without reading
+    any.
+
+    Raises:
+        SrlNotAvailable: no train or no dev folder (naming the folder and the layouts).
+        DataError: an empty split folder or an ambiguous one.
+    """
+    files: list[Path] = []
+    for split in SPLIT_FOLDER_NAMES:
+        found = split_folder(data_dir, split)
+        if found is not None:
+            files.extend(_gold_files(found))
+        elif split in REQUIRED_SPLITS:
+            raise _missing_split(data_dir, split)
     return files
 
 

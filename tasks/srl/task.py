@@ -41,7 +41,7 @@ from tasks.core import (
 from tasks.features.inject import Injector
 from tasks.metrics.prf import F1, span_f1_from_totals, span_statistics
 from tasks.srl.config import GLOVE_6B_100D, GLOVE_6B_URL, PRESETS, SrlConfig
-from tasks.srl.data import LAYOUTS, SrlExample, load_splits
+from tasks.srl.data import LAYOUTS, SrlExample, folder_files, load_splits
 from tasks.srl.demo import ensure_demo
 from tasks.srl.evaluate import SentenceColumns, gold_columns, predicted_columns, props_sentences
 from tasks.srl.metric import evaluate_props, write_props
@@ -244,6 +244,21 @@ def unit_ids(sentences: Sequence[Sentence]) -> tuple[str, ...]:
     return unique_unit_ids([f"{s.document_id}_{s.part}:{s.index}" for s in sentences])
 
 
+def data_files(config: SrlConfig, folder: Path) -> list[Path]:
+    """The files of the data folder ``folder`` that a run reads
+    (:attr:`tasks.core.TaskSpec.data_files`; :func:`tasks.srl.data.folder_files`).
+
+    ``--limit`` reads every file whole (no :attr:`tasks.core.TaskSpec.setup_limited`): the
+    label set comes from every training predicate's tags, so a partial read would change a
+    limited run's model.
+
+    Raises:
+        SrlNotAvailable: no train or no dev folder (naming the folder and the layouts).
+        DataError: an empty split folder or an ambiguous one.
+    """
+    return folder_files(folder)
+
+
 def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> SrlRecipe:
     """Read the splits (DEMO set when ``data_dir`` is None), build vocabularies and vectors.
 
@@ -279,6 +294,7 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.001, False),
     table_rows=(TableRow("SRL", F1, "srl"),),
     setup=setup,
+    data_files=data_files,
     demo=ensure_demo,
     paper_split="test",  # Table 1: CoNLL-2012 test (Pradhan et al. 2013 split)
     table_split="test",  # the data has a labelled test split

@@ -448,7 +448,12 @@ def _too_long(path: str | Path, line: int, n: int, max_tokens: int) -> DataError
 
 
 def read_tree_texts(
-    path: str | Path, *, phrases: bool, min_tokens: int, max_tokens: int
+    path: str | Path,
+    *,
+    phrases: bool,
+    min_tokens: int,
+    max_tokens: int,
+    limit: int | None = None,
 ) -> tuple[list[TextExample], ReadStats]:
     """The sentences of an SST tree file, and with ``phrases`` their phrases too.
 
@@ -456,9 +461,18 @@ def read_tree_texts(
     tokens is an example too (shorter ones are skipped and counted as ``"short phrase"``),
     labels 0–4 as in the file.
 
+    Args:
+        path: an SST tree file.
+        phrases: inner nodes are examples too.
+        min_tokens: the shortest phrase kept.
+        max_tokens: the longest sentence accepted.
+        limit: stop once this many examples are read (the first ``limit`` of a full read):
+            the lines after the tree that completes them are never read, nor checked.
+            ``None``: the whole file.
+
     Raises:
         DataError: a malformed tree (see :class:`SstReader`), or a sentence longer than
-            ``max_tokens``, with the file and line.
+            ``max_tokens``, with the file and line (in the part read).
     """
     stats = ReadStats()
     examples: list[TextExample] = []
@@ -473,6 +487,10 @@ def read_tree_texts(
             # a phrase shares its sentence's words; the sentence is its own tuple
             tokens = TokenSpan(tree.tokens, phrase.start, phrase.end) if position else tree.tokens
             examples.append(TextExample(line, tokens, phrase.label, root=position == 0))
+            if len(examples) == limit:
+                break
+        if len(examples) == limit:  # before the next line is parsed
+            break
     stats.examples = len(examples)
     return examples, stats
 
@@ -579,6 +597,7 @@ def load_data(
     phrases: bool = True,
     min_tokens: int = 4,
     max_tokens: int = 512,
+    limit: int | None = None,
 ) -> SstData:
     """Read the train / dev / test splits for the classifier.
 
@@ -589,6 +608,10 @@ def load_data(
 
     Training examples are phrases as :func:`read_tree_texts` (tree files with ``phrases``),
     otherwise sentences; dev and test are always sentences (roots).
+
+    With ``limit``, each SST tree file is read only as far as its first ``limit`` examples
+    (:func:`read_tree_texts`). JSON lines and the Hub are read whole: their label set is the
+    whole training file's, which the first examples need not show.
 
     Raises:
         DataError: a malformed file, an empty text, a text over ``max_tokens``, or a dev/test
@@ -629,6 +652,7 @@ def load_data(
                 phrases=phrases and split == "train",
                 min_tokens=min_tokens,
                 max_tokens=max_tokens,
+                limit=limit,
             )
         return SstData(splits, TREE_LABELS, "trees", names, stats)
     rows = {s: read_jsonl_texts(p, max_tokens=max_tokens) for s, p in paths.items()}
@@ -670,9 +694,17 @@ def _load_hub(name: str, max_tokens: int) -> SstData:
     return SstData(splits, TREE_LABELS, "hub", names, stats)
 
 
-def load_splits(config: Sst5Config, data_dir: str | None, demo: Callable[[], Path]) -> SstData:
+def load_splits(
+    config: Sst5Config,
+    data_dir: str | None,
+    demo: Callable[[], Path],
+    limit: int | None = None,
+) -> SstData:
     """The splits of a configuration: its explicit files, else ``data_dir``, else the DEMO set
     (``demo()`` builds it), read by :func:`load_data`; every split's statistics name the file.
+
+    ``limit``: tree files are read only as far as their first ``limit`` examples
+    (:func:`load_data`).
 
     Raises:
         ValueError: only one of ``train_file`` and ``dev_file`` is given.
@@ -688,6 +720,7 @@ def load_splits(config: Sst5Config, data_dir: str | None, demo: Callable[[], Pat
         phrases=config.train_subtrees,
         min_tokens=config.min_phrase_tokens,
         max_tokens=config.max_tokens,
+        limit=limit,
     )
     for split, split_stats in data.stats.items():
         split_stats.source = split_stats.source or str(data.files.get(split, ""))

@@ -35,8 +35,8 @@ from tasks.core import (
 from tasks.features.inject import Injector
 from tasks.metrics.accuracy import ACCURACY, accuracy_from_totals, accuracy_statistics
 from tasks.sst5.config import PRESETS, Sst5Config
-from tasks.sst5.data import Layout, TextExample, load_splits
-from tasks.sst5.demo import ensure_demo
+from tasks.sst5.data import Layout, TextExample, find_files, load_splits, missing_files_error
+from tasks.sst5.demo import NOTICE_FILE, ensure_demo
 from tasks.sst5.evaluate import write_label_lines
 from tasks.sst5.metric import label_accuracy, sst_accuracy
 from tasks.sst5.model import BiattentiveClassificationNetwork, SstBatch
@@ -170,12 +170,48 @@ class Sst5Recipe(RecipeBase):
         return out
 
 
-def setup(preset: str, overrides: Sequence[str], data_dir: str | None) -> Sst5Recipe:
+def data_files(config: Sst5Config, folder: Path) -> list[Path]:
+    """The files of the data folder ``folder`` that a run of ``config`` reads
+    (:attr:`tasks.core.TaskSpec.data_files`): none where the configuration names its own files
+    (``train_file`` ...: the folder is not read), else the split files of the folder's layout
+    (:func:`tasks.sst5.data.find_files`), and the DEMO notice where the folder has one (it marks
+    a DEMO set: its fingerprint has always held it).
+
+    Raises:
+        SstNotAvailable: the folder holds neither layout (naming the files it lacks).
+    """
+    if (config.train_file, config.dev_file, config.test_file) != (None, None, None):
+        return []
+    found = find_files(folder)
+    if found is None:
+        raise missing_files_error(folder)
+    notice = folder / NOTICE_FILE
+    return [*found[1].values(), *([notice] if notice.is_file() else [])]
+
+
+def streams(config: Sst5Config) -> bool:
+    """Whether a run with ``--limit`` may read only its first examples: everything the recipe
+    derives from the data must then be what a full read gives for them. The vocabulary is the
+    words read, but the word vectors are fixed (frozen in the model) and the labels are the
+    trees' 0–4, so only random vectors (``random:N``, drawn per vocabulary row: the whole
+    vocabulary decides each word's vector) need the whole files."""
+    return not config.word_vectors.startswith("random:")
+
+
+def setup(
+    preset: str, overrides: Sequence[str], data_dir: str | None, limit: int | None = None
+) -> Sst5Recipe:
     """Read data (the DEMO set when neither ``data_dir`` nor explicit files are given), build
-    the vocabulary and word vectors."""
+    the vocabulary and word vectors.
+
+    ``limit`` (``--limit``, :attr:`tasks.core.TaskSpec.setup_limited`): SST tree files are read
+    only as far as the first ``limit`` examples of each split where the configuration
+    :func:`streams` (JSON lines and the Hub are read whole: their label set is the training
+    file's); the splits may still hold more, and the harness cuts them."""
     config = configure(PRESETS, preset, overrides)
     require_word_vectors(config.word_vectors)  # before reading data
-    data = load_splits(config, data_dir, ensure_demo)
+    first = limit if streams(config) else None
+    data = load_splits(config, data_dir, ensure_demo, first)
     recipe = Sst5Recipe(config, data.splits, data.labels, data.layout, data.files, data.stats)
     recipe.words = word_index(
         data.splits, lambda ex: ex.tokens, WORD_SPLITS, config.lowercase_words
@@ -197,6 +233,8 @@ TASK = TaskSpec(
     default_mix=MixSpec("all", 0.001, False),  # source: paper A.8 (λ = 0.001, unverified)
     table_rows=(TableRow("SST-5", ACCURACY, "sst5"),),
     setup=setup,
+    setup_limited=setup,
+    data_files=data_files,
     demo=ensure_demo,
     paper_split="test",  # Table 1: the 2,210 test roots, 5 seeds
     table_split="test",  # the data has a labelled test split

@@ -106,9 +106,11 @@ def test_added_removed_and_hidden_data_files(data: Path) -> None:
     (data / ".hidden-notes").write_text("not data", encoding="utf-8")
     assert identity(spec) == before  # hidden files are no data
     (data / "extra.txt").write_text("more", encoding="utf-8")
+    assert identity(spec) == before  # nor is a file the task's reader does not read
     (data / "DEMO_NOTICE.txt").unlink()
+    (data / "test.txt").unlink()  # the optional test split
     assert reuse_differences(before.to_dict(), identity(spec)) == [
-        "data changed (added extra.txt; removed DEMO_NOTICE.txt)"
+        "data changed (removed DEMO_NOTICE.txt, test.txt)"
     ]
 
 
