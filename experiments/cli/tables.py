@@ -69,6 +69,15 @@ def _data(args: argparse.Namespace) -> str:
     return REAL if args.name in reproductions.SET_TABLES else args.data
 
 
+def _elmo_config(args: argparse.Namespace) -> dict[str, object]:
+    """The ELMo configuration of a table request: ``run_config``, except that a table of
+    :data:`~experiments.report.reproductions.SHIPPED_ELMO_TABLES` takes the shipped small biLM
+    when ``--elmo`` is not given, whatever the preset."""
+    if args.name in reproductions.SHIPPED_ELMO_TABLES and not args.elmo:
+        return representation_config("elmo", None, finetune=args.finetune_bilm)
+    return run_config(args)
+
+
 def _tables(args: argparse.Namespace) -> list[TableSpec]:
     """The named tables ``args`` asks for (no run starts, nothing is read from the store)."""
     cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
@@ -77,7 +86,7 @@ def _tables(args: argparse.Namespace) -> list[TableSpec]:
         args.config,
         task_data(args.data),
         args.seeds,  # None: each row its task's seeds
-        run_config(args),
+        _elmo_config(args),
         task_overrides(args),
         args.eval_split,
         cove,

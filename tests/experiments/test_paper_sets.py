@@ -166,3 +166,22 @@ def test_selected_epoch_lines_name_each_seed_s_best_epoch_and_the_epochs_run() -
     assert "CoNLL-2003 NER (English): Baseline 22, 25, 19 (of 25)" in line
     assert "ELMo" not in line  # no record of that column: nothing said of it
     assert reproductions.selected_epoch_lines(table, []) == []
+
+
+def test_the_paper_data_table_s_elmo_is_the_shipped_biLM_unless_elmo_is_given() -> None:
+    from experiments.cli import build_parser
+    from experiments.cli.tables import _tables
+    from experiments.report.reproductions import expected_specs
+
+    def elmo_configs(*extra: str) -> list[dict[str, object]]:
+        args = build_parser().parse_args(["render", "paper-data", "--config", "paper", *extra])
+        (table,) = _tables(args)
+        return [
+            s.representation_config for s in expected_specs(table) if s.representation == "elmo"
+        ]
+
+    shipped = elmo_configs()
+    assert shipped and all("published" not in c and "checkpoint" not in c for c in shipped)
+    assert all(c.get("finetune") == 1.0 for c in shipped)  # the paper preset's fine-tuning (A.1)
+    given = elmo_configs("--elmo", "published:original")
+    assert all(c.get("published") == "original" for c in given)
