@@ -38,15 +38,22 @@ Facts worth knowing:
 * The word-index column is only checked to be a non-negative integer: the public fixtures skip
   indices inside a sentence.
 
-Layers (the ``layers`` argument of :func:`read_documents`): ``"all"`` (the default; semantic role
-labelling) validates and parses every column as described above. ``"coreference"`` validates only
-what coreference reads, as e2e-coref's ``minimize.py`` (Lee et al. 2017: document, word, speaker
-and last column) and the reference scorer do: the ``#begin``/``#end document`` structure, the
-column count (at least 12, constant within a sentence, so that the word, speaker and coreference
-columns stay where they are), words (column 4), speakers (column 10) and the coreference column.
-The word index, the named entities and the predicate-argument columns are neither checked nor
-parsed (:attr:`Sentence.named_entities` and :attr:`Sentence.srl_frames` are empty), so a corpus
-whose middle columns carry other annotations (time stamps, say) reads as it does with ``*`` there.
+Layers (the ``layers`` argument of :func:`read_documents`): ``"all"`` (the default) validates and
+parses every column as described above. ``"coreference"`` validates only what coreference reads, as
+e2e-coref's ``minimize.py`` (Lee et al. 2017: document, word, speaker and last column) and the
+reference scorer do: the ``#begin``/``#end document`` structure, the column count (at least 12,
+constant within a sentence, so that the word, speaker and coreference columns stay where they are),
+words (column 4), speakers (column 10) and the coreference column. The word index, the named
+entities and the predicate-argument columns are neither checked nor parsed
+(:attr:`Sentence.named_entities` and :attr:`Sentence.srl_frames` are empty), so a corpus whose
+middle columns carry other annotations (time stamps, say) reads as it does with ``*`` there.
+``"predicates"`` validates only what semantic role labelling reads (allennlp's ``Ontonotes`` reader
+likewise reads a named-entity cell without brackets as ``*``): the document structure, the column
+count, the word index, the words and the predicate-argument columns (checked and parsed as with
+``"all"``). The named entities and the coreference column are neither checked nor parsed
+(:attr:`Sentence.named_entities` and :attr:`Document.clusters` are empty), so a file whose
+named-entity or coreference column carries other annotations gives the same predicates and arguments
+as with ``*`` and ``-`` there.
 """
 
 from __future__ import annotations
@@ -78,7 +85,7 @@ __all__ = [
 Mention = tuple[int, int]
 """A coreference mention: document-level token span ``(start, end)``, both inclusive."""
 
-Layers = Literal["all", "coreference"]
+Layers = Literal["all", "coreference", "predicates"]
 """Which columns a read validates and parses (see the module docstring)."""
 LAYERS: tuple[str, ...] = get_args(Layers)
 
@@ -267,9 +274,11 @@ def read_documents(path: str | Path, *, layers: Layers = "all") -> Iterator[Docu
     Args:
         path: a file, or a directory searched recursively for names ending in ``_conll`` (else
             in ``.conll``), sorted by relative path, so the order is deterministic.
-        layers: ``"all"`` validates and parses every column (semantic role labelling);
-            ``"coreference"`` only the columns coreference reads, leaving the word index, named
-            entities and predicate arguments unchecked and unparsed (see the module docstring).
+        layers: ``"all"`` validates and parses every column; ``"coreference"`` only the columns
+            coreference reads, leaving the word index, named entities and predicate arguments
+            unchecked and unparsed; ``"predicates"`` only the columns semantic role labelling
+            reads, leaving the named entities and coreference unchecked and unparsed (see the
+            module docstring).
 
     Yields:
         Documents in file order.
@@ -284,9 +293,9 @@ def read_documents(path: str | Path, *, layers: Layers = "all") -> Iterator[Docu
         yield from _read_file(file, layers)
 
 
-def read_sentences(path: str | Path) -> Iterator[Sentence]:
-    """Stream every sentence of :func:`read_documents` in order."""
-    for document in read_documents(path):
+def read_sentences(path: str | Path, *, layers: Layers = "all") -> Iterator[Sentence]:
+    """Stream every sentence of :func:`read_documents` (with ``layers``) in order."""
+    for document in read_documents(path, layers=layers):
         yield from document.sentences
 
 
@@ -364,9 +373,10 @@ class _DocumentBuilder:
                 f"expected {len(first.columns)} columns as on line {first.line} of this sentence, "
                 f"found {len(columns)}",
             )
-        if self.layers == "all" and not columns[2].isdigit():
+        if self.layers != "coreference" and not columns[2].isdigit():
             raise DataError(self.path, line, f"word index {columns[2]!r} is not an integer")
-        self._add_coref(line, columns[-1])
+        if self.layers != "predicates":  # semantic role labelling reads no coreference
+            self._add_coref(line, columns[-1])
         self.rows.append(_Row(line, columns))
         self.num_tokens += 1
 
@@ -413,9 +423,9 @@ class _DocumentBuilder:
         num_predicates = len(columns) - NUM_FIXED_COLUMNS - 1
         named_entities: tuple[Span, ...] = ()
         frames: list[SrlFrame] = []
-        if self.layers == "all":  # coreference reads neither (see the module docstring)
+        if self.layers == "all":  # coreference and predicates read none (module docstring)
             named_entities = _parse_brackets(self.path, lines, columns[10], "named-entity")
-        for k in range(num_predicates if self.layers == "all" else 0):
+        for k in range(num_predicates if self.layers != "coreference" else 0):
             spans = _parse_brackets(self.path, lines, columns[NUM_FIXED_COLUMNS + k], "SRL")
             predicate = next((s.start for s in spans if s.label == "V"), None)
             frames.append(SrlFrame(predicate_index=predicate, arguments=spans))

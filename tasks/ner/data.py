@@ -2,9 +2,11 @@
 
 Format (Tjong Kim Sang & De Meulder, 2003, ``eng.train`` / ``eng.testa`` / ``eng.testb``): one token
 per line, ``WORD POS CHUNK NER`` separated by whitespace (spaces in the official files, tabs in some
-copies); a blank line ends a sentence; a ``-DOCSTART- -X- -X- O`` line starts a document and is
-**not** a sentence. NER tags are shipped in IOB1: ``I-TYPE`` inside an entity, ``B-TYPE`` only on
-the first token of an entity that directly follows another entity of the same type.
+copies; in a line holding a tab only ASCII whitespace separates, so a no-break space inside a word
+stays in it: :func:`split_whitespace`); a blank line ends a sentence; a ``-DOCSTART- -X- -X- O``
+line starts a document and is **not** a sentence. NER tags are shipped in IOB1: ``I-TYPE`` inside
+an entity, ``B-TYPE`` only on the first token of an entity that directly follows another entity of
+the same type.
 
 Any CoNLL-style column file (word first, the tags in one column) reads through
 :func:`read_columns`, and a data folder through :func:`load_splits` in one of the
@@ -108,7 +110,7 @@ class Conll2003Reader:
             return example
 
         for number, line in iter_lines(self.path):
-            fields = line.split()
+            fields = split_whitespace(line)
             if fields and fields[0] == DOCSTART:
                 if rows:
                     yield flush()
@@ -240,11 +242,27 @@ class ColumnShape:
     docstarts: int = 0
 
 
+#: ASCII whitespace: what separates the columns of a line holding a tab (not ``*.tsv``).
+_ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
+def split_whitespace(line: str) -> list[str]:
+    """The whitespace-separated fields of one line (``[]`` for a blank one).
+
+    A line holding a tab is split at ASCII whitespace only, so a non-ASCII space inside a word
+    (``New\u00a0York``, as tab-separated exports write one) stays in it; a field of Unicode
+    spaces only is no field, as before. Other lines are split at any whitespace (``str.split``).
+    """
+    if "\t" not in line:
+        return line.split()
+    return [field for part in _ASCII_WHITESPACE.split(line) if (field := part.strip())]
+
+
 def _fields(line: str, tabbed: bool, path: str | Path, number: int) -> list[str]:
     """The fields of one line (``[]`` for a blank one); tab-separated fields keep inner spaces,
     and a trailing tab (LitBank's files end each line with one) ends the last field."""
     if not tabbed or not line.strip():
-        return line.split()
+        return split_whitespace(line)
     fields = [part.strip() for part in line.rstrip("\t").split("\t")]
     if "" in fields:
         raise DataError(path, number, f"column {fields.index('')} is empty (tab-separated file)")
@@ -286,7 +304,8 @@ def read_columns(
     """Stream the sentences of a CoNLL-style column file (word first, tags in ``tag_column``).
 
     A blank line ends a sentence; ``-DOCSTART-`` lines end one and are not sentences. Fields are
-    separated by tabs in ``*.tsv`` files and by any whitespace otherwise; every token line of a
+    separated by tabs in ``*.tsv`` files and by whitespace otherwise (:func:`split_whitespace`:
+    ASCII whitespace only in a line holding a tab); every token line of a
     file has the same number of columns. A byte-order mark at the start is stripped.
 
     Args:

@@ -30,6 +30,10 @@ names):
   CoNLL-2012 one (allennlp #4220: 29,669 vs 25,624 instances), so ``conll-2012-test/`` wins
   whenever both are there.
 
+Only the columns SRL uses are checked (:data:`SRL_LAYERS`): a file whose named-entity or
+coreference column holds other annotations gives the same instances as with ``*`` and ``-`` there,
+and a malformed word index or SRL cell is a :class:`~tasks.common.io.DataError` with file and line.
+
 Only files whose name ends in ``gold_conll`` are read (allennlp's rule), so ``*_auto_conll`` and
 ``*.gold_skel`` files next to them are never mixed in. Any other folder with ``train`` and
 ``development`` (or ``dev``) folders of such files is read the same way, e.g. the PropBank
@@ -46,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tasks.common.conll2012 import Sentence, SrlFrame, read_sentences
+from tasks.common.conll2012 import Layers, Sentence, SrlFrame, read_sentences
 from tasks.common.io import DataError, ReadStats, require_datasets
 from tasks.common.spans import drop_overlapping, spans_to_tags, tags_to_spans
 
@@ -60,6 +64,7 @@ __all__ = [
     "LAYOUTS",
     "SPLIT_FOLDERS",
     "SPLIT_FOLDER_NAMES",
+    "SRL_LAYERS",
     "SrlExample",
     "SrlInstance",
     "SrlNotAvailable",
@@ -73,6 +78,11 @@ __all__ = [
     "srl_instances",
     "to_hf_dataset",
 ]
+
+#: The columns read (:func:`tasks.common.conll2012.read_documents`): word index, words and the
+#: predicate-argument columns, checked; the named-entity and coreference columns, which SRL does
+#: not use, neither checked nor parsed.
+SRL_LAYERS: Layers = "predicates"
 
 #: split → the CoNLL-2012 v4 folder holding it (Pradhan et al. 2013).
 SPLIT_FOLDERS = {"train": "train", "dev": "development", "test": "test"}
@@ -187,7 +197,7 @@ def read_srl(path: str | Path, stats: ReadStats | None = None) -> Iterator[SrlIn
     Raises:
         DataError: malformed input (file and line given).
     """
-    return srl_instances(read_sentences(path), stats)
+    return srl_instances(read_sentences(path, layers=SRL_LAYERS), stats)
 
 
 def split_folder(data_dir: str | Path, split: str) -> Path | None:
@@ -288,7 +298,7 @@ def load_split_sentences(data_dir: str | Path, split: str) -> list[Sentence]:
     files = split_files(data_dir, split)
     if files is None:
         raise _missing_split(data_dir, split)
-    return [sentence for file in files for sentence in read_sentences(file)]
+    return [sentence for file in files for sentence in read_sentences(file, layers=SRL_LAYERS)]
 
 
 def hf_sentences(
@@ -430,7 +440,7 @@ def load_splits(
             raise _missing_split(folder, split)
     files = {split: _gold_files(path) for split, path in folders.items()}
     sentences = {
-        split: [sentence for file in paths for sentence in read_sentences(file)]
+        split: [sentence for file in paths for sentence in read_sentences(file, layers=SRL_LAYERS)]
         for split, paths in files.items()
     }
     instances, stats = instances_by_split(sentences, max_length)

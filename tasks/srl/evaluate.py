@@ -25,6 +25,7 @@ from pathlib import Path
 from tasks.common.conll2012 import Sentence, read_sentences
 from tasks.common.io import DataError, run_json_cli
 from tasks.common.spans import spans_to_brackets, tags_to_spans
+from tasks.srl.data import SRL_LAYERS
 from tasks.srl.metric import (
     PropsColumn,
     PropsSentence,
@@ -137,7 +138,7 @@ def props_sentences(columns: Iterable[SentenceColumns]) -> Iterator[PropsSentenc
 
 def write_gold_props(conll_path: str | Path, out_path: str | Path) -> None:
     """Write the gold props file of a CoNLL-2012 file or directory."""
-    write_props(out_path, gold_columns(read_sentences(conll_path)))
+    write_props(out_path, gold_columns(read_sentences(conll_path, layers=SRL_LAYERS)))
 
 
 def write_predicted_props(
@@ -146,12 +147,14 @@ def write_predicted_props(
     out_path: str | Path,
 ) -> None:
     """Write the predicted props file for predictions on a CoNLL-2012 file or directory."""
-    write_props(out_path, predicted_columns(read_sentences(conll_path), predictions))
+    write_props(
+        out_path, predicted_columns(read_sentences(conll_path, layers=SRL_LAYERS), predictions)
+    )
 
 
 def _evaluate(gold: str, predicted: str, conll_gold: bool) -> SrlEvaluation:
     if conll_gold:
-        gold_sentences = props_sentences(gold_columns(read_sentences(gold)))
+        gold_sentences = props_sentences(gold_columns(read_sentences(gold, layers=SRL_LAYERS)))
         return evaluate_props(gold_sentences, read_props(predicted))
     return evaluate_props(read_props(gold), read_props(predicted))
 
