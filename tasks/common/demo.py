@@ -5,15 +5,21 @@ they are unpacked into ``<cache>/<task>-demo-<content hash>``, so a changed demo
 stale files and a clone without ``../shared`` runs every target. Every use checks the unpacked
 copy against the committed files (a few MB, milliseconds) and rewrites any file that differs,
 with a warning naming it: an edited or damaged cache never feeds a run.
+
+A task's ``demo.py`` keeps its generator and declares the rest: a :class:`DemoSet` (its committed
+files; ``content_hash`` and ``ensure_demo`` are its methods) and a :class:`DemoCommand` (its
+``python -m tasks.<task>.demo`` command; ``main`` is its method).
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import hashlib
 import io
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bilm.files import write_bytes
@@ -104,3 +110,97 @@ def _committed_bytes(path: Path) -> bytes:
     """A committed demo file's unpacked content (``.gz`` files decompressed)."""
     data = path.read_bytes()
     return gzip.decompress(data) if path.name.endswith(".gz") else data
+
+
+def gzipped(names: Iterable[str]) -> dict[str, str]:
+    """``{name: name + ".gz"}``: the unpacked file → committed file map of gzipped ``names``."""
+    return {name: f"{name}.gz" for name in names}
+
+
+@dataclass(frozen=True)
+class DemoSet:
+    """A task's committed DEMO set (its ``demo.py`` binds ``content_hash = DEMO.content_hash``
+    and ``ensure_demo = DEMO.ensure``).
+
+    Attributes:
+        task: the task's name, the unpacked folder's prefix (``<task>-demo-<hash>``).
+        data_dir: the committed files' folder.
+        committed: unpacked file (relative, may contain folders) → committed file name, in the
+            order that names the set (:func:`content_hash`); ``.gz`` files are decompressed.
+        texts: unpacked file → text written as is (e.g. a DEMO notice).
+    """
+
+    task: str
+    data_dir: Path
+    committed: Mapping[str, str]
+    texts: Mapping[str, str] = field(default_factory=dict)
+
+    def content_hash(self, data_dir: str | Path | None = None) -> str:
+        """First 12 hex digits of the SHA-256 of the committed files (in ``data_dir``, by
+        default :attr:`data_dir`): the unpacked folder's suffix."""
+        return content_hash(
+            self.data_dir if data_dir is None else data_dir, self.committed.values()
+        )
+
+    def ensure(self, cache: str | Path | None = None, data_dir: str | Path | None = None) -> Path:
+        """The folder holding the unpacked set (:func:`unpack_demo` into
+        ``<cache>/<task>-demo-<content hash>``), unpacked on first use, verified on every use."""
+        data_dir = self.data_dir if data_dir is None else data_dir
+        return unpack_demo(self.task, data_dir, self.committed, self.texts or None, cache)
+
+
+@dataclass(frozen=True)
+class DemoCommand:
+    """A task's ``python -m tasks.<task>.demo`` command (its ``demo.py`` binds
+    ``main = COMMAND.main``): ``--corpus``, ``--out``, ``--seed`` and one size option per split;
+    writes the generated set and prints each file written.
+
+    Attributes:
+        task: the task's name (the command's ``prog``).
+        description: the command's help text.
+        sizes: split → default size (one ``--<split>`` option each, in this order).
+        unit: what a size counts (``"sentences"``), for the options' help.
+        write: ``(corpus, out, seed, sizes) -> written paths`` (``seed`` is 0 without ``--seed``).
+        note: what each written file is, printed after its path (``"DEMO data, not SST"``).
+        seed: whether the generator takes a ``--seed``.
+        minimum: the smallest size accepted.
+    """
+
+    task: str
+    description: str
+    sizes: Mapping[str, int]
+    unit: str
+    write: Callable[[str, str, int, dict[str, int]], Iterable[Path]]
+    note: str
+    seed: bool = True
+    minimum: int = 0
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Command-line entry point; returns the exit status (a ``ValueError`` of the
+        generator, e.g. too small a corpus, is a usage error)."""
+        parser = argparse.ArgumentParser(
+            prog=f"python -m tasks.{self.task}.demo", description=self.description
+        )
+        parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
+        parser.add_argument("--out", required=True, help="output folder")
+        if self.seed:
+            parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        for split, default in self.sizes.items():
+            parser.add_argument(
+                f"--{split}", type=int, default=default, help=f"{split} {self.unit} ({default})"
+            )
+        args = parser.parse_args(argv)
+        sizes = {split: getattr(args, split) for split in self.sizes}
+        if any(n < self.minimum for n in sizes.values()):
+            options = [f"--{split}" for split in self.sizes]
+            named = " and ".join(
+                [", ".join(options[:-1]), options[-1]] if options[:-1] else options
+            )
+            parser.error(f"{named} must be >= {self.minimum}")
+        try:
+            paths = list(self.write(args.corpus, args.out, args.seed if self.seed else 0, sizes))
+        except ValueError as exc:
+            parser.error(str(exc))
+        for path in paths:
+            print(f"wrote {path} ({self.note})")
+        return 0

@@ -17,6 +17,7 @@ Nothing here imports torch or allennlp.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 __all__ = [
     "GLOVE_DIM",
+    "GLOVE_ONLY",
     "TIMING_CHANGE",
     "PeerAdapter",
     "PeerInputs",
@@ -33,6 +35,7 @@ __all__ = [
     "elmo_embedder",
     "glove_embedder",
     "label_count",
+    "peer_adapter",
 ]
 
 
@@ -49,6 +52,9 @@ TIMING_CHANGE = (
 )
 #: Width of the GloVe vectors every peer reads (:attr:`PeerInputs.glove_text`: GloVe 6B 50-d).
 GLOVE_DIM = 50
+#: The :attr:`PeerAdapter.overrides` of a task whose ``paper`` preset reads other word vectors
+#: than the peer's embedded GloVe 6B 50-d: the project then reads the same.
+GLOVE_ONLY = ("word_vectors=glove",)
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,42 @@ class PeerAdapter:
     overrides: tuple[str, ...] = ()
     batch_size: int | None = None
     native_scale: float = 1.0
+
+
+def peer_adapter(
+    module: str,
+    *,
+    model: str,
+    packages: tuple[str, ...],
+    output_keys: tuple[str, ...],
+    metric_key: str,
+    overrides: tuple[str, ...] = (),
+    batch_size: int | None = None,
+    native_scale: float = 1.0,
+) -> PeerAdapter:
+    """The :class:`PeerAdapter` a task's ``peer.py`` declares (``PEER = peer_adapter(__name__,
+    model=..., ...)``): its ``SOURCE``, ``CHANGES``, ``write_data``, ``config`` and
+    ``predictions`` (read from the module named ``module``, at the end of its body) and the
+    given specifics (see :class:`PeerAdapter`).
+
+    Raises:
+        AttributeError: the module lacks one of the five names.
+    """
+    this = sys.modules[module]
+    return PeerAdapter(
+        model=model,
+        source=this.SOURCE,
+        changes=this.CHANGES,
+        packages=packages,
+        output_keys=output_keys,
+        metric_key=metric_key,
+        write_data=this.write_data,
+        config=this.config,
+        predictions=this.predictions,
+        overrides=overrides,
+        batch_size=batch_size,
+        native_scale=native_scale,
+    )
 
 
 def check_count(outputs: Sequence[Any], examples: Sequence[Any], did: str, what: str) -> None:

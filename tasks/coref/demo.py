@@ -42,7 +42,6 @@ document id: ``<genre>/demo/<source>/<first line>``, e.g. ``nw/demo/austen/00012
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -50,8 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bilm.files import write_bytes, write_text
-from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import gzip_text, unpack_demo
+from tasks.common.demo import DemoCommand, DemoSet, gzip_text, gzipped
 
 GENERATOR_VERSION = 1
 SPLITS = ("train", "dev", "test")
@@ -421,42 +419,22 @@ def write(
     return paths
 
 
-def content_hash(data_dir: str | Path = DATA_DIR) -> str:
-    """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    return demo_hash(data_dir, _committed().values())
+#: The committed set (``content_hash()`` names its unpacked folder; ``ensure_demo()`` returns the
+#: folder with the key files).
+DEMO = DemoSet("coref", DATA_DIR, gzipped(FILES))
+content_hash = DEMO.content_hash
+ensure_demo = DEMO.ensure
 
-
-def _committed() -> dict[str, str]:
-    """Unpacked file → committed file."""
-    return {name: f"{name}.gz" for name in FILES}
-
-
-def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
-    ``<cache>/coref-demo-<content hash>``); returns the folder with the key files."""
-    return unpack_demo("coref", data_dir, _committed(), None, cache)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tasks.coref.demo",
-        description="Write the DEMO coreference set (not OntoNotes) in CoNLL-2012 format from the "
-        "public-domain corpus.",
-    )
-    parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
-    parser.add_argument("--out", required=True, help="output folder")
-    for split in SPLITS:
-        parser.add_argument(
-            f"--{split}", type=int, default=DEFAULT_COUNTS[split], help=f"{split} documents"
-        )
-    args = parser.parse_args(argv)
-    counts = {s: getattr(args, s) for s in SPLITS}
-    if min(counts.values()) < 0:
-        parser.error("document counts must be >= 0")
-    for path in write(args.corpus, args.out, counts):
-        print(f"wrote {path} (DEMO data, not CoNLL-2012)")
-    return 0
+main = DemoCommand(
+    "coref",
+    "Write the DEMO coreference set (not OntoNotes) in CoNLL-2012 format from the public-domain "
+    "corpus.",
+    DEFAULT_COUNTS,
+    "documents",
+    lambda corpus, out, _seed, sizes: write(corpus, out, sizes),
+    "DEMO data, not CoNLL-2012",
+    seed=False,
+).main
 
 
 if __name__ == "__main__":

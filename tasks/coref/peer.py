@@ -32,15 +32,16 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    GLOVE_ONLY,
     MODELS_RELEASE,
     TIMING_CHANGE,
-    PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
     glove_embedder,
+    peer_adapter,
 )
 from tasks.coref.evaluate import encode_clusters
 
@@ -318,18 +319,14 @@ def predictions(
     return out
 
 
-PEER = PeerAdapter(
+PEER = peer_adapter(
+    __name__,
     model="coref",
-    source=SOURCE,
-    changes=CHANGES,
     packages=("allennlp_models.coref",),
     output_keys=("clusters",),
     metric_key="coref_f1",
-    write_data=write_data,
-    config=config,
-    predictions=predictions,
     # the paper preset reads GloVe 840B + Turian 50-d; the peer gets the embedded 6B 50-d alone,
     # so the project too
-    overrides=("word_vectors=glove", "turian_vectors="),
+    overrides=(*GLOVE_ONLY, "turian_vectors="),
     batch_size=BATCH_SIZE,
 )

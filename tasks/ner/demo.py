@@ -40,7 +40,6 @@ named by their content hash and returns it.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import random
 import sys
@@ -49,8 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bilm.files import write_bytes, write_text
-from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import gzip_text, unpack_demo
+from tasks.common.demo import DemoCommand, DemoSet, gzip_text, gzipped
 from tasks.common.spans import Span, spans_to_tags
 
 GENERATOR_VERSION = 1
@@ -252,41 +250,22 @@ def write(
     return [*written, out / NOTICE_FILE]
 
 
-def content_hash(data_dir: str | Path = DATA_DIR) -> str:
-    """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    return demo_hash(data_dir, _committed().values())
+#: The committed set (``content_hash()`` names its unpacked folder; ``ensure_demo()`` returns the
+#: folder with the ``eng.*`` files).
+DEMO = DemoSet("ner", DATA_DIR, {**gzipped(FILES.values()), NOTICE_FILE: NOTICE_FILE})
+content_hash = DEMO.content_hash
+ensure_demo = DEMO.ensure
 
-
-def _committed() -> dict[str, str]:
-    """Unpacked file → committed file."""
-    return {**{name: f"{name}.gz" for name in FILES.values()}, NOTICE_FILE: NOTICE_FILE}
-
-
-def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
-    ``<cache>/ner-demo-<content hash>``); returns the folder with the ``eng.*`` files."""
-    return unpack_demo("ner", data_dir, _committed(), None, cache)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tasks.ner.demo",
-        description="Write the DEMO named-entity set (not CoNLL-2003) in CoNLL-2003 format from "
-        "the public-domain corpus.",
-    )
-    parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    for split, size in DEFAULT_SIZES.items():
-        parser.add_argument(f"--{split}", type=int, default=size, help=f"{split} sentences")
-    args = parser.parse_args(argv)
-    sizes = {s: getattr(args, s) for s in DEFAULT_SIZES}
-    if min(sizes.values()) < 1:
-        parser.error("sizes must be >= 1")
-    for path in write(args.corpus, args.out, args.seed, sizes):
-        print(f"wrote {path} (DEMO data, not CoNLL-2003)")
-    return 0
+main = DemoCommand(
+    "ner",
+    "Write the DEMO named-entity set (not CoNLL-2003) in CoNLL-2003 format from the "
+    "public-domain corpus.",
+    DEFAULT_SIZES,
+    "sentences",
+    write,
+    "DEMO data, not CoNLL-2003",
+    minimum=1,
+).main
 
 
 if __name__ == "__main__":

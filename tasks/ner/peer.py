@@ -19,13 +19,13 @@ from tasks.common.peer import (
     GLOVE_DIM,
     MODELS_RELEASE,
     TIMING_CHANGE,
-    PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
     glove_embedder,
+    peer_adapter,
 )
 from tasks.common.spans import convert
 
@@ -162,14 +162,10 @@ def predictions(outputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -
     return out
 
 
-PEER = PeerAdapter(
+PEER = peer_adapter(
+    __name__,
     model="crf_tagger",
-    source=SOURCE,
-    changes=CHANGES,
     packages=("allennlp_models.tagging",),
     output_keys=("tags",),
     metric_key="f1-measure-overall",
-    write_data=write_data,
-    config=config,
-    predictions=predictions,
 )

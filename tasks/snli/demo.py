@@ -42,7 +42,6 @@ unpacks the committed files into a cache folder named by their content hash and 
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
@@ -52,8 +51,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bilm.files import write_bytes
-from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import gzip_text, unpack_demo
+from tasks.common.demo import DemoCommand, DemoSet, gzip_text, gzipped
 
 GENERATOR_VERSION = 1
 DEFAULT_TRAIN, DEFAULT_DEV, DEFAULT_TEST = 1200, 300, 300  # premises (3 pairs each)
@@ -586,43 +584,20 @@ def write(
     return paths
 
 
-def content_hash(data_dir: str | Path = DATA_DIR) -> str:
-    """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    return demo_hash(data_dir, _committed().values())
+#: The committed set (``content_hash()`` names its unpacked folder; ``ensure_demo()`` returns the
+#: folder with the jsonl files).
+DEMO = DemoSet("snli", DATA_DIR, gzipped(FILES))
+content_hash = DEMO.content_hash
+ensure_demo = DEMO.ensure
 
-
-def _committed() -> dict[str, str]:
-    """Unpacked file → committed file."""
-    return {name: f"{name}.gz" for name in FILES}
-
-
-def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
-    ``<cache>/snli-demo-<content hash>``); returns the folder with the jsonl files."""
-    return unpack_demo("snli", data_dir, _committed(), None, cache)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tasks.snli.demo",
-        description="Write the DEMO pair set (not SNLI) in SNLI 1.0 jsonl format from the "
-        "public-domain corpus.",
-    )
-    parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    for split, default in zip(SPLITS, (DEFAULT_TRAIN, DEFAULT_DEV, DEFAULT_TEST), strict=True):
-        parser.add_argument(
-            f"--{split}", type=int, default=default, help=f"{split} premises ({default})"
-        )
-    args = parser.parse_args(argv)
-    sizes = (args.train, args.dev, args.test)
-    if any(n < 0 for n in sizes):
-        parser.error("--train, --dev and --test must be >= 0")
-    for path in write(args.corpus, args.out, args.seed, sizes):
-        print(f"wrote {path} (DEMO data, not SNLI)")
-    return 0
+main = DemoCommand(
+    "snli",
+    "Write the DEMO pair set (not SNLI) in SNLI 1.0 jsonl format from the public-domain corpus.",
+    dict(zip(SPLITS, (DEFAULT_TRAIN, DEFAULT_DEV, DEFAULT_TEST), strict=True)),
+    "premises",
+    lambda corpus, out, seed, sizes: write(corpus, out, seed, tuple(sizes.values())),
+    "DEMO data, not SNLI",
+).main
 
 
 if __name__ == "__main__":

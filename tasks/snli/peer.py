@@ -21,9 +21,9 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    GLOVE_ONLY,
     MODELS_RELEASE,
     TIMING_CHANGE,
-    PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
@@ -31,6 +31,7 @@ from tasks.common.peer import (
     elmo_embedder,
     glove_embedder,
     label_count,
+    peer_adapter,
 )
 
 #: allennlp-models' files this configuration follows.
@@ -209,16 +210,11 @@ def predictions(outputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -
     return out
 
 
-PEER = PeerAdapter(
+PEER = peer_adapter(
+    __name__,
     model="esim",
-    source=SOURCE,
-    changes=CHANGES,
     packages=("allennlp_models.pair_classification",),
     output_keys=("label",),
     metric_key="accuracy",
-    write_data=write_data,
-    config=config,
-    predictions=predictions,
-    # the paper preset reads GloVe 840B; the peer gets the embedded 6B 50-d, so the project too
-    overrides=("word_vectors=glove",),
+    overrides=GLOVE_ONLY,  # the paper preset reads GloVe 840B
 )

@@ -45,7 +45,6 @@ their content hash and returns it; that is what the SQuAD recipe reads when no d
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
@@ -56,8 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bilm.files import write_bytes
-from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import gzip_text, unpack_demo
+from tasks.common.demo import DemoCommand, DemoSet, gzip_text, gzipped
 
 GENERATOR_VERSION = 4
 DEFAULT_TRAIN = 1000
@@ -559,44 +557,20 @@ def write(
     return paths
 
 
-def content_hash(data_dir: str | Path = DATA_DIR) -> str:
-    """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    return demo_hash(data_dir, _committed().values())
+#: The committed set (``content_hash()`` names its unpacked folder; ``ensure_demo()`` returns the
+#: folder with the JSON files).
+DEMO = DemoSet("squad", DATA_DIR, gzipped(FILES))
+content_hash = DEMO.content_hash
+ensure_demo = DEMO.ensure
 
-
-def _committed() -> dict[str, str]:
-    """Unpacked file → committed file."""
-    return {name: f"{name}.gz" for name in FILES}
-
-
-def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
-    ``<cache>/squad-demo-<content hash>``); returns the folder with the JSON files."""
-    return unpack_demo("squad", data_dir, _committed(), None, cache)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tasks.squad.demo",
-        description="Write the DEMO dataset (not SQuAD) in SQuAD v1.1 format from the "
-        "public-domain corpus.",
-    )
-    parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument(
-        "--train", type=int, default=DEFAULT_TRAIN, help=f"train questions ({DEFAULT_TRAIN})"
-    )
-    parser.add_argument(
-        "--dev", type=int, default=DEFAULT_DEV, help=f"dev questions ({DEFAULT_DEV})"
-    )
-    args = parser.parse_args(argv)
-    if args.train < 0 or args.dev < 0:
-        parser.error("--train and --dev must be >= 0")
-    for path in write(args.corpus, args.out, args.seed, args.train, args.dev):
-        print(f"wrote {path} (DEMO data, not SQuAD)")
-    return 0
+main = DemoCommand(
+    "squad",
+    "Write the DEMO dataset (not SQuAD) in SQuAD v1.1 format from the public-domain corpus.",
+    {"train": DEFAULT_TRAIN, "dev": DEFAULT_DEV},
+    "questions",
+    lambda corpus, out, seed, sizes: write(corpus, out, seed, sizes["train"], sizes["dev"]),
+    "DEMO data, not SQuAD",
+).main
 
 
 if __name__ == "__main__":

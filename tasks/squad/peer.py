@@ -32,15 +32,16 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    GLOVE_ONLY,
     MODELS_RELEASE,
     TIMING_CHANGE,
-    PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
     glove_embedder,
+    peer_adapter,
 )
 from tasks.squad.model import ALLENNLP_CHAR_ROWS
 
@@ -302,19 +303,14 @@ def predictions(outputs: Sequence[Mapping[str, Any]], examples: Sequence[Any]) -
     return out
 
 
-PEER = PeerAdapter(
+PEER = peer_adapter(
+    __name__,
     model="dialog_qa",
-    source=SOURCE,
-    changes=CHANGES,
     # the two modules, not allennlp_models.rc: --include-package imports every submodule, and
     # rc.tools.narrativeqa needs rouge, which nothing here uses
     packages=("allennlp_models.rc.dataset_readers.quac", "peer_qa"),
     output_keys=("qid", "best_span"),
     metric_key="f1",
+    overrides=GLOVE_ONLY,  # the paper preset reads GloVe 840B
     native_scale=0.01,  # DialogQA's official F1 is in percent (100 × the QuAC F1)
-    write_data=write_data,
-    config=config,
-    predictions=predictions,
-    # the paper preset reads GloVe 840B; the peer gets the embedded 6B 50-d, so the project too
-    overrides=("word_vectors=glove",),
 )

@@ -47,15 +47,13 @@ test}/demo.v4_gold_conll`` and returns that folder, which the SRL recipe reads a
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bilm.files import write_bytes
-from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import gzip_text, unpack_demo
+from tasks.common.demo import DemoCommand, DemoSet, gzip_text
 
 GENERATOR_VERSION = 1
 DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -591,46 +589,26 @@ def write(
     return paths
 
 
-def content_hash(data_dir: str | Path = DATA_DIR) -> str:
-    """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    return demo_hash(data_dir, _committed().values())
+#: The committed set (``content_hash()`` names its unpacked folder; ``ensure_demo()`` returns the
+#: folder holding ``train/``, ``development/`` and ``test/``).
+DEMO = DemoSet(
+    "srl",
+    DATA_DIR,
+    {f"{split}/{FILE_NAME}": f"{split}.v4_gold_conll.gz" for split in SPLITS},
+)
+content_hash = DEMO.content_hash
+ensure_demo = DEMO.ensure
 
-
-def _committed() -> dict[str, str]:
-    """Unpacked file → committed file."""
-    return {f"{split}/{FILE_NAME}": f"{split}.v4_gold_conll.gz" for split in SPLITS}
-
-
-def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
-    ``<cache>/srl-demo-<content hash>``); returns the folder holding ``train/``,
-    ``development/`` and ``test/``."""
-    return unpack_demo("srl", data_dir, _committed(), None, cache)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tasks.srl.demo",
-        description="Write the DEMO SRL set (heuristic labels; not OntoNotes) in the CoNLL-2012 "
-        "format from the public-domain corpus.",
-    )
-    parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
-    parser.add_argument("--out", required=True, help="output folder")
-    for split in SPLITS:
-        parser.add_argument(
-            f"--{split}",
-            type=int,
-            default=DEFAULT_SIZES[split],
-            help=f"{split} sentences ({DEFAULT_SIZES[split]})",
-        )
-    args = parser.parse_args(argv)
-    sizes = {split: getattr(args, split) for split in SPLITS}
-    if any(n < 0 for n in sizes.values()):
-        parser.error("sizes must be >= 0")
-    for path in write(args.corpus, args.out, sizes):
-        print(f"wrote {path} (DEMO data, heuristic labels, not OntoNotes)")
-    return 0
+main = DemoCommand(
+    "srl",
+    "Write the DEMO SRL set (heuristic labels; not OntoNotes) in the CoNLL-2012 format from the "
+    "public-domain corpus.",
+    DEFAULT_SIZES,
+    "sentences",
+    lambda corpus, out, _seed, sizes: write(corpus, out, sizes),
+    "DEMO data, heuristic labels, not OntoNotes",
+    seed=False,
+).main
 
 
 if __name__ == "__main__":

@@ -23,15 +23,16 @@ from typing import Any
 
 from tasks.common.peer import (
     GLOVE_DIM,
+    GLOVE_ONLY,
     MODELS_RELEASE,
     TIMING_CHANGE,
-    PeerAdapter,
     PeerInputs,
     PeerRun,
     as_requested,
     check_count,
     elmo_embedder,
     glove_embedder,
+    peer_adapter,
 )
 from tasks.common.spans import spans_to_brackets, tags_to_spans
 
@@ -282,16 +283,11 @@ def predictions(
     return out
 
 
-PEER = PeerAdapter(
+PEER = peer_adapter(
+    __name__,
     model="srl",
-    source=SOURCE,
-    changes=CHANGES,
     packages=("allennlp_models.structured_prediction",),
     output_keys=("tags", "verb"),
     metric_key="f1-measure-overall",
-    write_data=write_data,
-    config=config,
-    predictions=predictions,
-    # the paper preset reads GloVe 6B 100-d; the peer gets the embedded 6B 50-d, so the project too
-    overrides=("word_vectors=glove",),
+    overrides=GLOVE_ONLY,  # the paper preset reads GloVe 6B 100-d
 )

@@ -38,15 +38,13 @@ when no data is given. ``vaderSentiment`` is imported only when the set is rebui
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bilm.files import write_bytes, write_text
-from tasks.common.demo import content_hash as demo_hash
-from tasks.common.demo import gzip_text, unpack_demo
+from tasks.common.demo import DemoCommand, DemoSet, gzip_text, gzipped
 
 GENERATOR_VERSION = 1
 DEFAULT_SIZES = {"train": 2000, "dev": 500, "test": 500}  # sentences (roots), 1/5 per class
@@ -206,45 +204,21 @@ def write(
     return [*paths, out / NOTICE_FILE]
 
 
-def content_hash(data_dir: str | Path = DATA_DIR) -> str:
-    """First 12 hex digits of the SHA-256 of the committed compressed files."""
-    return demo_hash(data_dir, _committed().values())
+#: The committed set (``content_hash()`` names its unpacked folder; ``ensure_demo()`` returns the
+#: folder with the tree files).
+DEMO = DemoSet("sst5", DATA_DIR, gzipped(FILES), {NOTICE_FILE: NOTICE})
+content_hash = DEMO.content_hash
+ensure_demo = DEMO.ensure
 
-
-def _committed() -> dict[str, str]:
-    """Unpacked file → committed file."""
-    return {name: f"{name}.gz" for name in FILES}
-
-
-def ensure_demo(cache: str | Path | None = None, data_dir: str | Path = DATA_DIR) -> Path:
-    """Unpack the committed demo set on first use (:func:`tasks.common.demo.unpack_demo`,
-    ``<cache>/sst5-demo-<content hash>``); returns the folder with the tree files."""
-    return unpack_demo("sst5", data_dir, _committed(), {NOTICE_FILE: NOTICE}, cache)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tasks.sst5.demo",
-        description="Write the DEMO set (not SST) in the SST tree format from the public-domain "
-        "corpus, labelled by the VADER sentiment lexicon (needs vaderSentiment).",
-    )
-    parser.add_argument("--corpus", required=True, help="corpus folder (with train.txt)")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    for split, size in DEFAULT_SIZES.items():
-        parser.add_argument(
-            f"--{split}", type=int, default=size, help=f"{split} sentences ({size})"
-        )
-    args = parser.parse_args(argv)
-    sizes = {split: getattr(args, split) for split in SPLITS}
-    try:
-        paths = write(args.corpus, args.out, args.seed, sizes)
-    except ValueError as exc:
-        parser.error(str(exc))
-    for path in paths:
-        print(f"wrote {path} (DEMO data, not SST)")
-    return 0
+main = DemoCommand(
+    "sst5",
+    "Write the DEMO set (not SST) in the SST tree format from the public-domain corpus, labelled "
+    "by the VADER sentiment lexicon (needs vaderSentiment).",
+    DEFAULT_SIZES,
+    "sentences",
+    write,
+    "DEMO data, not SST",
+).main
 
 
 if __name__ == "__main__":
