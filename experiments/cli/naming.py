@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from experiments.cli.errors import UsageError
 from experiments.data.real_sets import REAL, is_shared
+from experiments.report.reproductions import TABLE_KINDS
 
 __all__ = [
     "COMPARE",
@@ -35,9 +36,6 @@ __all__ = [
 HASH_CHARS = 8
 #: The seeds of the committed three-seed tables (``--seeds 0,1,2``).
 THREE_SEEDS = "0,1,2"
-#: Named tables whose committed file was rendered with :data:`THREE_SEEDS`
-#: (``results/committed.toml``); every other table's plain name is its default seeds'.
-_THREE_SEED_TABLES = frozenset({"table2", "table3", "dynamic", "bilm"})
 #: The ``compare`` kind in :func:`standard_seeds`.
 COMPARE = "compare"
 
@@ -57,10 +55,16 @@ def standard_seeds(kind: str, data: str) -> str | None:
         data: the ``--data`` value.
 
     Returns:
-        :data:`THREE_SEEDS` for Tables 2 and 3, the dynamic and biLM tables and ``compare
-        --data real`` (their committed files were rendered with three seeds), else ``None``.
+        :data:`THREE_SEEDS` for the named tables whose kind has
+        :attr:`~experiments.report.reproductions.TableKind.three_seeds` (Tables 2 and 3, the
+        dynamic and biLM tables) and ``compare --data real`` (their committed files were
+        rendered with three seeds), else ``None``; every other table's plain name is its
+        default seeds'.
     """
-    if kind in _THREE_SEED_TABLES or (kind == COMPARE and data == REAL):
+    table = TABLE_KINDS.get(kind)
+    if (table is not None and table.named and table.three_seeds) or (
+        kind == COMPARE and data == REAL
+    ):
         return THREE_SEEDS
     return None
 

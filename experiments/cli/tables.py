@@ -60,20 +60,16 @@ def configure_render(parser: argparse.ArgumentParser) -> None:
     add_run_family_options(parser, seeds=None, train=False)
 
 
-#: The set tables' other representations (each column's options from the command line).
-_OTHERS = {"real": ("bilm-random", "hf"), "paper-data": ("hf",)}
-
-
 def _data(args: argparse.Namespace) -> str:
     """The ``--data`` of a request: ``real`` for a table of registered sets."""
-    return REAL if args.name in reproductions.SET_TABLES else args.data
+    return REAL if reproductions.kind_of(args.name).family is not None else args.data
 
 
 def _elmo_config(args: argparse.Namespace) -> dict[str, object]:
-    """The ELMo configuration of a table request: ``run_config``, except that a table of
-    :data:`~experiments.report.reproductions.SHIPPED_ELMO_TABLES` takes the shipped small biLM
-    when ``--elmo`` is not given, whatever the preset."""
-    if args.name in reproductions.SHIPPED_ELMO_TABLES and not args.elmo:
+    """The ELMo configuration of a table request: ``run_config``, except that a table whose
+    kind has :attr:`~experiments.report.reproductions.TableKind.shipped_elmo` takes the shipped
+    small biLM when ``--elmo`` is not given, whatever the preset."""
+    if reproductions.kind_of(args.name).shipped_elmo and not args.elmo:
         return representation_config("elmo", None, finetune=args.finetune_bilm)
     return run_config(args)
 
@@ -81,6 +77,7 @@ def _elmo_config(args: argparse.Namespace) -> dict[str, object]:
 def _tables(args: argparse.Namespace) -> list[TableSpec]:
     """The named tables ``args`` asks for (no run starts, nothing is read from the store)."""
     cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
+    others = reproductions.kind_of(args.name).others  # each column's options: the command line's
     return reproductions.tables(
         args.name,
         args.config,
@@ -91,9 +88,7 @@ def _tables(args: argparse.Namespace) -> list[TableSpec]:
         args.eval_split,
         cove,
         args.tasks,
-        others={n: run_config(args, n) for n in _OTHERS[args.name]}
-        if args.name in _OTHERS
-        else None,
+        others={n: run_config(args, n) for n in others} if others else None,
     )
 
 
@@ -106,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     """``reproduce`` and ``render``: build the named tables (``reproduce`` runs what is
     missing), write them and their plots, log them to W&B when asked."""
     tables = _tables(args)
-    if (args.name == "cove" or args.name.endswith("_cove")) and not args.cove:
+    kind = reproductions.kind_of(args.name)
+    if kind.name == "cove" and not args.cove:
         print(reproductions.COVE_MISSING, file=sys.stderr)
     plain = f"{args.name}-{args.config}-{data_label(_data(args))}"
     stem = output_stem(
@@ -129,15 +125,8 @@ def run(args: argparse.Namespace) -> int:
         if args.reuse_stale:
             needed = expected_ids(tables)
             tables = [at_stored_versions(t, store.records(needed=needed)) for t in tables]
-        if args.name in reproductions.SET_TABLES:  # wall times and machines, from the records
-            lines = reproductions.wall_time_lines(
-                tables[0], store.records(needed=expected_ids(tables))
-            )
-            if args.name == "paper-data":  # a capped recipe: where each run's selection sat
-                lines += reproductions.selected_epoch_lines(
-                    tables[0], store.records(needed=expected_ids(tables))
-                )
-            tables = [dataclasses.replace(tables[0], caption=(*tables[0].caption, *lines))]
+        if kind.record_lines:  # e.g. wall times and machines, from the records
+            tables = [_with_record_lines(t, kind.record_lines, store, tables) for t in tables]
         written = write_tables(
             tables,
             store,
@@ -155,6 +144,22 @@ def run(args: argparse.Namespace) -> int:
     log_outputs(args.wandb, written, group=stem)
     raise_failed(failure)
     return 0
+
+
+def _with_record_lines(
+    table: TableSpec,
+    record_lines: Sequence[reproductions.RecordLines],
+    store: ResultsStore,
+    tables: Sequence[TableSpec],
+) -> TableSpec:
+    """``table`` with its kind's caption lines from the records of the tables' runs
+    (:attr:`~experiments.report.reproductions.TableKind.record_lines`)."""
+    lines = [
+        line
+        for read in record_lines
+        for line in read(table, store.records(needed=expected_ids(tables)))
+    ]
+    return dataclasses.replace(table, caption=(*table.caption, *lines))
 
 
 def at_stored_versions(table: TableSpec, records: Sequence[RunRecord]) -> TableSpec:

@@ -84,11 +84,13 @@ class Entry:
     def set_family(self) -> str | None:
         """The family of registered sets its rows read
         (:attr:`~experiments.data.real_sets.RealSet.family`), ``None`` when it reads none."""
-        from experiments.report.reproductions import SET_TABLES
+        from experiments.report.reproductions import TABLE_KINDS
 
         argv = list(self.argv)
-        if len(argv) > 1 and argv[0] in ("render", "reproduce") and argv[1] in SET_TABLES:
-            return SET_TABLES[argv[1]]
+        named = len(argv) > 1 and argv[0] in ("render", "reproduce")
+        kind = TABLE_KINDS.get(argv[1]) if named else None
+        if kind is not None and kind.named and kind.family is not None:
+            return kind.family
         return (
             "real" if "--data" in argv[:-1] and argv[argv.index("--data") + 1] == "real" else None
         )

@@ -14,9 +14,9 @@ split. No seed count is written here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from experiments.data.real_sets import (
     REAL,
@@ -52,27 +52,6 @@ from tasks.representations import representation_label
 #: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
 Data = str | Mapping[str, str]
 
-TABLES = (
-    "table1",
-    "table2",
-    "table3",
-    "cove",
-    "dynamic",
-    "bilm",
-    "adapt",
-    "directions",
-    "real",
-    "paper-data",
-)
-#: The tables whose ELMo column is the shipped small biLM unless ``--elmo`` names another, in
-#: every preset (``paper`` elsewhere defaults to the published ELMo, which is not retrievable
-#: everywhere; the caption's biLM line says which ran).
-SHIPPED_ELMO_TABLES = ("paper-data",)
-#: The tables whose rows are registered data sets, each → the family of sets it reads
-#: (:attr:`~experiments.data.real_sets.RealSet.family`).
-SET_TABLES = {"real": "real", "paper-data": "paper"}
-#: Tables whose rows take Table 1's main configuration alone (no per-task ablation rows).
-MAIN_ONLY = ("dynamic", "bilm", "adapt", "directions")
 #: The biLM table's caption line on its fine-tuned column (the other columns are not).
 BILM_FINETUNE_LINE = (
     "Fine-tuned biLM: the biLM first fine-tuned one epoch as a language model on each task's "
@@ -87,30 +66,36 @@ COVE_MISSING = (
 
 
 def reproductions() -> dict[str, str]:
-    """Every named reproduction → what it runs."""
-    named = {
-        "table1": "Table 1: baseline vs ELMo + baseline, every task",
-        "table2": "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
-        "table3": "Table 3: ELMo at input, input & output, output (dev), every task",
-        "cove": "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
-        "dynamic": "beyond the paper: per-token (dynamic) vs static layer weights, every task",
-        "bilm": "beyond the paper's tables: biLM state reset / warm / carry and the biLM "
-        "fine-tuned on the task's text (A.1), every task",
-        "adapt": "beyond the paper: ELMo and MiniLM frozen, fine-tuned and with LoRA adapters, "
-        "every task",
-        "directions": "beyond the paper: the biLM's forward, backward and both directions, "
-        "every task",
-        "real": "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
-        "MiniLM per set, 3 seeds",
-        "paper-data": "Table 1 on the paper's own public data sets (family 'paper' of "
-        "real_sets.toml): baseline, ELMo and MiniLM per set, 3 seeds",
-    }
+    """Every named reproduction → what it runs: the named tables of :data:`TABLE_KINDS`, then
+    each task's reproductions (its row of each kind with a :attr:`TableKind.task_suffix`)."""
+    named = {k.name: k.description for k in TABLE_KINDS.values() if k.named}
     for name in TASKS:
-        named[f"{name}_baseline"] = f"{name}: the baseline without ELMo (Table 1 row)"
-        named[f"{name}_elmo"] = f"{name}: baseline vs ELMo + baseline (Table 1 row)"
-        named[f"{name}_ablations"] = f"{name}: its rows of Table 2 and Table 3"
-        named[f"{name}_cove"] = f"{name}: baseline, + CoVe (last layer; λ = 1), + ELMo"
+        for kind in TABLE_KINDS.values():
+            if kind.task_suffix is not None:
+                named[f"{name}_{kind.task_suffix}"] = kind.task_description.format(task=name)
     return named
+
+
+def named_tables() -> tuple[str, ...]:
+    """The whole tables of ``reproduce NAME`` (:attr:`TableKind.named`), in registry order."""
+    return tuple(k.name for k in TABLE_KINDS.values() if k.named)
+
+
+def kind_of(name: str) -> TableKind:
+    """The table kind of a named reproduction: a named table's own, or the kind a task's
+    reproduction renders (``<task>_elmo``: ``table1``; :attr:`TableKind.task_suffix`).
+
+    Raises:
+        KeyError: not a named reproduction's name.
+    """
+    kind = TABLE_KINDS.get(name)
+    if kind is not None and kind.named:
+        return kind
+    suffix = name.rsplit("_", 1)[-1]
+    for kind in TABLE_KINDS.values():
+        if kind.task_suffix == suffix and name.rsplit("_", 1)[0] in TASKS:
+            return kind
+    raise KeyError(f"unknown reproduction {name!r}")
 
 
 def default_seeds(name: str, tasks: Sequence[str] | None = None) -> tuple[int, ...]:
@@ -131,19 +116,22 @@ def table_tasks(name: str, tasks: Sequence[str] | None = None) -> list[str]:
     known = reproductions()
     if name not in known:
         raise KeyError(f"unknown reproduction {name!r}; known: {', '.join(sorted(known))}")
-    if name not in TABLES:
+    kind = kind_of(name)
+    if kind.name != name:
         if tasks:
-            raise KeyError(f"{name} is one task's reproduction; --tasks applies to {TABLES}")
+            raise KeyError(
+                f"{name} is one task's reproduction; --tasks applies to {named_tables()}"
+            )
         return [name.rsplit("_", 1)[0]]
     if tasks:
         unknown = sorted(set(tasks) - set(TASKS))
         if unknown:
             raise KeyError(f"unknown task(s) {unknown}; registered: {', '.join(TASKS)}")
         return [t for t in TASKS if t in tasks]
-    if name == "table1" or name in MAIN_ONLY:
+    if kind.rows == "every":
         return list(TASKS)
-    if name in SET_TABLES:
-        readers = {s.task for s in real_sets(family=SET_TABLES[name])}
+    if kind.rows == "sets":
+        readers = {s.task for s in real_sets(family=kind.family)}
         return [t for t in TASKS if t in readers]
     section = load_paper().get(name, {})
     return [t for t in TASKS if t in section]
@@ -157,9 +145,10 @@ def row_split(task_name: str, kind: str, eval_split: str | None) -> tuple[str, s
     the paper's CoVe number for the task (§5.1 reports dev numbers for SNLI and SRL).
     """
     task = get_task(task_name)
-    if kind in ("table2", "table3", "ablations"):
+    placement = TABLE_KINDS[kind].split if kind in TABLE_KINDS else "task"
+    if placement == "dev":
         return "dev", "dev"
-    if kind == "cove":
+    if placement == "cove":
         paper = load_paper().get("cove", {}).get(task_name, {}).get("split")
         return eval_split or paper or task.table_split, paper
     return eval_split or task.table_split, task.paper_split
@@ -371,9 +360,9 @@ def tables(
     task_names, left_out = mapped_tasks(table_tasks(name, tasks), data, explicit=bool(tasks))
     if not task_names:
         raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
-    kind = name if name in TABLES else name.rsplit("_", 1)[1]
-    kind = "table1" if kind == "elmo" else kind
-    if kind in SET_TABLES:
+    entry = kind_of(name)
+    kind = entry.name
+    if entry.family is not None:
         if data not in ("demo", REAL):
             raise ValueError(
                 f"reproduce {kind} reads the registered real sets "
@@ -383,15 +372,14 @@ def tables(
         data, seeds = REAL, REAL_SEEDS if seeds is None else seeds
     placed = {t: row_split(t, kind, eval_split) for t in task_names}
     all_rows, splits_text, split, one_paper_split = _table_rows(
-        placed, preset, data, seeds, rep_config, overrides, kind in MAIN_ONLY, kind
+        placed, preset, data, seeds, rep_config, overrides, entry.main_only, kind
     )
     table_seeds = all_rows[0].seeds or (0,)
     note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
-    where = f"({splits_text}; preset {preset}){note}"
-    if kind == "bilm":  # its columns say themselves what was fine-tuned
+    if entry.finetune_caption is not None:  # its columns say themselves what was fine-tuned
         frozen = {k: v for k, v in rep_config.items() if k != "finetune"}
         caption = (*describe_setup(frozen, preset, data, _seed_groups(all_rows), overrides),)
-        caption = (*caption, BILM_FINETUNE_LINE)
+        caption = (*caption, entry.finetune_caption)
     else:
         groups = _seed_groups(all_rows)
         caption = describe_setup(rep_config, preset, data, groups, overrides, all_rows)
@@ -402,52 +390,19 @@ def tables(
         *_reference_lines(all_rows, data),
         _deviations_line(all_rows),
     )
-
-    def dressed(t: TableSpec, title: str, paper_split: str | None) -> TableSpec:
-        columns = t.columns  # the real sets are not the paper's data: no paper columns
-        if data == REAL:
-            columns = tuple(dataclasses.replace(c, paper_key=None) for c in t.columns)
-        return dataclasses.replace(
-            t, title=title, split=split, paper_split=paper_split, caption=caption, columns=columns
-        )
-
-    if kind == "table1":
-        t = table1(all_rows, table_seeds)
-        return [dressed(t, f"Table 1: baseline vs ELMo + baseline {where}", one_paper_split)]
-    if kind == "cove":
-        t = dressed(cove_table(all_rows, table_seeds, cove_config), "", one_paper_split)
-        t = dataclasses.replace(t, title=f"CoVe beside ELMo {where}")
-        if cove_config is None:
-            t = dataclasses.replace(t, caption=(*t.caption, COVE_MISSING))
-        return [t]
-    if kind == "baseline":
-        t = table1(all_rows, table_seeds)
-        only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
-        t = dataclasses.replace(t, columns=only)
-        return [dressed(t, f"Baseline {where}", one_paper_split)]
-    if kind == "real":
-        t = real_table(all_rows, table_seeds, others)
-        return [dressed(t, f"{t.title} {where}", None)]
-    if kind == "paper-data":
-        t = dressed(paper_data_table(all_rows, table_seeds, others), "", None)
-        published = _published_lines(all_rows, preset)
-        title = f"{paper_data_table([]).title} {where}"
-        return [dataclasses.replace(t, title=title, caption=(*t.caption, *published))]
-    if kind == "dynamic":
-        t = dynamic_table(all_rows, table_seeds)  # Table 1's splits: its ELMo runs are the static
-        return [dressed(t, f"{t.title} {where}", None)]
-    if kind == "bilm":
-        t = bilm_table(all_rows, table_seeds, rep_config)  # Table 1's ELMo runs are "reset"
-        return [dressed(t, f"{t.title} {where}", None)]
-    if kind == "adapt":
-        t = adapt_table(all_rows, table_seeds, rep_config)
-        return [dressed(t, f"{t.title} {where}", None)]
-    if kind == "directions":
-        t = directions_table(all_rows, table_seeds, rep_config)
-        return [dressed(t, f"{t.title} {where}", None)]
-    t2, t3 = table2(all_rows, table_seeds), table3(all_rows, table_seeds)
-    chosen = {"table2": [t2], "table3": [t3]}.get(kind, [t2, t3])
-    return [dressed(t, t.title + note, "dev") for t in chosen]
+    context = TableContext(
+        preset=preset,
+        rep_config=rep_config,
+        cove_config=cove_config,
+        others=others,
+        where=f"({splits_text}; preset {preset}){note}",
+        note=note,
+        paper_split=one_paper_split,
+        split=split,
+        caption=caption,
+        real=data == REAL,
+    )
+    return entry.build(all_rows, table_seeds, context)
 
 
 def _table_rows(
@@ -494,12 +449,12 @@ def _real_rows(
     kind: str = "table1",
 ) -> list[Row]:
     """A row per real set of ``task_names`` (``experiments/data/real_sets.toml``) that the table
-    ``kind`` does not leave out, of the family the table reads (:data:`SET_TABLES`; other kinds:
+    ``kind`` does not leave out, of the family the table reads (:attr:`TableKind.family`; others:
     the stand-ins of ``--data real``): the task's paper ELMo configuration on the set's folder,
     with the set's changes for ``preset`` before the user's, scored on the set's split; no paper
     number stands in a column beside them (the paper-data table names the published baselines
     in its caption)."""
-    family = SET_TABLES.get(kind, "real")
+    family = _set_family(kind)
     sets = [s for s in real_sets(task_names, family=family) if s.left_out_reason(kind) is None]
     if not sets:
         raise KeyError(f"no real set of {', '.join(task_names)} has a row in {kind}")
@@ -518,6 +473,13 @@ def _real_rows(
         ]
         out += set_rows[:1] if main_only else set_rows
     return out
+
+
+def _set_family(kind: str) -> str:
+    """The family of registered sets a table ``kind`` reads (:attr:`TableKind.family`; a kind
+    of no family, e.g. ``table1 --data real``: the stand-ins, ``real``)."""
+    entry = TABLE_KINDS.get(kind)
+    return entry.family if entry is not None and entry.family is not None else "real"
 
 
 def _published_lines(table_rows: Sequence[Row], preset: str) -> list[str]:
@@ -545,7 +507,7 @@ def _left_out_sets(task_names: Sequence[str], kind: str) -> list[str]:
     """Caption lines naming the real sets the table ``kind`` leaves out, and why."""
     return [
         f"Left out: {s.label} ({s.name}): {reason}."
-        for s in real_sets(task_names, family=SET_TABLES.get(kind, "real"))
+        for s in real_sets(task_names, family=_set_family(kind))
         if (reason := s.left_out_reason(kind)) is not None
     ]
 
@@ -902,3 +864,276 @@ def sample_efficiency_table(
             *_left_out_lines(left_out),
         ),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class TableContext:
+    """What a table's builder needs besides its rows and seeds (:attr:`TableKind.build`).
+
+    Attributes:
+        preset: the tasks' preset.
+        rep_config: the biLM's representation configuration (the ELMo column's).
+        cove_config: CoVe weights and their GloVe (``None``: no CoVe columns).
+        others: the other representations' configurations (:attr:`TableKind.others`; ``None``:
+            the builder's default).
+        where: the title's tail: the rows' splits, the preset and the DEMO note.
+        note: the DEMO note alone (``""`` on other data).
+        paper_split: the split of the paper's numbers (``None``: they differ, or real sets).
+        split: the split of every row (``None``: rows differ).
+        caption: the caption lines every kind shares (setup, left-out rows, sets, deviations).
+        real: the rows are registered sets (no paper number beside them).
+    """
+
+    preset: str
+    rep_config: Mapping[str, Any]
+    cove_config: Mapping[str, Any] | None
+    others: Mapping[str, Mapping[str, Any]] | None
+    where: str
+    note: str
+    paper_split: str | None
+    split: str | None
+    caption: tuple[str, ...]
+    real: bool
+
+    def dress(self, table: TableSpec, title: str, paper_split: str | None) -> TableSpec:
+        """``table`` with ``title``, the rows' split, ``paper_split`` and the shared caption
+        (on registered sets without paper columns: they are not the paper's data)."""
+        columns = table.columns
+        if self.real:
+            columns = tuple(dataclasses.replace(c, paper_key=None) for c in table.columns)
+        return dataclasses.replace(
+            table,
+            title=title,
+            split=self.split,
+            paper_split=paper_split,
+            caption=self.caption,
+            columns=columns,
+        )
+
+
+#: A table's builder: its rows, the table's seeds and the context → the tables it renders.
+Builder = Callable[[list[Row], tuple[int, ...], TableContext], list[TableSpec]]
+#: Caption lines read from the store's records of a rendered table (``render``/``reproduce``).
+RecordLines = Callable[[TableSpec, Sequence[Any]], list[str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class TableKind:
+    """One kind of table: a named reproduction (``reproduce NAME``), or the rows a task's own
+    reproduction renders (``<task>_<suffix>``). :data:`TABLE_KINDS` holds every kind.
+
+    Attributes:
+        name: the table's name (``reproduce NAME``; the kind of a task's reproduction).
+        description: what it runs (:func:`reproductions`).
+        build: rows, seeds, context → its tables (a layout of ``render/`` dressed with the
+            context's title, splits and caption).
+        rows: which tasks have rows: ``every`` registered task, those of its ``paper.toml``
+            section (``paper``), or those reading a registered set of :attr:`family`
+            (``sets``); ``--tasks`` chooses others.
+        split: the split of a task's row: Table 1's (``task``: ``--eval-split`` or the task's
+            own), ``dev`` (Tables 2 and 3) or the split of the paper's CoVe number (``cove``).
+        main_only: its rows take Table 1's main configuration alone (no per-task ablation rows).
+        family: the family of registered sets its rows are
+            (:attr:`~experiments.data.real_sets.RealSet.family`; on ``real`` data, seeds
+            :data:`~experiments.data.real_sets.REAL_SEEDS`); ``None``: rows per task.
+        shipped_elmo: its ELMo column is the shipped small biLM unless ``--elmo`` names another,
+            in every preset.
+        three_seeds: its committed file was rendered with seeds 0, 1, 2 (the standard request
+            of :func:`experiments.cli.naming.standard_seeds`); else each task's own.
+        others: the other representations it adds (each column's options from the command
+            line; ``()``: none, or the builder's default).
+        record_lines: caption lines from the records of its runs, added when it is rendered
+            (e.g. :func:`wall_time_lines`, :func:`selected_epoch_lines`).
+        finetune_caption: a caption line in place of the per-task fine-tuning line (its
+            columns say what was fine-tuned; the setup lines then name the biLM as given).
+        named: a whole table of ``reproduce NAME``; ``False``: only tasks' reproductions.
+        task_suffix: each task's reproduction of this kind is ``<task>_<suffix>`` (``None``:
+            none).
+        task_description: what a task's reproduction runs (``{task}``: the task's name).
+    """
+
+    name: str
+    description: str
+    build: Builder
+    rows: Literal["every", "paper", "sets"] = "every"
+    split: Literal["task", "dev", "cove"] = "task"
+    main_only: bool = False
+    family: str | None = None
+    shipped_elmo: bool = False
+    three_seeds: bool = False
+    others: tuple[str, ...] = ()
+    record_lines: tuple[RecordLines, ...] = ()
+    finetune_caption: str | None = None
+    named: bool = True
+    task_suffix: str | None = None
+    task_description: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.rows == "sets") != (self.family is not None):
+            raise ValueError(f"table kind {self.name}: rows 'sets' and a family go together")
+        if self.task_suffix is not None and "{task}" not in self.task_description:
+            raise ValueError(f"table kind {self.name}: a task_description with {{task}}")
+
+
+def _titled(
+    make: Callable[[list[Row], tuple[int, ...], TableContext], TableSpec],
+    paper_split: bool = False,
+) -> Builder:
+    """A builder of one table titled with its layout's own title and the context's tail; the
+    split of the paper's numbers only where ``paper_split`` (the layout has paper columns)."""
+
+    def build(rows: list[Row], seeds: tuple[int, ...], context: TableContext) -> list[TableSpec]:
+        table = make(rows, seeds, context)
+        split = context.paper_split if paper_split else None
+        return [context.dress(table, f"{table.title} {context.where}", split)]
+
+    return build
+
+
+def _dev_tables(*makes: Callable[[Sequence[Row], tuple[int, ...]], TableSpec]) -> Builder:
+    """A builder of dev tables (Tables 2 and 3), titled with their own titles."""
+
+    def build(rows: list[Row], seeds: tuple[int, ...], context: TableContext) -> list[TableSpec]:
+        made = [make(rows, seeds) for make in makes]
+        return [context.dress(t, t.title + context.note, "dev") for t in made]
+
+    return build
+
+
+def _table1(rows: list[Row], seeds: tuple[int, ...], context: TableContext) -> list[TableSpec]:
+    title = f"Table 1: baseline vs ELMo + baseline {context.where}"
+    return [context.dress(table1(rows, seeds), title, context.paper_split)]
+
+
+def _baseline(rows: list[Row], seeds: tuple[int, ...], context: TableContext) -> list[TableSpec]:
+    t = table1(rows, seeds)
+    only = tuple(c for c in t.columns if isinstance(c, RunsColumn) and c.label == "Baseline")
+    t = dataclasses.replace(t, columns=only)
+    return [context.dress(t, f"Baseline {context.where}", context.paper_split)]
+
+
+def _cove(rows: list[Row], seeds: tuple[int, ...], context: TableContext) -> list[TableSpec]:
+    t = cove_table(rows, seeds, context.cove_config)
+    t = context.dress(t, f"CoVe beside ELMo {context.where}", context.paper_split)
+    if context.cove_config is None:
+        t = dataclasses.replace(t, caption=(*t.caption, COVE_MISSING))
+    return [t]
+
+
+def _paper_data(rows: list[Row], seeds: tuple[int, ...], context: TableContext) -> list[TableSpec]:
+    (t,) = _titled(lambda r, s, c: paper_data_table(r, s, c.others))(rows, seeds, context)
+    published = _published_lines(rows, context.preset)
+    return [dataclasses.replace(t, caption=(*t.caption, *published))]
+
+
+#: Every table kind, in registry order: the named tables of ``reproduce NAME`` and the kinds of
+#: each task's reproductions. A new table is one entry here (and a layout in ``render/`` when
+#: none fits); the command line, the output names and ``results/committed.toml`` read it.
+TABLE_KINDS: dict[str, TableKind] = {
+    kind.name: kind
+    for kind in (
+        TableKind(
+            "baseline",
+            "the baseline without ELMo",
+            _baseline,
+            named=False,
+            task_suffix="baseline",
+            task_description="{task}: the baseline without ELMo (Table 1 row)",
+        ),
+        TableKind(
+            "table1",
+            "Table 1: baseline vs ELMo + baseline, every task",
+            _table1,
+            task_suffix="elmo",
+            task_description="{task}: baseline vs ELMo + baseline (Table 1 row)",
+        ),
+        TableKind(
+            "table2",
+            "Table 2: LastOnly, λ = 1, λ = 0.001 (dev), every task",
+            _dev_tables(table2),
+            rows="paper",
+            split="dev",
+            three_seeds=True,
+        ),
+        TableKind(
+            "table3",
+            "Table 3: ELMo at input, input & output, output (dev), every task",
+            _dev_tables(table3),
+            rows="paper",
+            split="dev",
+            three_seeds=True,
+        ),
+        TableKind(
+            "ablations",
+            "Tables 2 and 3",
+            _dev_tables(table2, table3),
+            rows="paper",
+            split="dev",
+            named=False,
+            task_suffix="ablations",
+            task_description="{task}: its rows of Table 2 and Table 3",
+        ),
+        TableKind(
+            "cove",
+            "CoVe beside ELMo: the tasks of the paper's CoVe comparisons (§5.1)",
+            _cove,
+            rows="paper",
+            split="cove",
+            task_suffix="cove",
+            task_description="{task}: baseline, + CoVe (last layer; λ = 1), + ELMo",
+        ),
+        TableKind(
+            "dynamic",
+            "beyond the paper: per-token (dynamic) vs static layer weights, every task",
+            # Table 1's splits: its ELMo runs are the static
+            _titled(lambda rows, seeds, c: dynamic_table(rows, seeds)),
+            main_only=True,
+            three_seeds=True,
+        ),
+        TableKind(
+            "bilm",
+            "beyond the paper's tables: biLM state reset / warm / carry and the biLM "
+            "fine-tuned on the task's text (A.1), every task",
+            # Table 1's ELMo runs are "reset"
+            _titled(lambda rows, seeds, c: bilm_table(rows, seeds, c.rep_config)),
+            main_only=True,
+            three_seeds=True,
+            finetune_caption=BILM_FINETUNE_LINE,
+        ),
+        TableKind(
+            "adapt",
+            "beyond the paper: ELMo and MiniLM frozen, fine-tuned and with LoRA adapters, "
+            "every task",
+            _titled(lambda rows, seeds, c: adapt_table(rows, seeds, c.rep_config)),
+            main_only=True,
+        ),
+        TableKind(
+            "directions",
+            "beyond the paper: the biLM's forward, backward and both directions, every task",
+            _titled(lambda rows, seeds, c: directions_table(rows, seeds, c.rep_config)),
+            main_only=True,
+        ),
+        TableKind(
+            "real",
+            "the real public sets (../shared/data): baseline, ELMo, random-weight biLM and "
+            "MiniLM per set, 3 seeds",
+            _titled(lambda rows, seeds, c: real_table(rows, seeds, c.others)),
+            rows="sets",
+            family="real",
+            others=("bilm-random", "hf"),
+            record_lines=(wall_time_lines,),
+        ),
+        TableKind(
+            "paper-data",
+            "Table 1 on the paper's own public data sets (family 'paper' of "
+            "real_sets.toml): baseline, ELMo and MiniLM per set, 3 seeds",
+            _paper_data,
+            rows="sets",
+            family="paper",
+            shipped_elmo=True,
+            others=("hf",),
+            # a capped recipe: where each run's selection sat
+            record_lines=(wall_time_lines, selected_epoch_lines),
+        ),
+    )
+}
