@@ -18,12 +18,17 @@ from experiments.cli.options import (
     data_label,
     floats,
     representation_options,
-    run_config,
     site_sets,
 )
 from experiments.cli.replay import add_replay_options, replay
 from experiments.cli.tables import write_tables
-from experiments.cli.training import base_spec, describe, run_all, training_request
+from experiments.cli.training import (
+    base_spec,
+    describe,
+    run_all,
+    set_run_config,
+    training_request,
+)
 from experiments.report import reproductions
 from experiments.report.render import Row, RunsColumn, TableSpec
 from experiments.run.spec import RunSpec, derive, expand_sweep
@@ -101,7 +106,7 @@ def _representation_config(args: argparse.Namespace, name: str) -> dict[str, obj
     Raises:
         UsageError: an unknown representation, option, or a missing one.
     """
-    config = {**run_config(args, name), **representation_options(args.repr_set)}
+    config = {**set_run_config(args, args.task, name), **representation_options(args.repr_set)}
     if name == "elmo":  # the preset's fine-tuning unless --finetune-bilm says otherwise
         config = reproductions.bilm_config_for(args.task, args.config, config)
     check_options(name, config)

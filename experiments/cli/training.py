@@ -21,9 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bilm.pretrained import cache_root
-from experiments.cli.data import resolve
+from experiments.cli.data import named_set, resolve
 from experiments.cli.errors import UsageError, one_line
-from experiments.cli.options import run_config, task_data, task_overrides
+from experiments.cli.options import (
+    representation_config,
+    run_config,
+    task_data,
+    task_overrides,
+)
 from experiments.report import reproductions
 from experiments.run.executors import (
     SLURM_INSTALL,
@@ -117,6 +122,22 @@ def reuse_policy(args: argparse.Namespace) -> Reuse:
     return "stale" if args.reuse_stale else "matching"
 
 
+def set_run_config(args: argparse.Namespace, task: str, name: str = "elmo") -> dict[str, object]:
+    """``run_config`` of a run request, except that ELMo on a registered set whose table runs
+    the shipped small biLM (:func:`~experiments.report.reproductions.shipped_elmo_for`) is that
+    biLM when ``--elmo`` is not given, whatever the preset: ``run --data NAME`` then trains the
+    table's own runs."""
+    if name == "elmo" and not args.elmo:
+        try:
+            value = reproductions.data_of(task_data(args.data, sets=True), task)
+        except KeyError:
+            value = None
+        named = named_set(value) if isinstance(value, str) else None
+        if named is not None and reproductions.shipped_elmo_for(named.family):
+            return representation_config("elmo", None, finetune=args.finetune_bilm)
+    return run_config(args, name)
+
+
 def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
     """The task's Table 1 ELMo spec in the command's preset, data, biLM and changes.
 
@@ -146,7 +167,7 @@ def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
     overrides = data.overrides(task_overrides(args))
     try:
         return reproductions.base_spec(
-            task, args.config, data.label, run_config(args), overrides, splits
+            task, args.config, data.label, set_run_config(args, task), overrides, splits
         )
     except (KeyError, ValueError) as error:
         raise UsageError(one_line(error)) from None

@@ -81,6 +81,12 @@ def named_tables() -> tuple[str, ...]:
     return tuple(k.name for k in TABLE_KINDS.values() if k.named)
 
 
+def shipped_elmo_for(family: str) -> bool:
+    """Whether the table of a family of registered sets takes the shipped small biLM as its ELMo
+    when ``--elmo`` is not given (so that ``run --data NAME`` builds that table's specs)."""
+    return any(k.family == family and k.shipped_elmo for k in TABLE_KINDS.values())
+
+
 def kind_of(name: str) -> TableKind:
     """The table kind of a named reproduction: a named table's own, or the kind a task's
     reproduction renders (``<task>_elmo``: ``table1``; :attr:`TableKind.task_suffix`).
