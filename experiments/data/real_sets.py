@@ -33,6 +33,7 @@ __all__ = [
     "RealSet",
     "data_path",
     "fetch_command",
+    "fetch_command_for",
     "fetched_data_root",
     "is_shared",
     "missing_folders",
@@ -218,19 +219,27 @@ def fetch_command() -> str:
     return FETCH_COMMAND
 
 
-def missing_hint(missing: Iterable[str] = ()) -> str:
-    """How to supply missing ``shared:`` folders, for a message that has named them
-    (``missing``: their paths; the registered sets among them are named in the fetch command,
-    with ``--accept-terms`` for those whose terms must be acknowledged)."""
-    command = fetch_command()
+def fetch_command_for(missing: Iterable[str]) -> str:
+    """:func:`fetch_command` for missing ``shared:`` folders (``missing``: their paths): the
+    registered sets among them named with ``--sets``, and with ``--accept-terms`` those whose
+    terms must be acknowledged."""
     names = [s.name for s in real_sets() for path in missing if path.endswith("/" + s.folder)]
+    command = fetch_command()
     if names:
         from experiments.data.fetch import load_manifest
 
         sources = load_manifest().sets
         terms = [n for n in names if n in sources and sources[n].terms]
         command += f" --sets {','.join(names)}"
-        command += f" --accept-terms {','.join(terms)} (read the terms first)" if terms else ""
+        command += f" --accept-terms {','.join(terms)}" if terms else ""
+    return command
+
+
+def missing_hint(missing: Iterable[str] = ()) -> str:
+    """How to supply missing ``shared:`` folders, for a message that has named them
+    (``missing``: their paths, named in the fetch command: :func:`fetch_command_for`)."""
+    command = fetch_command_for(missing)
+    command += " (read the terms first)" if "--accept-terms" in command else ""
     return (
         f"rebuild them from their public sources with {command} (docs/real_data.md), "
         f"put the shared folder beside the repository ({_BESIDE}) or set ELMO_BENCH_SHARED to "

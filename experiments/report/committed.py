@@ -26,7 +26,6 @@ import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 __all__ = [
     "MANIFEST",
@@ -256,24 +255,13 @@ def unavailable(entry: Entry) -> str | None:
     ``None``."""
     if not entry.needs_real_sets:
         return None
-    from experiments.data.real_sets import fetch_command, missing_sets, real_sets
+    from experiments.data.real_sets import fetch_command_for, missing_sets, real_sets
 
-    sets = real_sets(family=entry.set_family)
-    missing = missing_sets(sets)
+    missing = missing_sets(real_sets(family=entry.set_family))
     if not missing:
         return None
-    names = [s.name for s in sets if s.data in {f"shared:{m}" for m in _folders(missing, sets)}]
-    command = f"{fetch_command()} --sets {','.join(names)}"
-    from experiments.data.fetch import load_manifest
-
-    terms = [n for n in names if load_manifest().sets[n].terms]
-    command += f" --accept-terms {','.join(terms)}" if terms else ""
+    command = fetch_command_for(missing)
     return f"the real sets are not here ({len(missing)} missing; {command} builds them)"
-
-
-def _folders(missing: Sequence[str], sets: Sequence[Any]) -> set[str]:
-    """The ``real_sets.toml`` folders of ``missing`` paths (each ends with its set's folder)."""
-    return {s.folder for s in sets for path in missing if path.endswith("/" + s.folder)}
 
 
 def committed_of(entry: Entry, root: Path = REPO) -> set[str]:

@@ -14,7 +14,7 @@ split. No seed count is written here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -757,23 +757,39 @@ def weights_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     return lines
 
 
+def _runs_per_set(
+    table: TableSpec, records: Sequence[Any]
+) -> Iterator[tuple[str, list[tuple[RunsColumn, list[Any]]]]]:
+    """Per data set of ``table`` (its first row: a set's rows, e.g. coreference's four, share
+    their runs), each run column with the stored records of its runs."""
+    by_id = {r.run_id: r for r in records}
+    first: dict[str, Row] = {}
+    for row in table.rows:
+        first.setdefault(row.base.data, row)
+    for data, row in first.items():
+        yield (
+            data,
+            [
+                (
+                    column,
+                    [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id],
+                )
+                for column in table.columns
+                if isinstance(column, RunsColumn)
+            ],
+        )
+
+
 def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     """Caption lines: each row's median wall time per run and column, in seconds, with the
     CPUs and thread counts that ran them (from the records)."""
     import statistics
 
-    by_id = {r.run_id: r for r in records}
-    first: dict[str, Row] = {}  # a data set's rows (e.g. coreference's four) share their runs
-    for row in table.rows:
-        first.setdefault(row.base.data, row)
     lines: list[str] = []
     machines: set[tuple[str, str]] = set()
-    for data, row in first.items():
+    for data, columns in _runs_per_set(table, records):
         parts = []
-        for column in table.columns:
-            if not isinstance(column, RunsColumn):
-                continue
-            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+        for column, found in columns:
             times = [r.timings["wall_s"] for r in found if "wall_s" in r.timings]
             machines |= {
                 (r.provenance.cpu or "CPU not recorded", r.provenance.device) for r in found
@@ -792,17 +808,10 @@ def selected_epoch_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     """A caption line: per data set and run column, the epoch each seed's run selected (its
     best dev epoch, whose weights are tested) and how many it ran, from the records; so a
     reader of a capped recipe sees whether the selection sat at the cap."""
-    by_id = {r.run_id: r for r in records}
-    first: dict[str, Row] = {}
-    for row in table.rows:
-        first.setdefault(row.base.data, row)
     parts = []
-    for data, row in first.items():
+    for data, columns in _runs_per_set(table, records):
         cells = []
-        for column in table.columns:
-            if not isinstance(column, RunsColumn):
-                continue
-            found = [by_id[s.run_id] for s in table.expected(row, column) if s.run_id in by_id]
+        for column, found in columns:
             if found:
                 best = ", ".join(str(int(r.metrics.get("best_epoch", 0))) for r in found)
                 ran = sorted({int(r.metrics.get("epochs_run", 0)) for r in found})
