@@ -157,10 +157,11 @@ def test_no_import_circles() -> None:
 EXPERIMENTS_MAY_IMPORT = {
     "run": {"run", "data"},
     "data": {"data"},
-    "report": {"report", "run", "data"},
+    "plan": {"plan", "run", "data"},
+    "report": {"report", "plan", "run", "data"},
     "analyses": {"analyses"},
-    "peer": {"peer", "report", "run", "data"},
-    "cli": {"cli", "run", "data", "report", "analyses", "peer"},
+    "peer": {"peer", "report", "plan", "run", "data"},
+    "cli": {"cli", "plan", "run", "data", "report", "analyses", "peer"},
 }
 
 

@@ -4,10 +4,11 @@
     python -m experiments run ner --data conll2000-chunking --seeds 0
 
 Every set of ``experiments/data/real_sets.toml`` is a ``--data`` value of ``run`` and ``sweep``
-by its name (:func:`resolve`). A name resolves to exactly the spec the tables build for the set
-(``reproduce real``, ``reproduce paper-data``), so a run and a table share their records: the
-set's data label (``shared:<folder>``), its task configuration changes for the preset before the
-user's ``--set``, and its scored splits unless ``--eval-split`` says otherwise.
+by its name (:func:`experiments.plan.specs.data_choice`). A name resolves to exactly the spec
+the tables build for the set (``reproduce real``, ``reproduce paper-data``), so a run and a
+table share their records: the set's data label (``shared:<folder>``), its task configuration
+changes for the preset before the user's ``--set``, and its scored splits unless
+``--eval-split`` says otherwise.
 
 **Names and folders.** A ``--data`` value that is exactly a registered name is that set; set
 names hold no ``/``, so any path with one (``./conll2000-chunking``, ``~/data/sst``) stays a
@@ -18,106 +19,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from experiments.cli.errors import UsageError
+from experiments.data.real_sets import named_set
+from experiments.plan.specs import model_of
 
-if TYPE_CHECKING:
-    from experiments.data.real_sets import RealSet
-
-__all__ = [
-    "DataChoice",
-    "configure",
-    "list_lines",
-    "model_of",
-    "named_set",
-    "names_help",
-    "refuse_name",
-    "resolve",
-    "run",
-]
+__all__ = ["configure", "list_lines", "names_help", "refuse_name", "run"]
 
 #: How ``data list`` and messages mark a set of the paper's own Table 1 (family ``paper``).
 PAPER_MARK = "the paper's own data"
-
-
-@dataclass(frozen=True)
-class DataChoice:
-    """A ``--data`` value as one task's run reads it.
-
-    Attributes:
-        label: the spec's data label (a registered set's ``shared:<folder>``, else the value).
-        changes: task configuration changes that come with the data, applied before the
-            user's ``--set`` (a set's :meth:`~experiments.data.real_sets.RealSet.changes`).
-        eval_splits: the splits its runs score unless ``--eval-split`` is given (a set's
-            :attr:`~experiments.data.real_sets.RealSet.eval_splits`); ``None``: the command's
-            default.
-        name: the registered set's name, ``None`` for any other value.
-    """
-
-    label: str
-    changes: tuple[str, ...] = ()
-    eval_splits: tuple[str, ...] | None = None
-    name: str | None = None
-
-    def overrides(self, user: Sequence[str]) -> list[str]:
-        """The run's task configuration changes: :attr:`changes`, then the user's ``user``
-        (``--set``); a user's key replaces the change of the same key (a spec takes each key
-        once)."""
-        keys = {item.partition("=")[0].strip() for item in user}
-        kept = [c for c in self.changes if c.partition("=")[0].strip() not in keys]
-        return [*kept, *user]
-
-
-def named_set(value: str) -> RealSet | None:
-    """The registered set ``value`` names (exactly its name), else ``None``: never for a
-    value with a ``/`` (a folder), a ``NAME:`` label (``shared:``, ``hf:``), ``demo`` or
-    ``real``, which are read without the registry."""
-    from experiments.data.real_sets import REAL, real_sets
-
-    if "/" in value or ":" in value or value in ("demo", REAL):
-        return None
-    return next((s for s in real_sets() if s.name == value), None)
-
-
-def model_of(task_name: str) -> str:
-    """A task's model as its title names it, e.g. ``biLSTM-CRF`` for ``NER (biLSTM-CRF)``
-    (the whole heading when it names none)."""
-    from tasks.registry import get_task
-
-    heading = get_task(task_name).heading
-    _, paren, model = heading.partition(" (")
-    return model.removesuffix(")") if paren and heading.endswith(")") else heading
-
-
-def resolve(value: str, task: str, preset: str) -> DataChoice:
-    """What task ``task`` reads for the ``--data`` value ``value`` under ``preset``.
-
-    Args:
-        value: one task's ``--data`` value (a folder, ``demo``, ``shared:FOLDER``,
-            ``hf:NAME`` or a registered set's name).
-        task: the task that reads it.
-        preset: the ``--config`` preset (a set's changes may depend on it).
-
-    Returns:
-        For a registered set, its label, changes for ``preset`` and scored splits; any other
-        value unchanged, with no changes.
-
-    Raises:
-        UsageError: a registered set that another task reads (the line names that task).
-    """
-    item = named_set(value)
-    if item is None:
-        return DataChoice(value)
-    if item.task != task:
-        raise UsageError(
-            f"--data {item.name} is read by the {item.task} task ({model_of(item.task)}): "
-            f"run {item.task} --data {item.name}"
-        )
-    return DataChoice(item.data, item.changes(preset), item.eval_splits, item.name)
 
 
 def refuse_name(value: str, entry: str | None = None) -> None:
@@ -188,7 +99,7 @@ def list_lines() -> list[str]:
     it reads: its name, label, the split its numbers are scored on, its family, and where it
     is on this machine or the command that fetches it; last, how to use a name."""
     from experiments.data.real_sets import data_path, fetch_command, real_sets
-    from tasks.registry import TASKS
+    from tasks.registry import TASKS, get_task
 
     fetchable = _fetchable()
     lines = []
@@ -196,9 +107,11 @@ def list_lines() -> list[str]:
     for task in TASKS:
         own = [s for s in sets if s.task == task]
         if not own:
-            lines.append(f"{task} ({model_of(task)}): no registered set (--data DIR or demo)")
+            lines.append(
+                f"{task} ({model_of(get_task(task))}): no registered set (--data DIR or demo)"
+            )
             continue
-        lines.append(f"{task} ({model_of(task)}):")
+        lines.append(f"{task} ({model_of(get_task(task))}):")
         for item in own:
             family = f"{item.family}: {PAPER_MARK}" if item.family == "paper" else item.family
             path = Path(str(data_path(item.data)))

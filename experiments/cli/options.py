@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from experiments.cli.errors import UsageError, one_line
-from experiments.report.render import PAPER_PRESET, PUBLISHED_ELMO
 from experiments.run.executors import EXECUTORS
 
 __all__ = [
@@ -251,7 +250,7 @@ def _beside(path: Path, value: str) -> str:
     """A TOML entry's data label: a relative folder joined to the TOML file's folder; ``demo``,
     ``NAME:...`` labels (``shared:``, ``hf:``), registered sets' names and absolute folders as
     written."""
-    from experiments.cli.data import named_set
+    from experiments.data.real_sets import named_set
 
     if value == "demo" or ":" in value.split("/", 1)[0] or Path(value).is_absolute():
         return value
@@ -542,29 +541,28 @@ def representation_config(
     *,
     glove: str | None = None,
     cove: str | None = None,
-    preset: str = "mini",
     finetune: float | None = None,
 ) -> dict[str, object]:
     """The configuration of representation ``name`` from ``--elmo``, ``--glove``, ``--cove``.
 
     ``--elmo`` is ``OPTIONS.json WEIGHTS.hdf5``, a project ``CHECKPOINT`` or
-    ``published:NAME``; ``bilm-random`` takes only the architecture from it. The ``paper``
-    preset defaults to what the paper used (the published ELMo); it never falls back to a
-    smaller substitute: a missing file is an error naming the flag.
+    ``published:NAME``; ``bilm-random`` takes only the architecture from it. Without
+    ``--elmo`` the configuration names no biLM: planning gives it the preset's
+    (:func:`experiments.plan.specs.preset_bilm`: the ``paper`` preset's is the published ELMo,
+    never a smaller substitute).
 
     Args:
         name: the representation (``elmo``, ``bilm-random``, ``glove``, ``cove``; any other
             gets ``{}``).
         elmo: the ``--elmo`` values.
         glove: ``--glove``. cove: ``--cove``.
-        preset: the task preset (``--config``).
         finetune: ``--finetune-bilm`` epochs (ELMo only).
 
     Raises:
         UsageError: flags that do not fit together.
     """
     if name in ("elmo", "bilm-random"):
-        return _bilm_config(name, list(elmo or []), preset, finetune)
+        return _bilm_config(name, list(elmo or []), finetune)
     if name == "cove":
         if not cove or not glove:
             raise UsageError(
@@ -577,13 +575,9 @@ def representation_config(
     return {}
 
 
-def _bilm_config(
-    name: str, elmo: list[str], preset: str, finetune: float | None
-) -> dict[str, object]:
+def _bilm_config(name: str, elmo: list[str], finetune: float | None) -> dict[str, object]:
     if len(elmo) > 2:
         raise UsageError("--elmo takes OPTIONS.json WEIGHTS.hdf5, CHECKPOINT or published:NAME")
-    if not elmo and preset == PAPER_PRESET and name == "elmo":
-        elmo = [f"{PUBLISHED_PREFIX}{PUBLISHED_ELMO}"]
     if finetune and name != "elmo":
         raise UsageError("--finetune-bilm applies to --repr elmo")
     # 0 stays in (it overrides the preset's fine-tuning, named.bilm_config_for)
@@ -658,7 +652,6 @@ def run_config(args: argparse.Namespace, name: str = "elmo") -> dict[str, object
         args.elmo,
         glove=args.glove,
         cove=args.cove,
-        preset=args.config,
         finetune=args.finetune_bilm,
     )
 

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from bilm.devices import DeviceError, resolve_precision
-    from experiments.cli.data import named_set
+    from experiments.data.real_sets import named_set
     from experiments.peer.render import render_summary, render_task
     from experiments.peer.run import PeerRequest, run_request
 

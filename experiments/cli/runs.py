@@ -18,27 +18,28 @@ from experiments.cli.options import (
     data_label,
     floats,
     representation_options,
+    run_config,
     site_sets,
+    task_data,
+    task_overrides,
 )
 from experiments.cli.replay import add_replay_options, replay
-from experiments.cli.tables import write_tables
-from experiments.cli.training import (
-    base_spec,
-    describe,
-    run_all,
-    set_run_config,
-    training_request,
-)
-from experiments.report import reproductions
-from experiments.report.render import Row, RunsColumn, TableSpec
-from experiments.run.spec import RunSpec, derive, expand_sweep
+from experiments.cli.training import run_all, training_request
+from experiments.plan.requests import BaseRequest, RunRequest, SweepRequest
+from experiments.plan.specs import run_specs, sweep_specs
+from experiments.run.spec import NO_REPRESENTATION, RunSpec
 from experiments.run.wandb_sink import log_outputs
 
-__all__ = ["configure_run", "configure_sweep", "run", "train_specs"]
+__all__ = [
+    "configure_run",
+    "configure_sweep",
+    "run",
+    "run_request",
+    "sweep_request",
+    "train_specs",
+]
 
 STATES = ("reset", "carry", "warm")
-#: The title note of a sweep on the bundled DEMO data (as the named tables' titles).
-DEMO_NOTE = " [DEMO DATA, not the task's dataset]"
 
 
 def _task_choice(parser: argparse.ArgumentParser, optional: bool = False) -> None:
@@ -99,63 +100,83 @@ def configure_sweep(parser: argparse.ArgumentParser) -> None:
     add_run_family_options(parser, seeds=(0,), sets=True)
 
 
-def _representation_config(args: argparse.Namespace, name: str) -> dict[str, object]:
-    """``name``'s configuration: from ``--elmo``/``--glove``/``--cove``, then ``--repr-set``
-    on top; the name, every key and the options it needs checked before any run starts.
+def _checked(args: argparse.Namespace, name: str) -> dict[str, object]:
+    """``name``'s configuration from the command line: its flags (``--elmo``, ``--glove``,
+    ``--cove``), then ``--repr-set`` on top; the name, every key and the options it needs
+    checked before any run starts (the baseline's: ``--repr-set`` alone, unchecked, which
+    planning refuses).
 
     Raises:
         UsageError: an unknown representation, option, or a missing one.
     """
-    config = {**set_run_config(args, args.task, name), **representation_options(args.repr_set)}
-    if name == "elmo":  # the preset's fine-tuning unless --finetune-bilm says otherwise
-        config = reproductions.bilm_config_for(args.task, args.config, config)
+    options = representation_options(args.repr_set)
+    if name == NO_REPRESENTATION:
+        return options
+    config = {**run_config(args, name), **options}
     check_options(name, config)
     return config
 
 
-def _run_point(args: argparse.Namespace, base: RunSpec) -> RunSpec:
-    """``run``'s one configuration: ``--repr`` with its sites, mix and dropout."""
-    if args.repr == "none":
-        if args.repr_set:
-            raise UsageError("--repr-set does not apply to --repr none (the baseline)")
-        return reproductions.baseline(base)
-    point: dict[str, object] = {
-        "representation": args.repr,
-        "representation_config": _representation_config(args, args.repr),
-    }
-    if args.dropout is not None:
-        point["dropout"] = args.dropout
-    if args.sites:
-        point["sites"] = comma_list(args.sites)
-    if args.mode:
-        point["mode"] = args.mode
-    if args.lam is not None:
-        point["lam"] = args.lam
-    if args.layer_norm is not None:
-        point["layer_norm"] = args.layer_norm
-    return derive(base, point)
+def _base_request(args: argparse.Namespace) -> BaseRequest:
+    """What every run of the command shares: the task (looked up once), preset, data, the
+    command line's biLM, changes and budget."""
+    from tasks.registry import TASKS, get_task
+
+    if args.task is None:
+        raise UsageError(
+            f"run needs a TASK (one of {', '.join(sorted(TASKS))}) or --spec SPEC.json"
+        )
+    return BaseRequest(
+        task=get_task(args.task),
+        preset=args.config,
+        data=task_data(args.data, sets=True),
+        elmo=run_config(args),
+        overrides=tuple(task_overrides(args)),
+        eval_split=args.eval_split,
+        state=args.state,
+        limit=args.limit,
+        max_epochs=args.max_epochs,
+    )
 
 
-def _sweep_specs(args: argparse.Namespace, base: RunSpec) -> list[RunSpec]:
-    """``sweep``'s grid: per representation, its modes × λ × sites × seeds."""
-    grid: dict[str, list[object]] = {}
-    if args.mode:
-        grid["mode"] = list(args.mode)
-    if args.lam is not None:
-        grid["lam"] = list(args.lam)
-    if args.sites:
-        grid["sites"] = list(args.sites)
-    if args.repr_set and all(rep == "none" for rep in args.repr):
-        raise UsageError("--repr-set does not apply to --repr none (the baseline)")
-    specs: list[RunSpec] = []
-    for rep in args.repr:
-        if rep == "none":
-            specs += expand_sweep(reproductions.baseline(base), seed=list(args.seeds))
-        else:
-            config = _representation_config(args, rep)
-            changes = {"representation": rep, "representation_config": config}
-            specs += expand_sweep(derive(base, changes), **grid, seed=list(args.seeds))
-    return specs
+def run_request(args: argparse.Namespace) -> RunRequest:
+    """``run``'s :class:`~experiments.plan.requests.RunRequest`, read from its command line.
+
+    Raises:
+        UsageError: no task, ``--allow-changed`` without ``--spec``, or a bad representation
+            option.
+    """
+    if getattr(args, "allow_changed", False):
+        raise UsageError("--allow-changed applies only to a replay: run --spec SPEC.json")
+    base = _base_request(args)
+    return RunRequest(
+        base=base,
+        representation=args.repr,
+        representation_config=_checked(args, args.repr),
+        sites=comma_list(args.sites) if args.sites else None,
+        mode=args.mode,
+        lam=args.lam,
+        layer_norm=args.layer_norm,
+        dropout=args.dropout,
+        seeds=tuple(args.seeds),
+    )
+
+
+def sweep_request(args: argparse.Namespace) -> SweepRequest:
+    """``sweep``'s :class:`~experiments.plan.requests.SweepRequest`, read from its command line.
+
+    Raises:
+        UsageError: a bad representation option.
+    """
+    base = _base_request(args)
+    return SweepRequest(
+        base=base,
+        representations=tuple((name, _checked(args, name)) for name in args.repr),
+        modes=tuple(args.mode) if args.mode else None,
+        lams=tuple(args.lam) if args.lam is not None else None,
+        site_sets=tuple(args.sites) if args.sites else None,
+        seeds=tuple(args.seeds),
+    )
 
 
 def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
@@ -166,71 +187,20 @@ def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
         UsageError: an invalid option value (a bad ``--sites``, ``--lam``, ``--dropout``, ...),
             or ``run`` without a task: a command-line mistake, no run starts.
     """
-    if args.task is None:
-        from tasks.registry import TASKS
-
-        raise UsageError(
-            f"run needs a TASK (one of {', '.join(sorted(TASKS))}) or --spec SPEC.json"
-        )
-    if getattr(args, "allow_changed", False):
-        raise UsageError("--allow-changed applies only to a replay: run --spec SPEC.json")
-    base = base_spec(args, args.task)
-    changes: dict[str, object] = {"state": args.state, "limit": args.limit}
-    if args.max_epochs is not None:
-        changes["max_epochs"] = args.max_epochs
     try:
-        base = derive(base, changes)
         if args.command == "run":
-            point = _run_point(args, base)
-            return list(
-                expand_sweep(point, seed=list(args.seeds))
-            ), f"run-{args.task}-{point.run_id}"
-        specs = _sweep_specs(args, base)
+            specs, point = run_specs(run_request(args))
+            return specs, f"run-{point.task}-{point.run_id}"
+        specs = sweep_specs(sweep_request(args))
     except (KeyError, ValueError) as error:
         raise UsageError(one_line(error)) from None
     plain = f"sweep-{args.task}-{data_label(args.data)}-{len(specs)}runs"
     return specs, output_stem(plain, [s.run_id for s in specs], None, args.data)
 
 
-def _grid_table(
-    task: str, specs: Sequence[RunSpec], seeds: tuple[int, ...], split: str
-) -> TableSpec:
-    """One row per grid point (seeds averaged), one column: the task's main metric; the title
-    says DEMO data (and :func:`~experiments.report.render.render` smoke runs), the caption the
-    setup."""
-    points: dict[str, RunSpec] = {}
-    for spec in specs:
-        point = derive(spec, {"seed": seeds[0]})
-        points.setdefault(point.run_id, point)
-    first_point = next(iter(points.values()))
-    first = reproductions.rows(task, first_point, split)[0]
-    rows = tuple(
-        Row(describe(p).rsplit(" seed=", 1)[0], p, first.metric, paper_key=None)
-        for p in points.values()
-    )
-    column = RunsColumn(f"{split} {first.metric.label or first.metric.key}", {})
-    elmo = [p for p in points.values() if p.representation == "elmo"]
-    setup = reproductions.describe_setup(
-        elmo[0].representation_config if elmo else {},
-        first_point.preset,
-        first_point.data,
-        seeds,
-        first_point.overrides,
-    )
-    demo = DEMO_NOTE if first_point.data == "demo" else ""
-    return TableSpec(
-        f"sweep-{task}",
-        f"Sweep over {task} ({split}; seeds {seeds}){demo}",
-        rows,
-        (column,),
-        seeds,
-        caption=setup if elmo else setup[1:],  # the biLM line only where ELMo runs
-    )
-
-
 def _table_split(args: argparse.Namespace, specs: Sequence[RunSpec]) -> str:
     """The split of a sweep's table: ``--eval-split``, else the one its runs score beyond dev
-    (a registered set scored on test, :func:`~experiments.cli.training.base_spec`), else dev."""
+    (a registered set scored on test, :func:`~experiments.plan.specs.request_base`), else dev."""
     if args.eval_split is not None:
         return str(args.eval_split)
     return "test" if specs and "test" in specs[0].eval_splits else "dev"
@@ -250,7 +220,10 @@ def run(args: argparse.Namespace) -> int:
             metrics = store.get(spec.run_id).metrics
             print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
         return 0
-    table = _grid_table(args.task, specs, tuple(args.seeds), _table_split(args, specs))
+    from experiments.cli.tables import write_tables  # the sweep's table: the report side
+    from experiments.report.reproductions import sweep_table
+
+    table = sweep_table(specs, tuple(args.seeds), _table_split(args, specs))
     written = write_tables(
         [table],
         store,

@@ -65,15 +65,6 @@ def _data(args: argparse.Namespace) -> str:
     return REAL if reproductions.kind_of(args.name).family is not None else args.data
 
 
-def _elmo_config(args: argparse.Namespace) -> dict[str, object]:
-    """The ELMo configuration of a table request: ``run_config``, except that a table whose
-    kind has :attr:`~experiments.report.reproductions.TableKind.shipped_elmo` takes the shipped
-    small biLM when ``--elmo`` is not given, whatever the preset."""
-    if reproductions.kind_of(args.name).shipped_elmo and not args.elmo:
-        return representation_config("elmo", None, finetune=args.finetune_bilm)
-    return run_config(args)
-
-
 def _tables(args: argparse.Namespace) -> list[TableSpec]:
     """The named tables ``args`` asks for (no run starts, nothing is read from the store)."""
     cove = representation_config("cove", glove=args.glove, cove=args.cove) if args.cove else None
@@ -83,7 +74,7 @@ def _tables(args: argparse.Namespace) -> list[TableSpec]:
         args.config,
         task_data(args.data),
         args.seeds,  # None: each row its task's seeds
-        _elmo_config(args),
+        run_config(args),  # the table's kind adds the preset's biLM where it names none
         task_overrides(args),
         args.eval_split,
         cove,

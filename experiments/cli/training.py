@@ -21,15 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bilm.pretrained import cache_root
-from experiments.cli.data import named_set, resolve
 from experiments.cli.errors import UsageError, one_line
-from experiments.cli.options import (
-    representation_config,
-    run_config,
-    task_data,
-    task_overrides,
-)
-from experiments.report import reproductions
 from experiments.run.executors import (
     SLURM_INSTALL,
     Executor,
@@ -40,7 +32,7 @@ from experiments.run.executors import (
     run_sweep,
 )
 from experiments.run.resolve import Resolver
-from experiments.run.spec import RunSpec
+from experiments.run.spec import RunSpec, describe_run
 from experiments.run.store import ResultsStore, RunRecord, StoreUnusableError
 from experiments.run.wandb_sink import WandbOptions
 from tasks.common.progress import on_terminal
@@ -49,8 +41,6 @@ if TYPE_CHECKING:  # the set-up imports torch: loaded when a command trains
     from experiments.run.setup import RunOptions
 
 __all__ = [
-    "base_spec",
-    "describe",
     "raise_failed",
     "resolver_of",
     "reuse_policy",
@@ -107,70 +97,11 @@ def _check_data(specs: Sequence[RunSpec]) -> None:
         )
 
 
-def describe(spec: RunSpec) -> str:
-    """A run on one line, e.g. ``snli elmo λ=0.001 input+output seed=0``."""
-    if spec.representation == "none":
-        return f"{spec.task} baseline seed={spec.seed}"
-    mix = spec.mix.label
-    return f"{spec.task} {spec.representation} {mix} {'+'.join(spec.sites)} seed={spec.seed}"
-
-
 def reuse_policy(args: argparse.Namespace) -> Reuse:
     """``--rerun`` → never reuse; ``--reuse-stale`` → reuse stale records too."""
     if args.rerun:
         return "never"
     return "stale" if args.reuse_stale else "matching"
-
-
-def set_run_config(args: argparse.Namespace, task: str, name: str = "elmo") -> dict[str, object]:
-    """``run_config`` of a run request, except that ELMo on a registered set whose table runs
-    the shipped small biLM (:func:`~experiments.report.reproductions.shipped_elmo_for`) is that
-    biLM when ``--elmo`` is not given, whatever the preset: ``run --data NAME`` then trains the
-    table's own runs."""
-    if name == "elmo" and not args.elmo:
-        try:
-            value = reproductions.data_of(task_data(args.data, sets=True), task)
-        except KeyError:
-            value = None
-        named = named_set(value) if isinstance(value, str) else None
-        if named is not None and reproductions.shipped_elmo_for(named.family):
-            return representation_config("elmo", None, finetune=args.finetune_bilm)
-    return run_config(args, name)
-
-
-def base_spec(args: argparse.Namespace, task: str) -> RunSpec:
-    """The task's Table 1 ELMo spec in the command's preset, data, biLM and changes.
-
-    A registered set's name as ``--data`` (:func:`experiments.cli.data.resolve`) gives the
-    spec the set tables build for it: the set's data label, its changes for the preset before
-    ``--set``'s (a ``--set`` key replaces the set's change of that key), and its scored splits
-    unless ``--eval-split`` is given.
-
-    Raises:
-        UsageError: an unknown task or preset, a bad option value, or a set another task reads.
-    """
-    try:
-        value = reproductions.data_of(task_data(args.data, sets=True), task)  # a per-task --data
-    except KeyError as error:  # a mapping without the task
-        raise UsageError(one_line(error)) from None
-    data = resolve(value, task, args.config)
-    if data.name is not None and Path(value).is_dir():
-        print(
-            f"note: --data {value} is the registered set (its folder: {data.label}); the folder "
-            f"{value} here is --data ./{value}",
-            file=sys.stderr,
-        )
-    if args.eval_split is not None:
-        splits: tuple[str, ...] = ("dev", "test") if args.eval_split == "test" else ("dev",)
-    else:
-        splits = data.eval_splits or ("dev",)
-    overrides = data.overrides(task_overrides(args))
-    try:
-        return reproductions.base_spec(
-            task, args.config, data.label, set_run_config(args, task), overrides, splits
-        )
-    except (KeyError, ValueError) as error:
-        raise UsageError(one_line(error)) from None
 
 
 def resolver_of(args: argparse.Namespace) -> Resolver:
@@ -350,7 +281,7 @@ def run_all(specs: Sequence[RunSpec], request: TrainingRequest) -> ResultsStore:
 
     def on_event(status: str, spec: RunSpec, detail: str) -> None:
         count["n"] += 1
-        line = f"[{count['n']}/{len(unique)}] {status:6s} {spec.run_id} {describe(spec)}"
+        line = f"[{count['n']}/{len(unique)}] {status:6s} {spec.run_id} {describe_run(spec)}"
         if status in ("done", "stored", "stale"):
             metrics = store.get(spec.run_id).metrics
             line += "  " + " ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()))

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bilm.files import write_text
+from experiments.plan.specs import base_spec
 from experiments.report import reproductions
 from experiments.report.render import (
     MISSING,
@@ -479,9 +480,11 @@ def figure2_weights(
 def efficiency_records(setup: Setup, task: str, records: Sequence[RunRecord]) -> list[RunRecord]:
     """The runs of Figure 1 for ``task``: its Table 1 ELMo configuration and baseline, at any
     seed, training share and evaluation splits."""
+    from tasks.registry import get_task
+
     try:
-        base = reproductions.base_spec(
-            task, setup.preset, setup.data, setup.rep_config, setup.overrides
+        base = base_spec(
+            get_task(task), setup.preset, setup.data, setup.rep_config, setup.overrides
         )
     except (KeyError, ValueError):
         return []

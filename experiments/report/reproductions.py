@@ -23,9 +23,12 @@ from experiments.data.real_sets import (
     REAL_SEEDS,
     SHARED_PREFIX,
     SHARED_ROOT_TEXT,
+    SHIPPED_ELMO_FAMILIES,
     is_shared,
     real_sets,
 )
+from experiments.plan.requests import Data
+from experiments.plan.specs import base_spec, data_of, mapped_tasks, preset_bilm
 from experiments.report.render import (
     Row,
     RunsColumn,
@@ -44,13 +47,9 @@ from experiments.report.render import (
     table3,
 )
 from experiments.report.render.captions import runs_by_cell
-from experiments.run.spec import RunSpec, baseline_fields, baseline_of, derive
+from experiments.run.spec import RunSpec, baseline_fields, derive, describe_run
 from tasks.registry import TASKS, get_task
 from tasks.representations import representation_label
-
-#: A table's ``data``: one data label for every row (``demo``, a folder, ``shared:NAME``, ``real``)
-#: or task → data label (``--data ner=DIR,srl=DIR2`` or a TOML file: each row on its own data).
-Data = str | Mapping[str, str]
 
 #: The biLM table's caption line on its fine-tuned column (the other columns are not).
 BILM_FINETUNE_LINE = (
@@ -58,6 +57,8 @@ BILM_FINETUNE_LINE = (
     "training text (its dev text held out for the perplexities), then frozen (paper §3.4, "
     "A.1); the other columns: the biLM as given."
 )
+#: The title note of a table on the bundled DEMO data.
+DEMO_NOTE = " [DEMO DATA, not the task's dataset]"
 COVE_MISSING = (
     "CoVe columns left out: pass --cove wmtlstm-8f474287.pth (https://s3.amazonaws.com/"
     "research.metamind.io/cove/wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (CoVe's "
@@ -79,12 +80,6 @@ def reproductions() -> dict[str, str]:
 def named_tables() -> tuple[str, ...]:
     """The whole tables of ``reproduce NAME`` (:attr:`TableKind.named`), in registry order."""
     return tuple(k.name for k in TABLE_KINDS.values() if k.named)
-
-
-def shipped_elmo_for(family: str) -> bool:
-    """Whether the table of a family of registered sets takes the shipped small biLM as its ELMo
-    when ``--elmo`` is not given (so that ``run --data NAME`` builds that table's specs)."""
-    return any(k.family == family and k.shipped_elmo for k in TABLE_KINDS.values())
 
 
 def kind_of(name: str) -> TableKind:
@@ -160,98 +155,11 @@ def row_split(task_name: str, kind: str, eval_split: str | None) -> tuple[str, s
     return eval_split or task.table_split, task.paper_split
 
 
-def data_of(data: Data, task_name: str) -> str:
-    """The data label of a task's rows: ``data`` itself, or its entry for the task.
-
-    Raises:
-        KeyError: ``data`` is a mapping without the task.
-    """
-    if isinstance(data, str):
-        return data
-    if task_name not in data:
-        raise KeyError(f"--data names no data for {task_name} (it names {', '.join(data)})")
-    return data[task_name]
-
-
-def mapped_tasks(
-    task_names: Sequence[str], data: Data, explicit: bool = False
-) -> tuple[list[str], list[str]]:
-    """The rows a table has on ``data``, and the tasks left out.
-
-    One data label for every row leaves every task in. A mapping (task → data) keeps the
-    tasks it names and leaves out the others (the caption names them, :func:`_left_out_lines`);
-    tasks it names that the table does not have are ignored (one mapping serves every table).
-
-    Args:
-        task_names: the table's tasks (:func:`table_tasks`).
-        data: the table's data.
-        explicit: the tasks were chosen (``--tasks``): each must be in the mapping.
-
-    Raises:
-        KeyError: a chosen task the mapping names no data for.
-    """
-    if isinstance(data, str):
-        return list(task_names), []
-    if explicit:
-        for name in task_names:
-            data_of(data, name)
-    kept = [t for t in task_names if t in data]
-    if not kept:
-        raise KeyError(
-            f"--data names data for {', '.join(data)}, none of this table's tasks "
-            f"({', '.join(task_names)})"
-        )
-    return kept, [t for t in task_names if t not in data]
-
-
 def _left_out_lines(left_out: Sequence[str]) -> list[str]:
     """The caption line naming the table's tasks a per-task ``--data`` left out."""
     if not left_out:
         return []
     return [f"Left out (--data names no data for them): {', '.join(left_out)}."]
-
-
-def base_spec(
-    task_name: str,
-    preset: str,
-    data: str,
-    rep_config: Mapping[str, Any],
-    overrides: Sequence[str] = (),
-    eval_splits: Sequence[str] = ("dev",),
-) -> RunSpec:
-    """The paper's ELMo configuration of a task (its mix; the preset's sites and ELMo dropout,
-    :meth:`~tasks.core.TaskSpec.sites_for`; its biLM fine-tuning, :func:`bilm_config_for`)."""
-    task = get_task(task_name)
-    task.check_preset(preset)
-    return RunSpec(
-        task=task.name,
-        task_version=task.version,
-        representation="elmo",
-        representation_config=bilm_config_for(task_name, preset, rep_config),
-        sites=tuple(sorted(task.sites_for(preset))),  # type: ignore[arg-type]
-        mix=task.default_mix,
-        dropout=task.elmo_dropout_for(preset),
-        state="reset",
-        preset=preset,
-        overrides=tuple(overrides),
-        data=data,
-        eval_splits=tuple(eval_splits),
-    )
-
-
-def bilm_config_for(task_name: str, preset: str, rep_config: Mapping[str, Any]) -> dict[str, Any]:
-    """The biLM configuration of a task's ELMo runs: ``rep_config`` with its ``finetune`` as
-    given (``--finetune-bilm EPOCHS``; ``0``: no fine-tuning) or, when it has none, the
-    preset's (:meth:`~tasks.core.TaskSpec.finetune_for`: the paper preset fine-tunes where the
-    paper did, A.1). A configuration without fine-tuning has no ``finetune`` key, so its run
-    ids are those of runs made before the key existed."""
-    config = dict(rep_config)
-    epochs = config.pop("finetune", None)
-    if epochs is None:
-        epochs = get_task(task_name).finetune_for(preset)
-    if epochs:
-        config["finetune"] = epochs
-    return config
 
 
 def finetune_line(specs: Sequence[RunSpec]) -> str:
@@ -368,6 +276,7 @@ def tables(
         raise KeyError(f"{name} has no rows: choose tasks from {', '.join(TASKS)}")
     entry = kind_of(name)
     kind = entry.name
+    rep_config = preset_bilm(rep_config, preset, entry.shipped_elmo)  # the caption's biLM too
     if entry.family is not None:
         if data not in ("demo", REAL):
             raise ValueError(
@@ -381,7 +290,7 @@ def tables(
         placed, preset, data, seeds, rep_config, overrides, entry.main_only, kind
     )
     table_seeds = all_rows[0].seeds or (0,)
-    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    note = DEMO_NOTE if data == "demo" else ""
     if entry.finetune_caption is not None:  # its columns say themselves what was fine-tuned
         frozen = {k: v for k, v in rep_config.items() if k != "finetune"}
         caption = (*describe_setup(frozen, preset, data, _seed_groups(all_rows), overrides),)
@@ -467,7 +376,9 @@ def _real_rows(
     out: list[Row] = []
     for item in sets:
         changes = (*item.changes(preset), *overrides)
-        base = base_spec(item.task, preset, item.data, rep_config, changes, item.eval_splits)
+        task = get_task(item.task)
+        shipped = kind in TABLE_KINDS and TABLE_KINDS[kind].shipped_elmo
+        base = base_spec(task, preset, item.data, rep_config, changes, item.eval_splits, shipped)
         own = tuple(seeds) if seeds is not None else tuple(range(get_task(item.task).seeds))
         set_rows = [
             dataclasses.replace(
@@ -573,8 +484,9 @@ def _placed_rows(
     out: list[Row] = []
     for task_name, (split, paper_split) in placed.items():
         splits = ("dev", "test") if split == "test" else ("dev",)
-        base = base_spec(task_name, preset, data_of(data, task_name), rep_config, overrides, splits)
-        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        task = get_task(task_name)
+        base = base_spec(task, preset, data_of(data, task_name), rep_config, overrides, splits)
+        own = tuple(seeds) if seeds is not None else tuple(range(task.seeds))
         task_rows = rows(task_name, base, split, own, paper_split, show_split=mixed)
         out += task_rows[:1] if main_only else task_rows
     return out
@@ -657,11 +569,6 @@ def expected_specs(table: TableSpec) -> list[RunSpec]:
     return list(specs.values())
 
 
-def baseline(spec: RunSpec) -> RunSpec:
-    """The matching run without ELMo."""
-    return baseline_of(spec)
-
-
 def compare_table(
     new: tuple[str, Mapping[str, Any]],
     against: tuple[str, Mapping[str, Any]],
@@ -692,6 +599,7 @@ def compare_table(
     if not task_names:
         raise KeyError(f"compare has no rows: choose tasks from {', '.join(TASKS)}")
     placed = {t: row_split(t, "table1", eval_split) for t in task_names}
+    rep_config = preset_bilm(rep_config, preset)
     all_rows, placed_text, split, paper_split = _table_rows(
         placed, preset, data, seeds, rep_config, overrides, main_only=True, kind="compare"
     )
@@ -700,8 +608,10 @@ def compare_table(
         label = representation_label(name, config)
         if name == "none":
             return RunsColumn(label, baseline_fields(), paper_key)
-        if name == "elmo" and dict(config) == dict(rep_config):
-            return RunsColumn(label, {}, paper_key)
+        if name == "elmo":
+            config = preset_bilm(config, preset)
+            if config == dict(rep_config):
+                return RunsColumn(label, {}, paper_key)
         changes = {"representation": name, "representation_config": dict(config)}
         return RunsColumn(label, changes, paper_key)
 
@@ -710,7 +620,7 @@ def compare_table(
     candidate = column(*new, None)
     if candidate.label == reference.label:
         raise ValueError(f"--repr and --against are both {candidate.label!r}")
-    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    note = DEMO_NOTE if data == "demo" else ""
     return TableSpec(
         name="compare",
         title=(f"{candidate.label} vs {reference.label} ({placed_text}; preset {preset}){note}"),
@@ -731,6 +641,41 @@ def compare_table(
             f"{candidate.label}: {_config_text(new[1])}; identical task models, sites, mixing, "
             "dropout and seeds per row.",
         ),
+    )
+
+
+def sweep_table(specs: Sequence[RunSpec], seeds: tuple[int, ...], split: str) -> TableSpec:
+    """A sweep's table: one row per grid point (seeds averaged), one column, the task's main
+    metric; the title says DEMO data, the caption the setup (the biLM line only where ELMo
+    runs)."""
+    points: dict[str, RunSpec] = {}
+    for spec in specs:
+        point = derive(spec, {"seed": seeds[0]})
+        points.setdefault(point.run_id, point)
+    first_point = next(iter(points.values()))
+    task = first_point.task
+    first = rows(task, first_point, split)[0]
+    table_rows = tuple(
+        Row(describe_run(p).rsplit(" seed=", 1)[0], p, first.metric, paper_key=None)
+        for p in points.values()
+    )
+    column = RunsColumn(f"{split} {first.metric.label or first.metric.key}", {})
+    elmo = [p for p in points.values() if p.representation == "elmo"]
+    setup = describe_setup(
+        elmo[0].representation_config if elmo else {},
+        first_point.preset,
+        first_point.data,
+        seeds,
+        first_point.overrides,
+    )
+    demo = DEMO_NOTE if first_point.data == "demo" else ""
+    return TableSpec(
+        f"sweep-{task}",
+        f"Sweep over {task} ({split}; seeds {seeds}){demo}",
+        table_rows,
+        (column,),
+        seeds,
+        caption=setup if elmo else setup[1:],
     )
 
 
@@ -848,12 +793,14 @@ def sample_efficiency_table(
     if not task_names:
         raise KeyError(f"sample-efficiency has no rows: choose tasks from {', '.join(TASKS)}")
     fractions = tuple(fractions or figure.get("fractions") or (1.0,))
+    rep_config = preset_bilm(rep_config, preset)
     if any(not 0.0 < f <= 1.0 for f in fractions):
         raise ValueError(f"fractions must be in (0, 1], got {fractions}")
     all_rows: list[Row] = []
     for task_name in task_names:
-        base = base_spec(task_name, preset, data_of(data, task_name), rep_config, overrides)
-        own = tuple(seeds) if seeds is not None else tuple(range(get_task(task_name).seeds))
+        task = get_task(task_name)
+        base = base_spec(task, preset, data_of(data, task_name), rep_config, overrides)
+        own = tuple(seeds) if seeds is not None else tuple(range(task.seeds))
         for fraction in sorted(fractions):
             spec = derive(base, {"train_fraction": fraction})
             (row,) = rows(task_name, spec, "dev", own)[:1]
@@ -867,7 +814,7 @@ def sample_efficiency_table(
         for c in t.columns
         if isinstance(c, RunsColumn)
     )
-    note = " [DEMO DATA, not the task's dataset]" if data == "demo" else ""
+    note = DEMO_NOTE if data == "demo" else ""
     return dataclasses.replace(
         t,
         name="sample_efficiency",
@@ -951,8 +898,6 @@ class TableKind:
         family: the family of registered sets its rows are
             (:attr:`~experiments.data.real_sets.RealSet.family`; on ``real`` data, seeds
             :data:`~experiments.data.real_sets.REAL_SEEDS`); ``None``: rows per task.
-        shipped_elmo: its ELMo column is the shipped small biLM unless ``--elmo`` names another,
-            in every preset.
         three_seeds: its committed file was rendered with seeds 0, 1, 2 (the standard request
             of :func:`experiments.cli.naming.standard_seeds`); else each task's own.
         others: the other representations it adds (each column's options from the command
@@ -974,7 +919,6 @@ class TableKind:
     split: Literal["task", "dev", "cove"] = "task"
     main_only: bool = False
     family: str | None = None
-    shipped_elmo: bool = False
     three_seeds: bool = False
     others: tuple[str, ...] = ()
     record_lines: tuple[RecordLines, ...] = ()
@@ -982,6 +926,13 @@ class TableKind:
     named: bool = True
     task_suffix: str | None = None
     task_description: str = ""
+
+    @property
+    def shipped_elmo(self) -> bool:
+        """Its ELMo column is the shipped small biLM unless ``--elmo`` names another, in every
+        preset: its rows are sets of a family that takes it
+        (:data:`~experiments.data.real_sets.SHIPPED_ELMO_FAMILIES`)."""
+        return self.family in SHIPPED_ELMO_FAMILIES
 
     def __post_init__(self) -> None:
         if (self.rows == "sets") != (self.family is not None):
@@ -1145,7 +1096,6 @@ TABLE_KINDS: dict[str, TableKind] = {
             _paper_data,
             rows="sets",
             family="paper",
-            shipped_elmo=True,
             others=("hf",),
             # a capped recipe: where each run's selection sat
             record_lines=(wall_time_lines, selected_epoch_lines),

@@ -359,3 +359,11 @@ def spec_matches(spec: RunSpec, filters: Mapping[str, Any]) -> bool:
         if actual != wanted:
             return False
     return True
+
+
+def describe_run(spec: RunSpec) -> str:
+    """A run on one line, e.g. ``snli elmo λ=0.001 input+output seed=0``."""
+    if spec.representation == NO_REPRESENTATION:
+        return f"{spec.task} baseline seed={spec.seed}"
+    mix = spec.mix.label
+    return f"{spec.task} {spec.representation} {mix} {'+'.join(spec.sites)} seed={spec.seed}"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from experiments.cli import main
-from experiments.report import reproductions
+from experiments.plan import specs as plan
 from experiments.run import identity
 from experiments.run.spec import RunSpec
 from tasks.registry import TASKS, get_task
@@ -35,7 +35,7 @@ BIG = 5_000_000  # bytes of the unrelated file
 
 def baseline(task: str, data: Path) -> RunSpec:
     """The task's ``mini`` baseline on ``data``, as ``run TASK --repr none --data DATA``."""
-    return reproductions.baseline(reproductions.base_spec(task, "mini", str(data), {}, ()))
+    return plan.baseline(plan.base_spec(get_task(task), "mini", str(data), {}, ()))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Registered data sets by name (``experiments/cli/data.py``): ``run TASK --data NAME`` builds
+"""Registered data sets by name (``experiments/plan/specs.py``): ``run TASK --data NAME`` builds
 the spec the set tables build for the set (so a run and a table share their records), a set of
 another task is one line naming its task, every other ``--data`` value reads as before, tables
 refuse a name, and ``data list`` / ``run --help`` name every set."""
@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import build_parser, main
-from experiments.cli.data import DataChoice, resolve
 from experiments.cli.errors import UsageError
 from experiments.cli.options import task_data
 from experiments.cli.runs import train_specs
 from experiments.cli.tables import _tables
 from experiments.data.real_sets import RealSet, real_sets
+from experiments.plan.specs import DataChoice, PlanError, data_choice
 from experiments.report.reproductions import expected_specs
 from experiments.run.spec import RunSpec
-from tasks.registry import TASKS
+from tasks.registry import TASKS, get_task
 from tests.conftest import REPO
 from tests.experiments.helpers import cli_dirs
 
@@ -117,8 +117,8 @@ def test_a_set_of_another_task_is_one_line_naming_its_task(
             "error: --data conll2000-chunking is read by the ner task (biLSTM-CRF): "
             "run ner --data conll2000-chunking\n"
         )
-    with pytest.raises(UsageError, match=r"read by the sst5 task \(BCN\): run sst5 --data sst$"):
-        resolve("sst", "ner", "mini")
+    with pytest.raises(PlanError, match=r"read by the sst5 task \(BCN\): run sst5 --data sst$"):
+        data_choice("sst", get_task("ner"), "mini")
     assert not (tmp_path / "store").exists()
 
 
@@ -130,7 +130,7 @@ def test_folders_demo_hf_and_shared_read_as_before(value: str) -> None:
     spec = _spec("run", "ner", "--data", value, "--seeds", "0")
     assert (spec.data, spec.overrides, spec.eval_splits) == (value, (), ("dev",))
     assert task_data(value) == value == task_data(value, sets=True)
-    assert resolve(value, "ner", "mini") == DataChoice(value)
+    assert data_choice(value, get_task("ner"), "mini") == DataChoice(value)
 
 
 def test_a_bare_name_is_the_set_even_beside_a_folder_of_that_name(

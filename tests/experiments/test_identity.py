@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.report import reproductions
+from experiments.plan.specs import base_spec, baseline
 from experiments.run.identity import (
     HARNESS_RESULT_VERSION,
     PORTABLE_FIELDS,
@@ -27,7 +27,7 @@ from tasks.registry import get_task
 
 def sst5_baseline(data: str = "demo", overrides: tuple[str, ...] = ()) -> RunSpec:
     """The sst5 baseline of the mini preset, as ``run sst5 --repr none`` builds it."""
-    spec = reproductions.baseline(reproductions.base_spec("sst5", "mini", data, {}, overrides))
+    spec = baseline(base_spec(get_task("sst5"), "mini", data, {}, overrides))
     assert spec.representation == "none"
     return spec
 
@@ -149,7 +149,7 @@ def test_a_file_a_representation_option_names_is_fingerprinted_by_content(
     weights = tmp_path / "weights.safetensors"
     weights.write_bytes(b"\0weights, version 1")
     spec = dataclasses.replace(
-        reproductions.base_spec("sst5", "mini", "demo", {"checkpoint": str(weights)}), seed=0
+        base_spec(get_task("sst5"), "mini", "demo", {"checkpoint": str(weights)}), seed=0
     )
     before = identity(spec)
     assert identity(spec) == before
@@ -173,7 +173,7 @@ def test_a_user_factory_s_source_is_part_of_the_representation(
     module.write_text("def Factory(**options):\n    return None\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = dataclasses.replace(
-        reproductions.base_spec("sst5", "mini", "demo", {}),
+        base_spec(get_task("sst5"), "mini", "demo", {}),
         representation="identity_test_factory:Factory",
     )
     before = identity(spec)

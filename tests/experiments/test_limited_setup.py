@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.report import reproductions
+from experiments.plan.specs import base_spec, baseline
 from experiments.run.resolve import resolve
 from experiments.run.setup import setup_data
 from experiments.run.spec import RunSpec
@@ -21,7 +21,7 @@ from tasks.registry import get_task
 
 def limited(data: Path, limit: int | None, task: str = "sst5") -> RunSpec:
     """The task's ``mini`` baseline on ``data`` with ``--limit``."""
-    spec = reproductions.baseline(reproductions.base_spec(task, "mini", str(data), {}, ()))
+    spec = baseline(base_spec(get_task(task), "mini", str(data), {}, ()))
     return dataclasses.replace(spec, limit=limit, eval_splits=("dev", "test"))
 
 

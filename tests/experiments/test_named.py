@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from experiments.plan.specs import base_spec
 from experiments.report import reproductions
 from tasks import registry
+from tasks.registry import get_task
 from tests.experiments import toy_task
 
 
@@ -18,11 +20,11 @@ def test_seeds_and_elmo_dropout_come_from_the_task(
     task = dataclasses.replace(toy_task.make_task(tmp_path), elmo_dropout=0.1, seeds=5)
     monkeypatch.setitem(registry.TASKS, task.name, task)
     assert reproductions.default_seeds("toy_elmo") == (0, 1, 2, 3, 4)
-    assert reproductions.base_spec("toy", "mini", "demo", {}).dropout == 0.1
+    assert base_spec(get_task("toy"), "mini", "demo", {}).dropout == 0.1
     plain = dataclasses.replace(task, elmo_dropout=0.5, seeds=3)
     monkeypatch.setitem(registry.TASKS, task.name, plain)
     assert reproductions.default_seeds("toy_baseline") == (0, 1, 2)
-    assert reproductions.base_spec("toy", "mini", "demo", {}).dropout == 0.5
+    assert base_spec(get_task("toy"), "mini", "demo", {}).dropout == 0.5
 
 
 def test_task_spec_checks_its_defaults(tmp_path: Path) -> None:
@@ -186,19 +188,16 @@ def test_paper_preset_fine_tunes_the_biLM_where_the_paper_did() -> None:
     tuned = {n for n, t in registry.TASKS.items() if t.finetune_for("paper")}
     assert tuned == {"squad", "snli", "ner", "sst5"}
     for name in registry.TASKS:
-        paper = reproductions.base_spec(name, "paper", "demo", {"checkpoint": "x"})
+        paper = base_spec(get_task(name), "paper", "demo", {"checkpoint": "x"})
         want = {"checkpoint": "x", "finetune": 1.0} if name in tuned else {"checkpoint": "x"}
         assert paper.representation_config == want, name
-        off = reproductions.base_spec(name, "paper", "demo", {"checkpoint": "x", "finetune": 0.0})
+        off = base_spec(get_task(name), "paper", "demo", {"checkpoint": "x", "finetune": 0.0})
         assert off.representation_config == {"checkpoint": "x"}, name
-        assert (
-            "finetune"
-            not in reproductions.base_spec(name, "mini", "demo", {}).representation_config
-        )
-        two = reproductions.base_spec(name, "mini", "demo", {"finetune": 2.0})
+        assert "finetune" not in base_spec(get_task(name), "mini", "demo", {}).representation_config
+        two = base_spec(get_task(name), "mini", "demo", {"finetune": 2.0})
         assert two.representation_config == {"finetune": 2.0}
     line = reproductions.finetune_line(
-        [reproductions.base_spec(n, "paper", "demo", {}) for n in registry.TASKS]
+        [base_spec(get_task(n), "paper", "demo", {}) for n in registry.TASKS]
     )
     assert "squad, snli" in line and "not fine-tuned: srl, coref" in line
 
@@ -220,7 +219,7 @@ def test_tables_name_the_representation_and_the_data_they_compare() -> None:
     assert data_name("/data/subj") == "subj"
     assert data_name("hf:SetFit/subj") == "SetFit/subj"
     assert data_name("shared:dev/sentence_polarity") == "Sentence polarity (BCN, 2 classes)"
-    base = reproductions.base_spec("sst5", "mini", "demo", {}, ())
+    base = base_spec(get_task("sst5"), "mini", "demo", {}, ())
     (demo,) = reproductions.rows("sst5", base, "test")
     assert demo.label == "SST-5 (accuracy) — DEMO data"
     (row,) = reproductions.rows("sst5", dataclasses.replace(base, data="/data/subj"), "test")

@@ -9,9 +9,11 @@ import pytest
 from experiments.cli.errors import UsageError
 from experiments.cli.training import validate_specs
 from experiments.data import real_sets
+from experiments.plan.specs import base_spec
 from experiments.report import reproductions
 from experiments.report.render import paper_comparable
 from tasks import registry
+from tasks.registry import get_task
 
 
 def test_registry_names_registered_tasks_splits_and_distinct_folders() -> None:
@@ -90,11 +92,11 @@ def test_the_paper_data_table_has_a_row_per_paper_set_with_its_preset_changes() 
 def test_real_is_refused_for_one_run_and_missing_folders_are_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = reproductions.base_spec("sst5", "mini", "real", {})
+    base = base_spec(get_task("sst5"), "mini", "real", {})
     with pytest.raises(UsageError, match="shared:FOLDER"):
         validate_specs([base])
     monkeypatch.setenv("ELMO_BENCH_SHARED", str(tmp_path))
-    shared = reproductions.base_spec("sst5", "mini", "shared:dev/sentence_polarity", {})
+    shared = base_spec(get_task("sst5"), "mini", "shared:dev/sentence_polarity", {})
     with pytest.raises(UsageError, match="ELMO_BENCH_SHARED") as caught:
         validate_specs([shared])
     assert str(tmp_path / "data" / "dev" / "sentence_polarity") in str(caught.value)

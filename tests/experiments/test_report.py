@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from experiments.plan.specs import base_spec, baseline
 from experiments.report import page as html_report
 from experiments.report import reproductions
 from experiments.report.render import load_paper, render
 from experiments.run.identity import run_identity
 from experiments.run.spec import RunSpec, derive
 from experiments.run.store import ResultsStore, RunRecord
-from tasks.registry import TASKS
+from tasks.registry import TASKS, get_task
 from tests.experiments import toy_task
 from tests.experiments.helpers import PROVENANCE
 
@@ -67,9 +68,9 @@ def fill_store(root: Path) -> ResultsStore:
     (t3,) = reproductions.tables("table3", "mini", "demo", (0,), {}, tasks=["toy"])
     both = [s for s in reproductions.expected_specs(t3) if s.task == "toy" and len(s.sites) == 2]
     specs.update({s.run_id: s for s in both})
-    base = reproductions.base_spec("toy", "mini", "demo", {})
+    base = base_spec(get_task("toy"), "mini", "demo", {})
     for fraction in FRACTIONS:
-        for spec in (base, reproductions.baseline(base)):
+        for spec in (base, baseline(base)):
             for seed in SEEDS:
                 point = derive(spec, {"train_fraction": fraction, "seed": seed})
                 specs[point.run_id] = point
@@ -247,13 +248,13 @@ def test_markdown_parsing_round_trips(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_setups_follow_the_stored_specs() -> None:
     a = toy_task_spec("demo", {})
     b = toy_task_spec("/data/toy", {"checkpoint": "x.pt"})
-    records = [fake_record(s, 0.5) for s in (a, b, reproductions.baseline(b))]
+    records = [fake_record(s, 0.5) for s in (a, b, baseline(b))]
     setups = html_report.find_setups(records)
     assert [(s.data, dict(s.rep_config)) for s in setups] == [
         ("/data/toy", {"checkpoint": "x.pt"}),
         ("demo", {}),
     ]
-    assert setups[0].holds(reproductions.baseline(b)) and not setups[0].holds(a)
+    assert setups[0].holds(baseline(b)) and not setups[0].holds(a)
 
 
 def toy_task_spec(data: str, rep_config: dict[str, object]) -> RunSpec:
@@ -287,7 +288,7 @@ def test_a_damaged_record_is_left_out_of_the_report_with_a_warning(
     """One damaged record used to block the whole report."""
     with toy_task.registered(tmp_path / "demo"):
         store = ResultsStore(tmp_path / "store")
-        base = reproductions.base_spec("toy", "mini", "demo", {})
+        base = base_spec(get_task("toy"), "mini", "demo", {})
         store.put(fake_record(base, 0.7))
         broken = store.put(fake_record(derive(base, {"seed": 1}), 0.6))
         (broken / "log.jsonl").write_text('{"epoch": 1', encoding="utf-8")

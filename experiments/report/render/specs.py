@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from experiments.data.real_sets import SHARED_PREFIX, is_shared
+from experiments.plan.specs import PAPER_PRESET, PUBLISHED_ELMO
 from experiments.run.spec import NO_REPRESENTATION, RunSpec, baseline_fields, derive
 from tasks.core import MetricSpec
 from tasks.representations import HF_DEFAULT_MODEL, representation_label
@@ -21,12 +22,6 @@ DEFAULT_PAPER = Path(__file__).parent.parent / "paper.toml"
 
 
 SPLITS = ("train", "dev", "test")  # the prefixes of split metric keys ("dev_f1")
-
-
-PAPER_PRESET = "paper"
-
-
-PUBLISHED_ELMO = "original"  # the published biLM of the paper (``--elmo published:original``)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pytest
 from experiments.cli import main
 from experiments.cli.errors import UsageError
 from experiments.cli.options import run_config, task_overrides
+from experiments.plan.specs import preset_bilm
 from experiments.run.store import ResultsStore
 from tests.conftest import shared_path
 
@@ -32,8 +33,12 @@ def args(*argv: str) -> argparse.Namespace:
 
 
 def test_elmo_flag_forms() -> None:
-    assert run_config(args()) == {}  # mini: the shipped small biLM
-    assert run_config(args("config", "paper")) == {"published": "original"}
+    assert run_config(args()) == {}  # no biLM named: planning gives the preset's
+    assert run_config(args("config", "paper")) == {}
+    assert preset_bilm({}, "mini") == {}  # the shipped small biLM
+    assert preset_bilm({"finetune": 1.0}, "paper") == {"published": "original", "finetune": 1.0}
+    assert preset_bilm({}, "paper", shipped=True) == {}  # a set whose table runs the shipped one
+    assert preset_bilm({"checkpoint": "c.pt"}, "paper") == {"checkpoint": "c.pt"}
     assert run_config(args("elmo", ["published:small"])) == {"published": "small"}
     assert run_config(args("elmo", ["o.json", "w.hdf5"])) == {
         "options": "o.json",

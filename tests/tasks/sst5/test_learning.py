@@ -25,9 +25,10 @@ import torch
 from torch import nn
 
 import tasks.sst5.task as sst5_task
-from experiments.report.reproductions import base_spec
+from experiments.plan.specs import base_spec
 from experiments.run.runner import RunOptions, TrainOutcome, train
 from experiments.run.spec import RunSpec
+from tasks.registry import get_task
 from tests.conftest import shared_path
 
 SEEDS = (0, 1, 2)
@@ -50,7 +51,7 @@ def _train_one_thread(spec: RunSpec, tmp_path: Path) -> TrainOutcome:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_mini_bcn_on_elmo_learns_on_every_seed(seed: int, tmp_path: Path) -> None:
     spec = dataclasses.replace(
-        base_spec("sst5", "mini", "demo", {}, ()), seed=seed, limit=4000, max_epochs=3
+        base_spec(get_task("sst5"), "mini", "demo", {}, ()), seed=seed, limit=4000, max_epochs=3
     )
     assert spec.representation == "elmo" and spec.sites == ("input", "output")
     outcome = _train_one_thread(spec, tmp_path)
@@ -92,7 +93,7 @@ def test_mini_bcn_output_units_keep_passing_gradient_on_real_polarity(
 
     monkeypatch.setattr(sst5_task.Sst5Recipe, "build_model", watched)
     spec = dataclasses.replace(
-        base_spec("sst5", "mini", "shared:dev/sentence_polarity", {}, ()),
+        base_spec(get_task("sst5"), "mini", "shared:dev/sentence_polarity", {}, ()),
         seed=seed,
         max_epochs=2,
     )

@@ -11,9 +11,10 @@ import dataclasses
 import pytest
 
 from bilm.scalar_mix import MixSpec
-from experiments.report.reproductions import base_spec
+from experiments.plan.specs import base_spec
 from tasks.core import PresetElmo
 from tasks.features.inject import Injector
+from tasks.registry import get_task
 from tasks.representations import build_representation
 from tasks.sst5.config import Sst5Config
 from tasks.sst5.model import BiattentiveClassificationNetwork
@@ -23,13 +24,13 @@ from tests.tasks.sst5.test_model import CONFIG, LABELS, FakeRepresentation, _vec
 
 def test_paper_elmo_runs_are_input_only_without_elmo_dropout() -> None:
     """Before: the paper preset's ELMo runs used input + output and ELMo dropout 0.5."""
-    paper = base_spec("sst5", "paper", "demo", {})
+    paper = base_spec(get_task("sst5"), "paper", "demo", {})
     assert (paper.sites, paper.dropout) == (("input",), 0.0)
     assert TASK.sites_for("paper") == {"input"} and TASK.elmo_dropout_for("paper") == 0.0
 
 
 def test_mini_elmo_runs_keep_their_placement() -> None:
-    mini = base_spec("sst5", "mini", "demo", {})
+    mini = base_spec(get_task("sst5"), "mini", "demo", {})
     assert (mini.sites, mini.dropout) == (("input", "output"), 0.5)
     assert mini.mix == MixSpec("all", 0.001, False)
 
