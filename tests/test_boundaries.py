@@ -310,3 +310,23 @@ def test_no_module_imports_another_modules_private_name() -> None:
                     if alias.name.startswith("_") and not alias.name.startswith("__")
                 ]
     assert offenders == []
+
+
+def test_no_command_line_below_the_cli() -> None:
+    """A command reads its parsed command line in ``experiments/cli`` and hands a typed request
+    on: no function outside ``cli/`` takes an ``argparse.Namespace`` (a module's own ``main``
+    parses its own ``argv`` and reads nothing else's)."""
+    offenders = []
+    for path in sorted((REPO / "experiments").rglob("*.py")):
+        if "cli" in path.relative_to(REPO / "experiments").parts[:1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            offenders += [
+                f"{path.relative_to(REPO)}:{node.lineno}: {node.name}({a.arg})"
+                for a in arguments
+                if a.annotation is not None and "Namespace" in ast.unparse(a.annotation)
+            ]
+    assert offenders == []
