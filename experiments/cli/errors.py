@@ -18,6 +18,7 @@ import argparse
 import sys
 from typing import NoReturn
 
+from experiments.run.errors import one_line
 from experiments.run.executors import SweepError
 
 __all__ = ["INTERRUPTED", "USER_MISTAKES", "Parser", "UsageError", "exit_status", "one_line"]
@@ -40,14 +41,6 @@ USER_MISTAKES: tuple[type[BaseException], ...] = (
     KeyError,
     FileNotFoundError,
 )
-
-
-def one_line(error: BaseException) -> str:
-    """An exception's message on one line (a KeyError's without its quotes; an ``OSError``
-    raised by the system as ``FILE: reason``, not its bare errno)."""
-    if isinstance(error, OSError) and error.filename is not None and error.strerror:
-        return " ".join(f"{error.filename}: {error.strerror}".split())
-    return " ".join(str(error.args[0] if error.args else error).split())
 
 
 def exit_status(error: BaseException) -> int | None:
