@@ -18,8 +18,8 @@ import argparse
 import sys
 from typing import NoReturn
 
+from experiments.run.errors import one_line
 from experiments.run.executors import SweepError
-from tasks.common.io import one_line
 
 __all__ = ["INTERRUPTED", "USER_MISTAKES", "Parser", "UsageError", "exit_status", "one_line"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from experiments.plan.specs import PlanError
 from experiments.run import identity
+from experiments.run.errors import one_line
 from experiments.run.spec import RunSpec
-from tasks.common.io import one_line
 
 __all__ = [
     "ENV_FILE",

@@ -9,6 +9,8 @@ with :mod:`~experiments.run.checkpoint`, :mod:`~experiments.run.progress`,
 append-only store (:mod:`~experiments.run.store`) under its identity
 (:mod:`~experiments.run.identity`). :mod:`~experiments.run.executors` runs many (locally, Ray,
 Slurm); :mod:`~experiments.run.wandb_sink` mirrors a run to W&B when asked.
+:mod:`~experiments.run.predict` rebuilds a stored run and applies its selected weights to new
+text; :mod:`~experiments.run.errors` words an error on one line.
 
 May import: :mod:`bilm`, :mod:`tasks` (through the registry and :class:`tasks.core.TaskSpec`) and
 :mod:`experiments.data`; never :mod:`experiments.report`, :mod:`experiments.analyses`,

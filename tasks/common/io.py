@@ -31,14 +31,6 @@ from pathlib import Path
 from typing import Any
 
 
-def one_line(error: BaseException) -> str:
-    """An exception's message on one line (a KeyError's without its quotes; an ``OSError``
-    raised by the system as ``FILE: reason``, not its bare errno)."""
-    if isinstance(error, OSError) and error.filename is not None and error.strerror:
-        return " ".join(f"{error.filename}: {error.strerror}".split())
-    return " ".join(str(error.args[0] if error.args else error).split())
-
-
 class DataError(ValueError):
     """A dataset file is malformed.
 

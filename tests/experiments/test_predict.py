@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
-from experiments.cli.errors import UsageError
-from experiments.cli.predict import sentence_examples
+from experiments.run.predict import PredictError, sentence_examples
 from experiments.run.store import ResultsStore
 from tasks.registry import get_task
 
@@ -238,7 +237,7 @@ def test_over_long_lines_are_treated_as_training_treats_them(
 
 
 def test_the_length_limit_is_the_configurations_sentence_limit() -> None:
-    from experiments.cli.predict import length_limit
+    from experiments.run.predict import length_limit
     from tasks.ner.config import NerConfig
     from tasks.snli.config import SnliConfig
     from tasks.sst5.config import Sst5Config
@@ -254,7 +253,7 @@ def test_pairs_are_refused_without_task_format(tmp_path: Path) -> None:
         "Pair", [("premise", tuple[str, ...]), ("hypothesis", tuple[str, ...]), ("label", str)]
     )
     dev = [pair(("A", "dog"), ("An", "animal"), "entailment")]
-    with pytest.raises(UsageError, match="a snli example holds more .*--format task"):
+    with pytest.raises(PredictError, match="a snli example holds more .*--format task"):
         sentence_examples("snli", dev, [(1, ("x",))], "in.txt")
 
 
@@ -287,7 +286,7 @@ def test_a_stored_plugin_representation_is_refused_unless_trusted(
 ) -> None:
     """A store handed over is data: a run whose representation is a plug-in is not rebuilt (its
     module imported and run) unless ``--trust-plugin`` names it; ``--allow-changed`` does not."""
-    from experiments.cli import predict as predict_module
+    from experiments.run import predict as predict_module
 
     pwned = tmp_path / "pwned"
     real = predict_module._stored_run
