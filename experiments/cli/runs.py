@@ -33,6 +33,7 @@ from experiments.report import reproductions
 from experiments.report.render import Row, RunsColumn, TableSpec
 from experiments.run.spec import RunSpec, derive, expand_sweep
 from experiments.run.wandb_sink import log_outputs
+from tasks.representations import REPRESENTATIONS
 
 __all__ = ["configure_run", "configure_sweep", "run", "train_specs"]
 
@@ -63,7 +64,8 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repr",
         default="elmo",
-        help="elmo | bilm-random | glove | cove | hf | hdf5 | none, or package.module:Factory",
+        help=f"{' | '.join(REPRESENTATIONS)}, or package.module:Factory (their keys: "
+        f"--repr-set, below)",
     )
     add_repr_set_option(parser)
     parser.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")
