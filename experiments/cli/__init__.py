@@ -9,6 +9,7 @@
     python -m experiments reproduce table1 --tasks squad,ner --seeds 0,1,2
     python -m experiments compare --repr my_package:MyRep --tasks squad,sst5 [--against elmo]
     python -m experiments predict RUN_ID --input sents.txt [--format task|tokenized|raw]
+    python -m experiments representations list    # every --repr-set key of every representation
 
 Every command takes ``--device auto|cpu|cuda|cuda:N``, ``--precision fp32|bf16|fp16``,
 ``--wandb PROJECT`` (offline unless ``WANDB_MODE`` says otherwise) and ``--set KEY=VALUE`` on
@@ -25,7 +26,8 @@ by an explicit ``render --store results/runs --out results``.
 # :mod:`~experiments.cli.runs` (``run``, ``sweep``), :mod:`~experiments.cli.tables`
 # (``reproduce``, ``render``), :mod:`~experiments.cli.compare`,
 # :mod:`~experiments.cli.efficiency` (``sample-efficiency``), :mod:`~experiments.cli.analyses`
-# (``report``, ``probes``, ``neighbours``) and :mod:`~experiments.cli.predict`. Their shared flags
+# (``report``, ``probes``, ``neighbours``), :mod:`~experiments.cli.predict` and
+# :mod:`~experiments.cli.representations` (``representations list``). Their shared flags
 # are the option groups of :mod:`~experiments.cli.options`; a new command is one entry in
 # :data:`COMMANDS`.
 #
@@ -51,6 +53,7 @@ from experiments.cli import (
     peer,
     predict,
     real_data,
+    representations,
     runs,
     tables,
 )
@@ -127,6 +130,11 @@ COMMANDS: dict[str, Command] = {
         "family and whether it is here (list)",
         data.configure,
         data.run,
+    ),
+    "representations": Command(
+        "every representation's --repr-set keys: type or choices, default, flag and help (list)",
+        representations.configure,
+        representations.run,
     ),
     "real-data": Command(
         "rebuild the real sets of --data real from their public sources (fetch, status, list)",

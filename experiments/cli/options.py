@@ -1,5 +1,6 @@
-"""Option groups of the commands, their value parsers, and the one reading of ``--elmo``,
-``--glove`` and ``--cove`` into a representation's configuration.
+"""Option groups of the commands, their value parsers, and the one reading of the
+representations' flags (``--elmo``, ``--glove``, ``--cove``: declared with the representations'
+keys, :class:`tasks.representations.ReprFlag`) into a representation's configuration.
 
 Each ``add_*_options(parser)`` adds one family of flags; a command composes the families it
 takes (``run`` and ``sweep``: data, representation, task, output, reuse and training options;
@@ -16,7 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from experiments.cli.errors import UsageError, one_line
+from experiments.cli.representations import LIST_COMMAND, keys_epilog
 from experiments.run.executors import EXECUTORS
+from tasks.representations import REPRESENTATION_OPTIONS, ReprOption, representation_flags
+from tasks.representations.elmo import PUBLISHED_PREFIX
 
 __all__ = [
     "DEFAULT_OUT",
@@ -38,6 +42,7 @@ __all__ = [
     "check_options",
     "comma_list",
     "data_label",
+    "flag_config",
     "floats",
     "representation_config",
     "representation_options",
@@ -52,9 +57,15 @@ __all__ = [
 DEFAULT_STORE = Path("runs/store")
 DEFAULT_WORK = Path("runs/work")
 DEFAULT_OUT = Path("runs")
-PUBLISHED_PREFIX = "published:"
-#: The representations whose configuration comes from ``--elmo``, ``--glove`` and ``--cove``.
-FLAG_REPRESENTATIONS = ("elmo", "bilm-random", "glove", "cove")
+#: The key of a representation's configuration that ``--finetune-bilm`` gives (ELMo's).
+FINETUNE = "finetune"
+#: The representations with keys that flags give (``--elmo``, ``--glove``, ``--cove``), from
+#: their declarations.
+FLAG_REPRESENTATIONS = tuple(
+    name
+    for name, options in REPRESENTATION_OPTIONS.items()
+    if any(o.flag is not None for o in options)
+)
 
 
 # ------------------------------------------------------------------------------ value parsers
@@ -319,25 +330,13 @@ def add_data_options(parser: argparse.ArgumentParser, sets: bool = False) -> Non
     )
 
 
-ELMO_HELP = (
-    "the biLM: OPTIONS.json WEIGHTS.hdf5 (official files), a project CHECKPOINT, or "
-    "published:NAME (e.g. published:original, downloaded when online). Default: the shipped "
-    "small biLM for mini, published:original for paper"
-)
-
-
 def add_representation_options(parser: argparse.ArgumentParser) -> None:
-    """``--elmo``, ``--glove``, ``--cove``, ``--turian`` and ``--finetune-bilm``."""
-    parser.add_argument("--elmo", nargs="+", metavar="FILE", help=ELMO_HELP)
-    parser.add_argument(
-        "--glove",
-        metavar="PATH",
-        help="GloVe text file (the paper: glove.840B.300d.txt, cased); converted once into a "
-        "memory-mapped cache. Sets the task's word_vectors and the glove/cove input",
-    )
-    parser.add_argument(
-        "--cove", metavar="WEIGHTS.pth", help="CoVe MT-LSTM weights (wmtlstm-*.pth)"
-    )
+    """The flags the representations declare (:func:`tasks.representations.representation_flags`:
+    ``--elmo``, ``--glove``, ``--cove``), ``--turian`` and ``--finetune-bilm``."""
+    for flag in representation_flags():
+        parser.add_argument(
+            flag.name, nargs="+" if flag.many else None, metavar=flag.metavar, help=flag.help
+        )
     parser.add_argument(
         "--turian",
         metavar="PATH",
@@ -361,14 +360,19 @@ def add_representation_options(parser: argparse.ArgumentParser) -> None:
 def add_repr_set_option(
     parser: argparse.ArgumentParser, whose: str = "the representation's"
 ) -> None:
-    """``--repr-set KEY=VALUE ...``: options of ``--repr`` (:func:`representation_options`)."""
+    """``--repr-set KEY=VALUE ...``: options of ``--repr`` (:func:`representation_options`);
+    the command's ``--help`` ends with every registered representation's keys
+    (:func:`experiments.cli.representations.keys_epilog`)."""
     parser.add_argument(
         "--repr-set",
         nargs="*",
         default=[],
         metavar="KEY=VALUE",
-        help=f"{whose} options; values are JSON when they parse (dim=64, path=f.hdf5)",
+        help=f"{whose} options, listed below (each key's type, choices and help: {LIST_COMMAND})"
+        "; values are JSON when they parse (dim=64, path=f.hdf5)",
     )
+    parser.epilog = keys_epilog()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
@@ -552,8 +556,8 @@ def representation_config(
     never a smaller substitute).
 
     Args:
-        name: the representation (``elmo``, ``bilm-random``, ``glove``, ``cove``; any other
-            gets ``{}``).
+        name: the representation (a registered one with keys given by flags: ``elmo``,
+            ``bilm-random``, ``glove``, ``cove``; any other gets ``{}``).
         elmo: the ``--elmo`` values.
         glove: ``--glove``. cove: ``--cove``.
         finetune: ``--finetune-bilm`` epochs (ELMo only).
@@ -561,38 +565,80 @@ def representation_config(
     Raises:
         UsageError: flags that do not fit together.
     """
-    if name in ("elmo", "bilm-random"):
-        return _bilm_config(name, list(elmo or []), finetune)
-    if name == "cove":
-        if not cove or not glove:
-            raise UsageError(
-                "cove needs --cove WEIGHTS.pth (https://s3.amazonaws.com/research.metamind.io/cove/"
-                "wmtlstm-8f474287.pth) and --glove glove.840B.300d.txt (its input vectors)"
-            )
-        return {"weights": cove, "glove_path": glove}
-    if name == "glove":
-        return {"path": glove} if glove else {}
-    return {}
+    return flag_config(name, {"elmo": elmo, "glove": glove, "cove": cove}, finetune)
 
 
-def _bilm_config(name: str, elmo: list[str], finetune: float | None) -> dict[str, object]:
-    if len(elmo) > 2:
-        raise UsageError("--elmo takes OPTIONS.json WEIGHTS.hdf5, CHECKPOINT or published:NAME")
-    if finetune and name != "elmo":
-        raise UsageError("--finetune-bilm applies to --repr elmo")
-    # 0 stays in (it overrides the preset's fine-tuning, named.bilm_config_for)
-    tuned: dict[str, object] = {"finetune": finetune} if finetune is not None else {}
-    tuned = tuned if name == "elmo" else {}
-    if len(elmo) == 2:
-        options, weights = elmo
-        if name == "bilm-random":
-            return {"options": options}
-        return {"options": options, "weights": weights, **tuned}
-    if elmo and elmo[0].startswith(PUBLISHED_PREFIX):
-        if name == "bilm-random":
-            raise UsageError("bilm-random takes --elmo OPTIONS.json WEIGHTS.hdf5 or CHECKPOINT")
-        return {"published": elmo[0].removeprefix(PUBLISHED_PREFIX), **tuned}
-    return {"checkpoint": elmo[0], **tuned} if elmo else tuned
+def flag_config(
+    name: str, given: Mapping[str, object], finetune: float | None = None
+) -> dict[str, object]:
+    """The keys of ``name``'s configuration that its declared flags give, in declaration order.
+
+    A flag with a parser (``--elmo``) gives the keys its values name that ``name`` declares
+    with it (``bilm-random`` keeps the architecture of ``OPTIONS.json WEIGHTS.hdf5``); any
+    other flag gives its value to each option declared with it. A flag not given leaves its
+    options out: a preset's value for one (:attr:`ReprOption.presets`) is given in planning
+    (:func:`experiments.plan.specs.preset_bilm`), which knows the run's data.
+    ``finetune`` (``--finetune-bilm``, 0 included: it overrides the preset's fine-tuning,
+    :func:`experiments.plan.specs.bilm_config_for`) goes to a representation that
+    declares ``finetune``; a representation read from the same flag that cannot fine-tune
+    (``bilm-random``) refuses it.
+
+    Args:
+        name: the representation.
+        given: each flag's value by its ``argparse`` attribute (``{"elmo": [...], ...}``;
+            ``None`` or missing: not given).
+        finetune: ``--finetune-bilm``.
+
+    Raises:
+        UsageError: a flag's values it cannot read, ``--elmo`` naming what ``name`` does not
+            take, a required flag missing, ``--finetune-bilm`` for a biLM that cannot take it.
+    """
+    declared = _declared(name)
+    config: dict[str, object] = {}
+    for flag in dict.fromkeys(o.flag for o in declared if o.flag is not None):
+        mine = [o for o in declared if o.flag == flag]
+        values = given.get(flag.dest)
+        if not values:
+            continue
+        if flag.parse is None:
+            config |= {o.name: values for o in mine}
+        else:
+            words = [str(v) for v in values] if isinstance(values, list | tuple) else [str(values)]
+            try:
+                parsed = flag.parse(words)
+            except ValueError as error:
+                raise UsageError(one_line(error)) from None
+            kept = {o.name: parsed[o.name] for o in mine if o.name in parsed}
+            if not kept:
+                takes = " or ".join(o.name for o in mine)
+                raise UsageError(
+                    f"{name} takes {flag.name} for {takes} only, not {' '.join(words)}"
+                )
+            config |= kept
+    needs = [(o, o.flag) for o in declared if o.required and o.flag is not None]
+    if any(o.name not in config for o, _ in needs):
+        each = [f"{flag.name} {flag.metavar} ({o.help})" for o, flag in needs if flag]
+        raise UsageError(f"{name} needs {' and '.join(each)}")
+    if finetune is not None:
+        tuned = [n for n, options in REPRESENTATION_OPTIONS.items() if _finetunes(options)]
+        if name in tuned:
+            config[FINETUNE] = finetune
+        elif finetune and _flags(declared) & {f for n in tuned for f in _flags(_declared(n))}:
+            raise UsageError(f"--finetune-bilm applies to --repr {' or '.join(tuned)}")
+    return {o.name: config[o.name] for o in declared if o.name in config}
+
+
+def _declared(name: str) -> tuple[ReprOption, ...]:
+    return REPRESENTATION_OPTIONS.get(name, ())
+
+
+def _finetunes(options: Sequence[ReprOption]) -> bool:
+    return any(o.name == FINETUNE for o in options)
+
+
+def _flags(options: Sequence[ReprOption]) -> set[str]:
+    """The names of the flags that give some of ``options``."""
+    return {o.flag.name for o in options if o.flag is not None}
 
 
 def representation_options(pairs: Sequence[str]) -> dict[str, object]:
@@ -616,49 +662,58 @@ def representation_options(pairs: Sequence[str]) -> dict[str, object]:
 
 def check_options(name: str, options: Mapping[str, object]) -> None:
     """Check a representation's name and options without building it (before any run starts):
-    every key is one its builder takes, and every option it needs is given.
+    every key is one it declares (:func:`tasks.representations.check_config`), every value of
+    its type and among its choices, the adaptation consistent, and every option it needs given.
 
     Raises:
-        UsageError: an unknown representation, an unknown option or a missing one (one line).
+        UsageError: an unknown representation, an unknown option, a bad value or a missing
+            option (one line; the unknown-option message lists the valid keys).
     """
     from experiments.run.represent import builder_options
-    from tasks.representations import check_representation
+    from tasks.representations import check_config, check_representation, declared_options
+    from tasks.representations.adapt import adapt_config
 
-    options = builder_options(options)
     try:
-        builder = check_representation(name, options)
-    except (KeyError, TypeError) as error:
+        declared = declared_options(name) or ()
+    except (KeyError, TypeError) as error:  # an unknown name, a plug-in's malformed OPTIONS
         raise UsageError(one_line(error)) from None
     try:
-        parameters = inspect.signature(builder).parameters.values()
+        check_config(name, options)
+        adapt_config(options)
+        builder = check_representation(name, builder_options(options))
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"{one_line(error)} ({LIST_COMMAND})") from None
+    try:
+        parameters = list(inspect.signature(builder).parameters.values())
     except (TypeError, ValueError):  # no signature to read (a builtin): nothing more to check
-        return
-    needed = [
+        parameters = []
+    signature = [
         p.name
         for p in parameters
-        if p.default is p.empty
-        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        and p.name not in options
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
+    required = dict.fromkeys([*signature, *(o.name for o in declared if o.required)])
+    needed = [key for key in required if key not in options]
     if needed:
         given = ", ".join(f"{n}=..." for n in needed)
         raise UsageError(f"representation {name!r} needs option(s) {needed}: --repr-set {given}")
 
 
 def run_config(args: argparse.Namespace, name: str = "elmo") -> dict[str, object]:
-    """:func:`representation_config` from the options of :func:`add_run_family_options`."""
-    return representation_config(
-        name,
-        args.elmo,
-        glove=args.glove,
-        cove=args.cove,
-        finetune=args.finetune_bilm,
-    )
+    """:func:`representation_config` from the options of :func:`add_run_family_options`:
+    every declared flag's value (:func:`flag_config`)."""
+    given = {flag.dest: getattr(args, flag.dest, None) for flag in representation_flags()}
+    return flag_config(name, given, args.finetune_bilm)
 
 
 def task_overrides(args: argparse.Namespace) -> list[str]:
-    """``--set`` plus ``--glove`` as the task's ``word_vectors`` (the configs' common field)
+    """``--set`` plus what the representations' flags also set in the task's configuration
+    (``--glove`` as ``word_vectors``, the configs' common field: :attr:`ReprFlag.task_key`)
     and ``--turian`` as its ``turian_vectors``."""
-    extra = [f"word_vectors={args.glove}"] if args.glove else []
+    extra = [
+        f"{flag.task_key}={getattr(args, flag.dest)}"
+        for flag in representation_flags()
+        if flag.task_key and getattr(args, flag.dest, None)
+    ]
     extra += [f"turian_vectors={args.turian}"] if args.turian else []
     return [*args.overrides, *extra]

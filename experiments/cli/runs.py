@@ -29,6 +29,7 @@ from experiments.plan.requests import BaseRequest, RunRequest, SweepRequest
 from experiments.plan.specs import run_specs, sweep_specs
 from experiments.run.spec import NO_REPRESENTATION, RunSpec
 from experiments.run.wandb_sink import log_outputs
+from tasks.representations import REPRESENTATIONS
 
 __all__ = [
     "configure_run",
@@ -64,7 +65,8 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repr",
         default="elmo",
-        help="elmo | bilm-random | glove | cove | hf | hdf5 | none, or package.module:Factory",
+        help=f"{' | '.join(REPRESENTATIONS)}, or package.module:Factory (their keys: "
+        f"--repr-set, below)",
     )
     add_repr_set_option(parser)
     parser.add_argument("--sites", help="comma-separated (default: the task's, from the paper)")

@@ -21,6 +21,7 @@ from experiments.data.real_sets import SHIPPED_ELMO_FAMILIES, named_set
 from experiments.plan.requests import BaseRequest, Data, RunRequest, SweepRequest
 from experiments.run.spec import NO_REPRESENTATION, RunSpec, baseline_of, derive, expand_sweep
 from tasks.core import TaskSpec
+from tasks.representations import REPRESENTATION_OPTIONS
 
 __all__ = [
     "BILM_SOURCES",
@@ -167,14 +168,15 @@ def data_choice(value: str, task: TaskSpec, preset: str) -> DataChoice:
 
 
 def preset_bilm(config: Mapping[str, Any], preset: str, shipped: bool = False) -> dict[str, Any]:
-    """An ELMo configuration with the preset's biLM where it names none
-    (:data:`BILM_SOURCES`): the ``paper`` preset's is the published ELMo (what the paper
-    used; never a smaller substitute), unless ``shipped`` (the shipped small biLM, as in
-    every other preset: no source key)."""
-    named = any(key in config for key in BILM_SOURCES)
-    if named or shipped or preset != PAPER_PRESET:
+    """An ELMo configuration with the preset's biLM where it names none (:data:`BILM_SOURCES`):
+    the values ELMo's options declare for ``preset``
+    (:attr:`~tasks.representations.ReprOption.presets`: the ``paper`` preset's is the
+    published ELMo, what the paper used, never a smaller substitute), unless ``shipped`` (the
+    shipped small biLM, as in every other preset: no source key)."""
+    if shipped or any(key in config for key in BILM_SOURCES):
         return dict(config)
-    return {"published": PUBLISHED_ELMO, **config}
+    own = {o.name: v for o in REPRESENTATION_OPTIONS["elmo"] for p, v in o.presets if p == preset}
+    return {**own, **config}
 
 
 def bilm_config_for(

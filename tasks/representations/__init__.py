@@ -31,8 +31,10 @@ Registered entries (:data:`REPRESENTATIONS`, one dict literal; :func:`build_repr
 ``none``
     No representation (0 layers, width 0): the baseline; an Injector over it adds nothing.
 
-One file per entry (``elmo.py``, ``random_bilm.py``, ``glove.py``, ``cove.py``, ``none.py``); the
-contract (:class:`Layers`, :class:`Representation`) and shared helpers live in ``base.py``.
+One file per entry (``elmo.py``, ``random_bilm.py``, ``glove.py``, ``cove.py``, ``hdf5.py``,
+``hf.py``, ``none.py``), each with its builder and the declaration of its configuration's keys
+(:class:`ReprOption`, ``options.py``; :data:`REPRESENTATION_OPTIONS`); the contract
+(:class:`Layers`, :class:`Representation`) and shared helpers live in ``base.py``.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tasks.representations.adapt import ADAPT_OPTIONS
 from tasks.representations.base import Layers, Representation, tensors_digest
 from tasks.representations.cove import (
     COVE_FILE,
     COVE_HIDDEN,
     COVE_INPUT,
+    COVE_OPTIONS,
     COVE_URL,
     CoveError,
     CoveRepresentation,
@@ -56,12 +60,23 @@ from tasks.representations.cove import (
     load_cove_state,
     validate_cove_state,
 )
-from tasks.representations.elmo import ElmoRepresentation, build_elmo
-from tasks.representations.glove import GloveRepresentation, build_glove, convert_glove_text
-from tasks.representations.hdf5 import Hdf5FeaturesError, Hdf5Representation, build_hdf5
-from tasks.representations.hf import HF_PACKAGE, HfRepresentation, build_hf
-from tasks.representations.none import NoRepresentation, build_none
-from tasks.representations.random_bilm import build_bilm_random
+from tasks.representations.elmo import ELMO_OPTIONS, ElmoRepresentation, build_elmo
+from tasks.representations.glove import (
+    GLOVE_OPTIONS,
+    GloveRepresentation,
+    build_glove,
+    convert_glove_text,
+)
+from tasks.representations.hdf5 import (
+    HDF5_OPTIONS,
+    Hdf5FeaturesError,
+    Hdf5Representation,
+    build_hdf5,
+)
+from tasks.representations.hf import HF_OPTIONS, HF_PACKAGE, HfRepresentation, build_hf
+from tasks.representations.none import NONE_OPTIONS, NoRepresentation, build_none
+from tasks.representations.options import SET_BY_HARNESS, ReprFlag, ReprOption
+from tasks.representations.random_bilm import BILM_RANDOM_OPTIONS, build_bilm_random
 
 __all__ = [
     "COVE_FILE",
@@ -71,6 +86,7 @@ __all__ = [
     "HF_DEFAULT_MODEL",
     "HF_PACKAGE",
     "REPRESENTATIONS",
+    "REPRESENTATION_OPTIONS",
     "CoveError",
     "CoveRepresentation",
     "ElmoRepresentation",
@@ -80,6 +96,8 @@ __all__ = [
     "HfRepresentation",
     "Layers",
     "NoRepresentation",
+    "ReprFlag",
+    "ReprOption",
     "Representation",
     "build_bilm_random",
     "build_cove",
@@ -90,10 +108,13 @@ __all__ = [
     "build_none",
     "build_representation",
     "representation_label",
+    "check_config",
     "check_representation",
     "convert_glove_text",
+    "declared_options",
     "cove_expected_shapes",
     "load_cove_state",
+    "representation_flags",
     "tensors_digest",
     "validate_cove_state",
 ]
@@ -106,6 +127,17 @@ REPRESENTATIONS: dict[str, Callable[..., Representation]] = {
     "none": build_none,
     "hdf5": build_hdf5,
     "hf": build_hf,
+}
+#: Each registered representation's keys, as declared beside its builder (same keys, same order
+#: as :data:`REPRESENTATIONS`): what ``--repr-set`` accepts and ``representations list`` prints.
+REPRESENTATION_OPTIONS: dict[str, tuple[ReprOption, ...]] = {
+    "elmo": ELMO_OPTIONS,
+    "bilm-random": BILM_RANDOM_OPTIONS,
+    "glove": GLOVE_OPTIONS,
+    "cove": COVE_OPTIONS,
+    "none": NONE_OPTIONS,
+    "hdf5": HDF5_OPTIONS,
+    "hf": HF_OPTIONS,
 }
 
 
@@ -179,6 +211,91 @@ def check_representation(name: str, config: Any = ()) -> Callable[..., Represent
             f"representation {name!r}: unknown option(s) {unknown}; valid: {valid or 'none'}"
         )
     return builder
+
+
+def declared_options(name: str) -> tuple[ReprOption, ...] | None:
+    """The keys a configuration of ``name`` may hold.
+
+    A registered name: its declaration (:data:`REPRESENTATION_OPTIONS`). A
+    ``package.module:Factory``: the factory's ``OPTIONS`` attribute (a tuple of
+    :class:`ReprOption`), else one option of any type per parameter of its signature; either
+    with the adaptation keys (:data:`~tasks.representations.adapt.ADAPT_OPTIONS`) unless it
+    declares ``adapt`` itself. ``None``: the factory takes ``**kwargs`` and declares nothing
+    (any key goes).
+
+    Raises:
+        KeyError: unknown name or unimportable ``module:attribute``.
+        TypeError: an ``OPTIONS`` attribute that is not a sequence of :class:`ReprOption`.
+    """
+    if name in REPRESENTATION_OPTIONS:
+        return REPRESENTATION_OPTIONS[name]
+    factory = _imported(name)
+    declared = getattr(factory, "OPTIONS", None)
+    if declared is not None:
+        options = tuple(declared)
+        if not all(isinstance(o, ReprOption) for o in options):
+            raise TypeError(f"representation {name!r}: OPTIONS must hold ReprOption entries")
+    else:
+        try:
+            parameters = inspect.signature(factory).parameters.values()
+        except (TypeError, ValueError):  # no signature to read (a builtin): no keys
+            parameters = inspect.Signature().parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return None
+        options = tuple(
+            ReprOption(
+                p.name,
+                "(its signature's parameter)",
+                types=(),
+                default=None if p.default is p.empty else p.default,
+                required=p.default is p.empty,
+            )
+            for p in parameters
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
+    own = any(o.name == "adapt" for o in options)
+    return options if own else (*options, *ADAPT_OPTIONS)
+
+
+def check_config(name: str, config: Mapping[str, Any]) -> None:
+    """Check a configuration of ``name`` against its declared keys (:func:`declared_options`):
+    every key is one of them, every value of the key's type and among its choices; builds
+    nothing.
+
+    Raises:
+        KeyError: unknown name or unimportable ``module:attribute``.
+        TypeError: an unknown key (the message lists the valid ones, and says what sets a
+            builder parameter the harness sets itself).
+        ValueError: a value of the wrong type or outside its choices (names what is allowed).
+    """
+    declared = declared_options(name)
+    known = {o.name: o for o in (ADAPT_OPTIONS if declared is None else declared)}
+    unknown = [key for key in config if key not in known]
+    if unknown and declared is not None:
+        set_by = "".join(
+            f"; {k} is set by {SET_BY_HARNESS[k]}" for k in unknown if k in SET_BY_HARNESS
+        )
+        raise TypeError(
+            f"representation {name!r}: unknown option(s) {sorted(unknown)}; valid: "
+            f"{', '.join(known) or 'none'}{set_by}"
+        )
+    for key, value in config.items():
+        if key in known:
+            try:
+                known[key].check(value)
+            except ValueError as error:
+                raise ValueError(f"representation {name!r}: {error}") from None
+
+
+def representation_flags() -> tuple[ReprFlag, ...]:
+    """The command-line flags that give keys of registered representations (``--elmo``,
+    ``--glove``, ``--cove``), each once, in the registry's order."""
+    flags: dict[str, ReprFlag] = {}
+    for options in REPRESENTATION_OPTIONS.values():
+        for option in options:
+            if option.flag is not None:
+                flags.setdefault(option.flag.name, option.flag)
+    return tuple(flags.values())
 
 
 def _imported(name: str) -> Callable[..., Representation]:

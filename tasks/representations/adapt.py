@@ -21,7 +21,9 @@ Defaults (:class:`AdaptConfig`; chosen here, each a documented option):
   ``alpha`` twice the rank (Hu et al.'s ratio in their GPT-2 runs), no adapter dropout.
 
 An adapted run's identity holds the mode and every option given (``representation_config``
-keys :data:`ADAPT_KEYS`); a ``frozen`` configuration is exactly the configuration without them.
+keys :data:`ADAPT_KEYS`, declared for the command line as :data:`ADAPT_OPTIONS`); a ``frozen``
+configuration is exactly the configuration without them. A representation that cannot be
+adapted declares :data:`FROZEN_ONLY` instead.
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from tasks.representations.options import ReprOption
+
 __all__ = [
     "ADAPT_KEYS",
     "ADAPT_MODES",
+    "ADAPT_OPTIONS",
+    "FROZEN_ONLY",
     "AdaptConfig",
     "adapt",
     "adapter_parameters",
@@ -109,6 +115,54 @@ class AdaptConfig:
     def learning_rate_scale(self) -> float:
         """:attr:`lr_scale`, or the mode's default."""
         return self.lr_scale if self.lr_scale is not None else _LR_SCALE[self.mode]
+
+
+#: The keys of :data:`ADAPT_KEYS` as options of every representation that can be adapted.
+ADAPT_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption(
+        "adapt",
+        "what trains with the task model: nothing, every weight, or LoRA adapters",
+        choices=ADAPT_MODES,
+        default=AdaptConfig.mode,
+    ),
+    ReprOption(
+        "adapt_lr",
+        "the representation's learning rate as a multiple of the task's (default 0.01 for "
+        "finetune, 0.1 for lora)",
+        types=(float,),
+    ),
+    ReprOption(
+        "adapt_warmup",
+        "optimizer steps of linear warm-up of the representation's learning rate",
+        types=(int,),
+        default=AdaptConfig.warmup,
+    ),
+    ReprOption(
+        "lora_rank", "LoRA rank (default: 2 for a biLM, 8 for hf); adapt=lora", types=(int,)
+    ),
+    ReprOption(
+        "lora_alpha", "LoRA scaling numerator (default: twice the rank); adapt=lora", types=(float,)
+    ),
+    ReprOption(
+        "lora_dropout",
+        "dropout on the adapters' input; adapt=lora",
+        types=(float,),
+        default=AdaptConfig.dropout,
+    ),
+    ReprOption(
+        "lora_targets",
+        "what LoRA wraps: parameter names (biLM) or module names (hf); default: the "
+        "representation's own; adapt=lora",
+        types=(str, list),
+    ),
+)
+#: The one adaptation key of a representation that only runs frozen (GloVe, CoVe, HDF5).
+FROZEN_ONLY = ReprOption(
+    "adapt",
+    "its only mode: it cannot be fine-tuned or given adapters",
+    choices=("frozen",),
+    default="frozen",
+)
 
 
 def adapt_config(config: Mapping[str, Any]) -> AdaptConfig:

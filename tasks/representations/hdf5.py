@@ -31,9 +31,17 @@ import torch
 from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
+from tasks.representations.adapt import FROZEN_ONLY
 from tasks.representations.base import Layers, lengths_mask, parts_digest
+from tasks.representations.options import ReprOption
 
-__all__ = ["SENTENCE_INDEX", "Hdf5FeaturesError", "Hdf5Representation", "build_hdf5"]
+__all__ = [
+    "HDF5_OPTIONS",
+    "SENTENCE_INDEX",
+    "Hdf5FeaturesError",
+    "Hdf5Representation",
+    "build_hdf5",
+]
 
 #: The dataset mapping sentence text to dataset key (``bilm.embed.SENTENCE_INDEX_KEY``).
 SENTENCE_INDEX = "sentence_to_index"
@@ -222,6 +230,18 @@ class Hdf5Representation(nn.Module):
     def fingerprint(self) -> str:
         """SHA-256 of the file's content (not its path or time stamp) and the entry's version."""
         return parts_digest(["hdf5/1", _file_digest(self.path)])
+
+
+#: The keys of ``hdf5``'s configuration (:func:`build_hdf5`'s); it only runs frozen.
+HDF5_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption(
+        "path",
+        "precomputed layers in the python -m bilm embed layout",
+        types=(Path,),
+        required=True,
+    ),
+    FROZEN_ONLY,
+)
 
 
 def build_hdf5(path: str | os.PathLike[str]) -> Hdf5Representation:

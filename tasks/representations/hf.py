@@ -57,11 +57,14 @@ from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
 from bilm.devices import autocast
+from tasks.representations.adapt import ADAPT_OPTIONS
 from tasks.representations.base import Layers, lengths_mask, parts_digest, tensors_digest
+from tasks.representations.options import ReprOption
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "HF_OPTIONS",
     "HF_PACKAGE",
     "HF_POOLINGS",
     "HfOptions",
@@ -437,6 +440,30 @@ def _pool_block(
 
 
 # ----------------------------------------------------------------------------- building
+#: The keys of ``hf``'s configuration: :func:`build_hf`'s and the adaptation keys.
+HF_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption(
+        "model",
+        "a model folder or hub name (default: the bundled all-MiniLM-L6-v2)",
+        types=(Path,),
+    ),
+    ReprOption(
+        "layers",
+        "all, last, or hidden-state indices (0,3,6; 0 is the embedding output)",
+        types=(str, int, list),
+        default="all",
+    ),
+    ReprOption(
+        "pooling", "how a word's pieces make one vector", choices=HF_POOLINGS, default="mean"
+    ),
+    ReprOption("max_pieces", "pieces a window (default: the model's positions)", types=(int,)),
+    ReprOption("stride", "pieces between window starts (default: max_pieces / 2)", types=(int,)),
+    ReprOption("revision", "hub revision (branch, tag or commit)"),
+    ReprOption("precision", "the encoder's precision", choices=_PRECISIONS, default="fp32"),
+    *ADAPT_OPTIONS,
+)
+
+
 def build_hf(
     model: str | Path | None = None,
     layers: str | int | Sequence[int] = "all",

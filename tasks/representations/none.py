@@ -8,8 +8,9 @@ from torch import Tensor, nn
 
 from bilm.bilm import StatePolicy
 from tasks.representations.base import Layers, lengths_mask, parts_digest
+from tasks.representations.options import ReprOption
 
-__all__ = ["NoRepresentation", "build_none"]
+__all__ = ["NONE_OPTIONS", "NoRepresentation", "build_none"]
 
 
 class NoRepresentation(nn.Module):
@@ -38,6 +39,10 @@ class NoRepresentation(nn.Module):
     def fingerprint(self) -> str:
         """Constant."""
         return parts_digest(["none/1"])
+
+
+#: ``none`` has no keys (``--repr-set`` does not apply to the baseline).
+NONE_OPTIONS: tuple[ReprOption, ...] = ()
 
 
 def build_none() -> NoRepresentation:

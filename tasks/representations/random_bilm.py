@@ -8,9 +8,34 @@ from pathlib import Path
 import bilm
 from bilm.bilm import StatePolicy
 from bilm.options import BiLMOptions
-from tasks.representations.elmo import ElmoRepresentation, check_state, default_checkpoint
+from tasks.representations.adapt import ADAPT_OPTIONS
+from tasks.representations.elmo import (
+    DIRECTIONS_OPTION,
+    ELMO_FLAG,
+    ElmoRepresentation,
+    check_state,
+    default_checkpoint,
+)
+from tasks.representations.options import ReprOption
 
-__all__ = ["build_bilm_random"]
+__all__ = ["BILM_RANDOM_OPTIONS", "build_bilm_random"]
+
+#: The keys of ``bilm-random``'s configuration: :func:`build_bilm_random`'s (but ``state``, the
+#: run's) and the adaptation keys. ``--elmo`` gives its architecture (weights ignored).
+BILM_RANDOM_OPTIONS: tuple[ReprOption, ...] = (
+    ReprOption(
+        "options", "official options.json giving the architecture", types=(Path,), flag=ELMO_FLAG
+    ),
+    ReprOption(
+        "checkpoint",
+        "take the architecture from this checkpoint (default: the shipped small biLM's)",
+        types=(Path,),
+        flag=ELMO_FLAG,
+    ),
+    ReprOption("seed", "initialisation seed (same seed, same weights)", types=(int,), default=0),
+    DIRECTIONS_OPTION,
+    *ADAPT_OPTIONS,
+)
 
 
 def build_bilm_random(
