@@ -23,8 +23,8 @@ by an explicit ``render --store results/runs --out results``.
 #
 # Commands live in one dict literal, :data:`COMMANDS`: name → :class:`Command` (help text, a
 # function adding its arguments, a function running it), one module per family of commands:
-# :mod:`~experiments.cli.runs` (``run``, ``sweep``), :mod:`~experiments.cli.tables`
-# (``reproduce``, ``render``), :mod:`~experiments.cli.compare`,
+# :mod:`~experiments.cli.runs` (``run``), :mod:`~experiments.cli.sweep`,
+# :mod:`~experiments.cli.tables` (``reproduce``, ``render``), :mod:`~experiments.cli.compare`,
 # :mod:`~experiments.cli.efficiency` (``sample-efficiency``), :mod:`~experiments.cli.analyses`
 # (``report``, ``probes``, ``neighbours``), :mod:`~experiments.cli.predict` and
 # :mod:`~experiments.cli.representations` (``representations list``). Their shared flags
@@ -55,6 +55,7 @@ from experiments.cli import (
     real_data,
     representations,
     runs,
+    sweep,
     tables,
 )
 from experiments.cli.errors import Parser, UsageError, exit_status
@@ -82,7 +83,7 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "run": Command("train one configuration over seeds", runs.configure_run, runs.run),
-    "sweep": Command("a grid of runs, then a table of the grid", runs.configure_sweep, runs.run),
+    "sweep": Command("a grid of runs, then a table of the grid", sweep.configure_sweep, sweep.run),
     "reproduce": Command("run and render a named table", tables.configure, tables.run),
     "render": Command(
         "render a named table from stored runs only", tables.configure_render, tables.run

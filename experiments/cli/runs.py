@@ -1,49 +1,47 @@
-"""``run`` (one configuration over seeds, or ``--spec``: a stored run replayed,
-:mod:`experiments.cli.replay`) and ``sweep`` (a grid of runs, then its table)."""
+"""``run``: one configuration over seeds, or ``--spec``: a stored run replayed
+(:mod:`experiments.cli.replay`). The options every training command of one task shares, and
+its :class:`~experiments.plan.requests.BaseRequest`, are read here for ``sweep`` too
+(:mod:`experiments.cli.sweep`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 
 from bilm.scalar_mix import MIX_MODES
 from experiments.cli.errors import Parser, UsageError, one_line
-from experiments.cli.naming import output_stem
 from experiments.cli.options import (
     add_repr_set_option,
     add_run_family_options,
     check_options,
     comma_list,
-    data_label,
-    floats,
     representation_options,
     run_config,
-    site_sets,
     task_data,
     task_overrides,
 )
 from experiments.cli.replay import add_replay_options, replay
 from experiments.cli.training import run_all, training_request
-from experiments.plan.requests import BaseRequest, RunRequest, SweepRequest
-from experiments.plan.specs import run_specs, sweep_specs
+from experiments.plan.requests import BaseRequest, RunRequest
+from experiments.plan.specs import run_specs
 from experiments.run.spec import NO_REPRESENTATION, RunSpec
-from experiments.run.wandb_sink import log_outputs
 from tasks.representations import REPRESENTATIONS
 
 __all__ = [
+    "add_budget_options",
+    "add_task_argument",
+    "base_request",
+    "checked_config",
     "configure_run",
-    "configure_sweep",
     "run",
     "run_request",
-    "sweep_request",
     "train_specs",
 ]
 
 STATES = ("reset", "carry", "warm")
 
 
-def _task_choice(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+def add_task_argument(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     from tasks.registry import TASKS
 
     if optional:  # ``run --spec`` takes none
@@ -52,7 +50,7 @@ def _task_choice(parser: argparse.ArgumentParser, optional: bool = False) -> Non
         parser.add_argument("task", choices=sorted(TASKS))
 
 
-def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", default="reset", choices=STATES)
     parser.add_argument("--limit", type=int, help="first N examples of each split (smoke runs)")
     parser.add_argument("--max-epochs", type=int, help="epoch budget (default: the preset's)")
@@ -61,7 +59,7 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
 def configure_run(parser: argparse.ArgumentParser) -> None:
     """``run TASK``: one point (representation, sites, mix, dropout) over seeds; or
     ``run --spec SPEC.json``: a stored run replayed."""
-    _task_choice(parser, optional=True)
+    add_task_argument(parser, optional=True)
     parser.add_argument(
         "--repr",
         default="elmo",
@@ -81,28 +79,12 @@ def configure_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dropout", type=float, help="on the mixed vectors (default: the task's, paper §3.3)"
     )
-    _add_budget_options(parser)
+    add_budget_options(parser)
     add_run_family_options(parser, seeds=(0,), sets=True)
     add_replay_options(parser)
 
 
-def configure_sweep(parser: argparse.ArgumentParser) -> None:
-    """``sweep TASK``: the grid of representations × modes × λ × sites × seeds."""
-    _task_choice(parser)
-    parser.add_argument(
-        "--repr", type=comma_list, default=("elmo",), help="e.g. elmo,bilm-random,hf"
-    )
-    add_repr_set_option(parser, "every representation's (none's excepted)")
-    parser.add_argument("--mode", type=comma_list, default=None, help="all,last,dynamic")
-    parser.add_argument("--lam", type=floats, default=None, help="e.g. 0,0.001,1")
-    parser.add_argument(
-        "--sites", type=site_sets, default=None, help="e.g. input,input+output,output"
-    )
-    _add_budget_options(parser)
-    add_run_family_options(parser, seeds=(0,), sets=True)
-
-
-def _checked(args: argparse.Namespace, name: str) -> dict[str, object]:
+def checked_config(args: argparse.Namespace, name: str) -> dict[str, object]:
     """``name``'s configuration from the command line: its flags (``--elmo``, ``--glove``,
     ``--cove``), then ``--repr-set`` on top; the name, every key and the options it needs
     checked before any run starts (the baseline's: ``--repr-set`` alone, unchecked, which
@@ -119,7 +101,7 @@ def _checked(args: argparse.Namespace, name: str) -> dict[str, object]:
     return config
 
 
-def _base_request(args: argparse.Namespace) -> BaseRequest:
+def base_request(args: argparse.Namespace) -> BaseRequest:
     """What every run of the command shares: the task (looked up once), preset, data, the
     command line's biLM, changes and budget."""
     from tasks.registry import TASKS, get_task
@@ -150,11 +132,11 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     """
     if getattr(args, "allow_changed", False):
         raise UsageError("--allow-changed applies only to a replay: run --spec SPEC.json")
-    base = _base_request(args)
+    base = base_request(args)
     return RunRequest(
         base=base,
         representation=args.repr,
-        representation_config=_checked(args, args.repr),
+        representation_config=checked_config(args, args.repr),
         sites=comma_list(args.sites) if args.sites else None,
         mode=args.mode,
         lam=args.lam,
@@ -164,77 +146,30 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     )
 
 
-def sweep_request(args: argparse.Namespace) -> SweepRequest:
-    """``sweep``'s :class:`~experiments.plan.requests.SweepRequest`, read from its command line.
-
-    Raises:
-        UsageError: a bad representation option.
-    """
-    base = _base_request(args)
-    return SweepRequest(
-        base=base,
-        representations=tuple((name, _checked(args, name)) for name in args.repr),
-        modes=tuple(args.mode) if args.mode else None,
-        lams=tuple(args.lam) if args.lam is not None else None,
-        site_sets=tuple(args.sites) if args.sites else None,
-        seeds=tuple(args.seeds),
-    )
-
-
 def train_specs(args: argparse.Namespace) -> tuple[list[RunSpec], str]:
-    """The specs of ``run`` / ``sweep`` and their group name (a sweep's: its outputs' file-name
-    prefix, with the hash of its run ids, :func:`~experiments.cli.naming.output_stem`).
+    """``run``'s specs, one per seed, and their group name (``run-TASK-RUN_ID``).
 
     Raises:
         UsageError: an invalid option value (a bad ``--sites``, ``--lam``, ``--dropout``, ...),
-            or ``run`` without a task: a command-line mistake, no run starts.
+            or no task: a command-line mistake, no run starts.
     """
     try:
-        if args.command == "run":
-            specs, point = run_specs(run_request(args))
-            return specs, f"run-{point.task}-{point.run_id}"
-        specs = sweep_specs(sweep_request(args))
+        specs, point = run_specs(run_request(args))
     except (KeyError, ValueError) as error:
         raise UsageError(one_line(error)) from None
-    plain = f"sweep-{args.task}-{data_label(args.data)}-{len(specs)}runs"
-    return specs, output_stem(plain, [s.run_id for s in specs], None, args.data)
-
-
-def _table_split(args: argparse.Namespace, specs: Sequence[RunSpec]) -> str:
-    """The split of a sweep's table: ``--eval-split``, else the one its runs score beyond dev
-    (a registered set scored on test, :func:`~experiments.plan.specs.request_base`), else dev."""
-    if args.eval_split is not None:
-        return str(args.eval_split)
-    return "test" if specs and "test" in specs[0].eval_splits else "dev"
+    return specs, f"run-{point.task}-{point.run_id}"
 
 
 def run(args: argparse.Namespace) -> int:
     """``run`` prints one JSON line per seed (``run --spec``: the replayed run's,
-    :func:`~experiments.cli.replay.replay`); ``sweep`` prints and writes the grid's table."""
-    if args.command == "run" and args.spec is not None:
+    :func:`~experiments.cli.replay.replay`)."""
+    if args.spec is not None:
         defaults = Parser()
         configure_run(defaults)
         return replay(args, defaults.get_default)
     specs, group = train_specs(args)
     store = run_all(specs, training_request(args, group))
-    if args.command == "run":
-        for spec in specs:
-            metrics = store.get(spec.run_id).metrics
-            print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
-        return 0
-    from experiments.cli.tables import write_tables  # the sweep's table: the report side
-    from experiments.report.reproductions import sweep_table
-
-    table = sweep_table(specs, tuple(args.seeds), _table_split(args, specs))
-    written = write_tables(
-        [table],
-        store,
-        args.out,
-        group,
-        "markdown",
-        task=args.task,
-        reuse_stale=args.reuse_stale,
-        exclude_dead=args.exclude_dead,
-    )
-    log_outputs(args.wandb, written, group=group)
+    for spec in specs:
+        metrics = store.get(spec.run_id).metrics
+        print(json.dumps({"run_id": spec.run_id, "seed": spec.seed, **metrics}))
     return 0

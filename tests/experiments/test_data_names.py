@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import build_parser, main
+from experiments.cli import build_parser, main, runs, sweep
 from experiments.cli.errors import UsageError
 from experiments.cli.options import task_data
-from experiments.cli.runs import train_specs
 from experiments.cli.tables import _tables
 from experiments.data.real_sets import RealSet, real_sets
 from experiments.plan.specs import DataChoice, PlanError, data_choice
@@ -27,7 +26,8 @@ from tests.experiments.helpers import cli_dirs
 
 def _spec(*argv: str) -> RunSpec:
     """The first spec ``run``/``sweep ARGV`` would train (nothing runs)."""
-    specs, _ = train_specs(build_parser().parse_args(list(argv)))
+    command = runs if argv[0] == "run" else sweep
+    specs, _ = command.train_specs(build_parser().parse_args(list(argv)))
     return specs[0]
 
 
@@ -96,14 +96,12 @@ def test_eval_split_given_replaces_the_sets() -> None:
 
 
 def test_a_sweeps_table_is_on_the_sets_split(tmp_path: Path) -> None:
-    from experiments.cli.runs import _table_split
-
     args = build_parser().parse_args(["sweep", "sst5", "--data", "sentence-polarity"])
-    specs, group = train_specs(args)
-    assert _table_split(args, specs) == "test"
+    specs, group = sweep.train_specs(args)
+    assert sweep.table_split(args, specs) == "test"
     assert group.startswith("sweep-sst5-sentence-polarity-")
     args = build_parser().parse_args(["sweep", "sst5", "--data", "demo"])
-    assert _table_split(args, train_specs(args)[0]) == "dev"
+    assert sweep.table_split(args, sweep.train_specs(args)[0]) == "dev"
 
 
 # ------------------------------------------------------------------------------ the rule

@@ -12,7 +12,7 @@ import pytest
 from experiments.cli import build_parser, main
 from experiments.cli.analyses import REPORT_OUT, report_path
 from experiments.cli.naming import output_stem, request_hash
-from experiments.cli.runs import train_specs
+from experiments.cli.sweep import train_specs
 from tests.experiments.helpers import cli_dirs
 from tests.experiments.toy_task import registered
 

@@ -58,11 +58,11 @@ def _toy_features(path: Path, dim: int = 4) -> Path:
 
 
 def test_repr_set_reaches_the_spec_and_its_run_id(tmp_path: Path) -> None:
-    from experiments.cli import build_parser
-    from experiments.cli.runs import train_specs
+    from experiments.cli import build_parser, runs, sweep
 
     def specs(*argv: str) -> list[RunSpec]:
-        return train_specs(build_parser().parse_args([*argv, *cli_dirs(tmp_path)]))[0]
+        command = runs if argv[0] == "run" else sweep
+        return command.train_specs(build_parser().parse_args([*argv, *cli_dirs(tmp_path)]))[0]
 
     with registered(tmp_path / "toy-demo"):
         (run,) = specs("run", "toy", "--repr", "hdf5", "--repr-set", "path=a.hdf5")
