@@ -2,7 +2,7 @@
 
 ``python scripts/golden_runs.py`` trains, for every registered task, one tiny run with ELMo (the
 shipped small biLM at the task's default sites, as
-:func:`experiments.report.reproductions.base_spec` builds it) and its baseline through the real
+:func:`experiments.plan.specs.base_spec` builds it) and its baseline through the real
 training loop (:func:`experiments.run.runner.train`): the DEMO data, preset ``mini``, the first
 :data:`LIMIT` examples of each split, :data:`EPOCHS` epochs, seed 0, one CPU thread. Per task it
 records the task's ``TaskSpec.version``, the harness's
@@ -38,7 +38,7 @@ if str(REPO) not in sys.path:  # ``python scripts/golden_runs.py`` puts scripts/
 
 import torch  # noqa: E402
 
-from experiments.report.reproductions import base_spec  # noqa: E402
+from experiments.plan.specs import base_spec  # noqa: E402
 from experiments.run.identity import HARNESS_RESULT_VERSION  # noqa: E402
 from experiments.run.runner import RunOptions, train  # noqa: E402
 from experiments.run.spec import RunSpec, baseline_of  # noqa: E402
@@ -67,7 +67,7 @@ def golden_specs(task_name: str, overrides: Sequence[str] = ()) -> dict[str, Run
         Run name → spec.
     """
     elmo = dataclasses.replace(
-        base_spec(task_name, PRESET, "demo", {}, overrides),
+        base_spec(get_task(task_name), PRESET, "demo", {}, overrides),
         seed=SEED,
         max_epochs=EPOCHS,
         limit=LIMIT,
