@@ -291,13 +291,15 @@ def tables(
     )
     table_seeds = all_rows[0].seeds or (0,)
     note = DEMO_NOTE if data == "demo" else ""
+    family = _set_family(kind)
     if entry.finetune_caption is not None:  # its columns say themselves what was fine-tuned
         frozen = {k: v for k, v in rep_config.items() if k != "finetune"}
-        caption = (*describe_setup(frozen, preset, data, _seed_groups(all_rows), overrides),)
+        groups = _seed_groups(all_rows)
+        caption = (*describe_setup(frozen, preset, data, groups, overrides, family=family),)
         caption = (*caption, entry.finetune_caption)
     else:
         groups = _seed_groups(all_rows)
-        caption = describe_setup(rep_config, preset, data, groups, overrides, all_rows)
+        caption = describe_setup(rep_config, preset, data, groups, overrides, all_rows, family)
     caption = (
         *caption,
         *_left_out_lines(left_out),
@@ -521,16 +523,20 @@ def describe_setup(
     seeds: Sequence[int] | Mapping[tuple[int, ...], Sequence[str]],
     overrides: Sequence[str] = (),
     table_rows: Sequence[Row] = (),
+    family: str = "real",
 ) -> tuple[str, ...]:
     """Caption lines: which biLM, preset, data, seeds and changes a table's runs used, and
     (given the table's rows) which tasks fine-tuned the biLM (:func:`finetune_line`).
 
-    ``seeds``: one list for every row, or row seeds → the tasks that use them."""
+    ``seeds``: one list for every row, or row seeds → the tasks that use them; ``family``: the
+    family of registered sets the rows read on ``real`` data."""
     bilm = bilm_description(rep_config, detail=True)
-    named_data = {
-        "demo": "the bundled DEMO set (generated; not the task's dataset)",
-        REAL: "real public sets (experiments/data/real_sets.toml; not the paper's datasets)",
-    }
+    sets = (
+        "the paper's own public data sets (family 'paper' of experiments/data/real_sets.toml)"
+        if family == "paper"
+        else "real public sets (experiments/data/real_sets.toml; not the paper's datasets)"
+    )
+    named_data = {"demo": "the bundled DEMO set (generated; not the task's dataset)", REAL: sets}
     if isinstance(data, str):
         what = named_data.get(data, data)
     else:  # only the tasks of the table's rows, when it has rows

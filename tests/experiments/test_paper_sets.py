@@ -185,3 +185,14 @@ def test_the_paper_data_table_s_elmo_is_the_shipped_biLM_unless_elmo_is_given() 
     assert all(c.get("finetune") == 1.0 for c in shipped)  # the paper preset's fine-tuning (A.1)
     given = elmo_configs("--elmo", "published:original")
     assert all(c.get("published") == "original" for c in given)
+
+
+def test_the_paper_data_table_says_its_rows_are_the_paper_s_own_data() -> None:
+    from experiments.cli import build_parser
+    from experiments.cli.tables import _tables
+
+    (paper,) = _tables(build_parser().parse_args(["render", "paper-data", "--config", "paper"]))
+    assert any("Data: the paper's own public data sets" in line for line in paper.caption)
+    assert not any("not the paper's datasets" in line for line in paper.caption)
+    (real,) = _tables(build_parser().parse_args(["render", "real"]))
+    assert any("not the paper's datasets" in line for line in real.caption)
