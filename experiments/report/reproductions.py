@@ -24,6 +24,7 @@ from experiments.data.real_sets import (
     SHARED_PREFIX,
     SHARED_ROOT_TEXT,
     SHIPPED_ELMO_FAMILIES,
+    fetch_command_for,
     is_shared,
     real_sets,
 )
@@ -449,6 +450,12 @@ def _reference_lines(table_rows: Sequence[Row], data: Data) -> list[str]:
         )
         + "."
     ]
+    fetched = [f"/{s.folder}" for s in sets if s.family == "paper"]  # not in ../shared
+    if fetched:
+        lines.append(
+            f"Where the shared data folder lacks them, {fetch_command_for(fetched)} rebuilds "
+            "them from their public sources, each file checked by SHA-256 (docs/real_data.md)."
+        )
     lines += [
         f"Published on {s.name} (another setup, not a reproduction): {s.reference}."
         for s in sets
