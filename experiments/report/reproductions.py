@@ -14,6 +14,7 @@ split. No seed count is written here.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,7 @@ from experiments.data.real_sets import (
 from experiments.plan.requests import Data
 from experiments.plan.specs import base_spec, data_of, mapped_tasks, preset_bilm
 from experiments.report.render import (
+    SPLITS,
     Row,
     RunsColumn,
     TableSpec,
@@ -741,8 +743,6 @@ def _runs_per_set(
 def wall_time_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     """Caption lines: each row's median wall time per run and column, in seconds, with the
     CPUs and thread counts that ran them (from the records)."""
-    import statistics
-
     lines: list[str] = []
     machines: set[tuple[str, str]] = set()
     for data, columns in _runs_per_set(table, records):
@@ -779,6 +779,57 @@ def selected_epoch_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     if not parts:
         return []
     return ["Selected epoch per seed (best dev; of the epochs run): " + " | ".join(parts) + "."]
+
+
+#: The epochs at the end of a capped run over which :func:`dev_curve_lines` says what the dev
+#: score still gained.
+LAST_EPOCHS = 5
+
+
+def dev_curve_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
+    """A caption line: per data set and run column, the seeds' mean dev score
+    :data:`LAST_EPOCHS` epochs before the last and at the last, from the records' logs; so a
+    reader of a capped recipe sees whether the dev curve had flattened (the table's
+    learning-curves plot draws it per epoch)."""
+    metric_of = {}
+    for row in table.rows:
+        metric_of.setdefault(row.base.data, row.metric)
+    parts = []
+    for data, columns in _runs_per_set(table, records):
+        metric = metric_of[data]
+        split, sep, name = metric.key.partition("_")  # a split's key, e.g. test_f1 → dev_f1
+        key = f"dev_{name}" if sep and split in SPLITS else f"dev_{metric.key}"
+        cells = []
+        for column, found in columns:
+            curves = [_dev_curve(record, key) for record in found]
+            if not curves or not all(curves):
+                continue
+            last = min(max(curve) for curve in curves)
+            before = last - LAST_EPOCHS
+            if before < 1 or any(before not in c or last not in c for c in curves):
+                continue
+            start = statistics.mean(c[before] for c in curves) * metric.scale
+            end = statistics.mean(c[last] for c in curves) * metric.scale
+            cells.append(f"{column.label} {start:.2f} → {end:.2f} (epochs {before} → {last})")
+        if cells:
+            label = metric.label or metric.key
+            parts.append(f"{data_name(data) or data} (dev {label}): {'; '.join(cells)}")
+    if not parts:
+        return []
+    return [
+        "Dev curve at the cap (mean over seeds; the learning-curves plot shows every epoch): "
+        + " | ".join(parts)
+        + "."
+    ]
+
+
+def _dev_curve(record: Any, key: str) -> dict[int, float]:
+    """A record's dev score per epoch (its log's evaluation lines)."""
+    return {
+        int(line["epoch"]): float(line[key])
+        for line in record.log
+        if isinstance(line.get("epoch"), int | float) and isinstance(line.get(key), int | float)
+    }
 
 
 def sample_efficiency_table(
@@ -1111,7 +1162,7 @@ TABLE_KINDS: dict[str, TableKind] = {
             family="paper",
             others=("hf",),
             # a capped recipe: where each run's selection sat
-            record_lines=(wall_time_lines, selected_epoch_lines),
+            record_lines=(wall_time_lines, selected_epoch_lines, dev_curve_lines),
         ),
     )
 }

@@ -23,7 +23,8 @@ from tests.source_tree import copy_source, run
 
 #: The end of the registry's tuple of entries, where the throwaway entries go.
 REGISTRY_END = (
-    "            record_lines=(wall_time_lines, selected_epoch_lines),\n        ),\n    )\n}\n"
+    "            record_lines=(wall_time_lines, selected_epoch_lines, dev_curve_lines),\n"
+    "        ),\n    )\n}\n"
 )
 
 #: The two throwaway entries (a new table's only change).

@@ -196,3 +196,26 @@ def test_the_paper_data_table_says_its_rows_are_the_paper_s_own_data() -> None:
     assert not any("not the paper's datasets" in line for line in paper.caption)
     (real,) = _tables(build_parser().parse_args(["render", "real"]))
     assert any("not the paper's datasets" in line for line in real.caption)
+
+
+def test_dev_curve_lines_give_the_mean_dev_score_five_epochs_before_the_cap_and_at_it() -> None:
+    from types import SimpleNamespace
+
+    from experiments.report import reproductions
+
+    (table,) = reproductions.tables("paper-data", "paper", "demo", (0, 1), {}, tasks=["ner"])
+    row, baseline = table.rows[0], table.columns[0]
+
+    def log(offset: float) -> list[dict[str, float]]:
+        return [{"epoch": e, "dev_f1": 0.80 + 0.01 * e + offset} for e in range(1, 9)]
+
+    records = [
+        SimpleNamespace(run_id=spec.run_id, log=log(offset))
+        for spec, offset in zip(table.expected(row, baseline), (0.0, 0.02), strict=True)
+    ]
+    (line,) = reproductions.dev_curve_lines(table, records)
+    # mean dev F1 at epoch 3: 0.84 (0.83, 0.85); at epoch 8: 0.89 (0.88, 0.90)
+    assert "CoNLL-2003 NER (English) (dev F1): Baseline 84.00 → 89.00 (epochs 3 → 8)" in line
+    assert "ELMo" not in line
+    short = [SimpleNamespace(run_id=r.run_id, log=r.log[:5]) for r in records]
+    assert reproductions.dev_curve_lines(table, short) == []  # fewer than 6 epochs: nothing
