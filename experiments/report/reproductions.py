@@ -51,6 +51,7 @@ from experiments.report.render import (
 )
 from experiments.report.render.captions import runs_by_cell
 from experiments.run.spec import RunSpec, baseline_fields, derive, describe_run
+from tasks.core import MetricSpec
 from tasks.registry import TASKS, get_task
 from tasks.representations import representation_label
 
@@ -791,7 +792,7 @@ def dev_curve_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     :data:`LAST_EPOCHS` epochs before the last and at the last, from the records' logs; so a
     reader of a capped recipe sees whether the dev curve had flattened (the table's
     learning-curves plot draws it per epoch)."""
-    metric_of = {}
+    metric_of: dict[str, MetricSpec] = {}
     for row in table.rows:
         metric_of.setdefault(row.base.data, row.metric)
     parts = []
