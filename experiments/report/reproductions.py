@@ -379,13 +379,13 @@ def _real_rows(
     sets = [s for s in real_sets(task_names, family=family) if s.left_out_reason(kind) is None]
     if not sets:
         raise KeyError(f"no real set of {', '.join(task_names)} has a row in {kind}")
+    shipped = kind in TABLE_KINDS and TABLE_KINDS[kind].shipped_elmo
     out: list[Row] = []
     for item in sets:
         changes = (*item.changes(preset), *overrides)
         task = get_task(item.task)
-        shipped = kind in TABLE_KINDS and TABLE_KINDS[kind].shipped_elmo
         base = base_spec(task, preset, item.data, rep_config, changes, item.eval_splits, shipped)
-        own = tuple(seeds) if seeds is not None else tuple(range(get_task(item.task).seeds))
+        own = tuple(seeds) if seeds is not None else tuple(range(task.seeds))
         set_rows = [
             dataclasses.replace(
                 row,
