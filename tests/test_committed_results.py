@@ -199,3 +199,35 @@ def test_real_data_rows_are_the_committed_real_table(doc: str) -> None:
         elmo = f"{_figure(row[2])} ({f'**{delta}**' if significant else delta}, {p})"
         expected = [_figure(row[1]), elmo, *(_figure(c) for c in row[3:])]
         assert cells == expected, f"{doc} real data, {label}: {cells} != {expected}"
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_paper_data_rows_are_the_committed_paper_data_table(doc: str) -> None:
+    """The page's rows on the paper's own data are the committed paper-data table's: each
+    column's figure, the tested ones with their difference from the baseline and Holm-adjusted p
+    (bold when below 0.05), ``—`` where the table has no runs yet, and the published baselines
+    its caption names for the row."""
+    table = "results/paper/tables/paper-data-paper-real-paper-data.md"
+    rendered = _committed_rows(table)
+    caption = " ".join((committed.REPO / table).read_text("utf-8").split())
+    for label, *cells in _doc_table(doc, "**Table 1 on the paper's own data**", table):
+        assert label in rendered, f"{doc} paper data: no row {label!r} in {table}"
+        row = rendered[label]
+        expected = [_figure(row[1])]
+        for column, figure in enumerate(row[2:], start=2):
+            if _figure(figure) == "—":
+                expected.append("—")
+                continue
+            delta, p, significant = _test(rendered[f"{label} Δ"][column])
+            delta = f"+{delta}" if not delta.startswith("-") else delta
+            expected.append(f"{_figure(figure)} ({f'**{delta}**' if significant else delta}, {p})")
+        assert cells[:-1] == expected, f"{doc} paper data, {label}: {cells[:-1]} != {expected}"
+        task = label.rsplit(" (", 1)[0]  # the caption names the row without its metric
+        published = re.search(
+            rf"Published baseline on {re.escape(task)} \(\w+\): (.+?)(?= - |$)", caption
+        )
+        assert published is not None, f"{table}: no published baseline for {task!r}"
+        for number in re.findall(r"\d+\.\d+(?: ± \d+\.\d+)?", cells[-1]):
+            assert number in published[1], (
+                f"{doc} paper data, {label}: {number} not in {published[1]!r}"
+            )
