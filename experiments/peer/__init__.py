@@ -16,9 +16,10 @@ sd, the seed-aware test of the difference and the CPU seconds of the training pa
   from another recipe; ``python -m experiments.peer.venv --dry-run`` prints the steps);
 * ``allennlp_side/``: what runs in the peer's venv (never imported here): ``allennlp_epochs.py``
   (every epoch's checkpoint applied to the dev split), ``peer_timing.py`` (the trainer callback
-  that times each epoch's training and validation pass), ``peer_compat.py`` (allennlp 2.10.1's
-  schedulers under torch 2.13) and ``peer_check.py`` (the venv's import check), beside the
-  recipe ``venv.toml``.
+  that times each epoch's training and validation pass, and keeps with each epoch's checkpoint
+  the random generators and carried states that a resumed run puts back), ``peer_compat.py``
+  (allennlp 2.10.1's schedulers under torch 2.13) and ``peer_check.py`` (the venv's import
+  check), beside the recipe ``venv.toml``.
 
 allennlp is never a dependency of this project (it pins torch < 1.13): it lives in that venv
 alone. A task takes part by setting ``TaskSpec.peer`` (:class:`tasks.common.peer.PeerAdapter`);

@@ -12,7 +12,12 @@ One :class:`PeerRequest` (task, data, seeds, epochs, batch size, representations
   scores those predictions and their per-unit statistics are kept. The record
   (``<out>/runs/<task>/<key>.json``) is keyed by the content of the configuration with every
   file replaced by its SHA-256, so a finished peer run is reused like the project's own runs;
-  the checkpoints stay in the work folder (not committed);
+  the checkpoints stay in the work folder (not committed). A killed run resumes: when its work
+  folder holds a whole epoch checkpoint made with the same ``config.jsonnet``
+  (:func:`resume_point`), ``allennlp train --recover`` continues after it, ``peer_timing`` puts
+  back the random generators and carried states saved with it (so the run trains as an
+  uninterrupted one would), the earlier output stays in ``train.log`` and the record lists the
+  epochs resumed after (``resumed_after``);
 * **project jobs**, one per (representation, state, seed): ``python -m experiments run`` with
   the ``paper`` preset, ``--epoch-units`` (dev unit statistics at every epoch), one thread, the
   same epochs and batch size, into the store ``<out>/project-runs`` (reused by run identity;
@@ -28,11 +33,13 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,11 +67,14 @@ __all__ = [
     "Series",
     "collect",
     "base_row",
+    "complete_epochs",
     "ensure_venv",
     "fp32_row",
     "peer_venv",
     "prepare_inputs",
     "project_store",
+    "resume_point",
+    "resumed_after",
     "run_request",
     "variant_row",
 ]
@@ -398,29 +408,116 @@ def _header(adapter: PeerAdapter) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _peer_step(name: str, argv: Sequence[str], env: Mapping[str, str], log: Path) -> None:
-    """One command in the peer's venv, its output in ``log``.
+def _peer_step(
+    name: str, argv: Sequence[str], env: Mapping[str, str], log: Path, append: bool = False
+) -> None:
+    """One command in the peer's venv, its output in ``log`` (after what it holds: ``append``).
 
     Raises:
         RuntimeError: it failed; the message ends with the log's last lines.
     """
-    with log.open("w") as handle:
+    with log.open("a" if append else "w") as handle:
         done = subprocess.run(list(argv), env=dict(env), stdout=handle, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         tail = "".join(log.read_text(encoding="utf-8").splitlines(keepends=True)[-8:])
         raise RuntimeError(f"{name} failed (exit {done.returncode}; {log}):\n{tail}")
 
 
-def _run_peer(job: _PeerJob, request: PeerRequest, files: Mapping[str, Path], recipe: Any) -> str:
-    """Train, score every epoch, write the record; returns a one-line summary."""
+#: An allennlp 2.10.1 checkpoint file (``allennlp/training/checkpointer.py``): the model's or
+#: the training state after ``e`` completed epochs and ``b`` batches of the next
+#: (``model_state_e3_b0.th`` follows the third epoch).
+_CHECKPOINT = re.compile(r"(?:model|training)_state_e(\d+)_b(\d+)\.th")
+#: The work folder's list of the epochs after which the run was resumed (the record's
+#: ``resumed_after``).
+_RESUMED = "resumed_after.json"
+
+
+def resume_point(previous: bytes | None, config: bytes, complete: Iterable[int]) -> int | None:
+    """Where a new attempt of a peer run starts: after the last whole epoch checkpoint of the
+    previous attempt in its work folder (``complete``, :func:`complete_epochs`), when that
+    attempt's ``config.jsonnet`` (``previous``) is ``config`` byte for byte.
+
+    Returns:
+        The epoch to resume after (allennlp's ``--recover``), or ``None``: start afresh (no
+        previous attempt, another configuration, or no whole epoch checkpoint).
+    """
+    if previous is None or previous != config:
+        return None
+    return max(complete, default=None)
+
+
+def complete_epochs(model: Path) -> list[int]:
+    """The epochs ``N`` whose end-of-epoch checkpoint in ``model`` (the serialization folder) is
+    whole: ``model_state_e<N>_b0.th`` and ``training_state_e<N>_b0.th``, each a complete zip
+    archive (``torch.save``'s format; a file cut short by a kill lacks the archive's closing
+    directory), in increasing order."""
+    if not model.is_dir():
+        return []
+    found = []
+    for path in model.glob("model_state_e*_b0.th"):
+        match = _CHECKPOINT.fullmatch(path.name)
+        if match is None or match.group(2) != "0":
+            continue
+        training = model / f"training_state_e{match.group(1)}_b0.th"
+        if zipfile.is_zipfile(path) and training.is_file() and zipfile.is_zipfile(training):
+            found.append(int(match.group(1)))
+    return sorted(found)
+
+
+def _drop_checkpoints_after(model: Path, epoch: int) -> None:
+    """Remove ``model``'s checkpoint files later than the end of epoch ``epoch`` (one cut short
+    by a kill, or one within the next epoch): allennlp's ``--recover`` restores the latest."""
+    for path in model.iterdir():
+        match = _CHECKPOINT.fullmatch(path.name)
+        if match is not None and (int(match.group(1)), int(match.group(2))) > (epoch, 0):
+            path.unlink()
+
+
+def resumed_after(work: Path) -> list[int]:
+    """The epochs after which the run in ``work`` was resumed, in order (empty: one attempt)."""
+    path = work / _RESUMED
+    return [int(e) for e in json.loads(path.read_text(encoding="utf-8"))] if path.is_file() else []
+
+
+def _prepare_work(work: Path, config: bytes) -> int | None:
+    """``work`` ready for an attempt of the run with ``config`` (its ``config.jsonnet``): the
+    previous attempt's folder kept when it can be resumed (:func:`resume_point`; the epochs
+    resumed after noted in ``resumed_after.json``), else emptied and the configuration written.
+
+    Returns:
+        The epoch the attempt resumes after, or ``None`` (afresh).
+    """
+    config_path, model = work / "config.jsonnet", work / "run" / "model"
+    previous = config_path.read_bytes() if config_path.is_file() else None
+    resume = resume_point(previous, config, complete_epochs(model))
+    if resume is None:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        config_path.write_bytes(config)
+        return None
+    _drop_checkpoints_after(model, resume)
+    write_json(work / _RESUMED, [*resumed_after(work), resume])
+    return resume
+
+
+def _run_peer(
+    job: _PeerJob,
+    request: PeerRequest,
+    files: Mapping[str, Path],
+    recipe: Any,
+    echo: Callable[[str], None] = print,
+) -> str:
+    """Train (or resume a killed attempt: :func:`resume_point`), score every epoch, write the
+    record; returns a one-line summary."""
     adapter = request.adapter
     python = ensure_venv()
-    shutil.rmtree(job.work, ignore_errors=True)  # a killed run starts afresh
-    job.work.mkdir(parents=True)
-    config_path = job.work / "config.jsonnet"  # JSON is jsonnet; the header lists the changes
-    config_path.write_text(_header(adapter) + json.dumps(job.config, indent=2) + "\n", "utf-8")
+    # JSON is jsonnet; the header lists the changes
+    config = (_header(adapter) + json.dumps(job.config, indent=2) + "\n").encode("utf-8")
+    resume = _prepare_work(job.work, config)
+    config_path, log = job.work / "config.jsonnet", job.work / "train.log"
     # one thread (as the project's runs); the peer-side folder on the path: peer_compat and the
-    # timing callback peer_timing (CPU seconds of each training pass)
+    # timing callback peer_timing (CPU seconds of each training pass; on a resumed run it puts
+    # back the random generators and carried states of the checkpoint)
     env = {**peer_env(), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     packages = ("peer_compat", "peer_timing", *adapter.packages)
     include = [a for p in packages for a in ("--include-package", p)]
@@ -429,7 +526,12 @@ def _run_peer(job: _PeerJob, request: PeerRequest, files: Mapping[str, Path], re
     # ``-m allennlp``, not the venv's bin/allennlp script: the venv was built in another folder
     train = [str(python), "-m", "allennlp", "train", str(config_path), "-s", str(model)]
     train += [*include, "--file-friendly-logging"]
-    _peer_step("allennlp train", train, env, job.work / "train.log")
+    if resume is not None:
+        train.append("--recover")
+        echo(f"peer: resuming allennlp {job.row} seed={job.seed} after epoch {resume} ({job.key})")
+        with log.open("a", encoding="utf-8") as handle:  # the earlier attempts' output stays
+            handle.write(f"\n==== resumed after epoch {resume}: {' '.join(train)}\n\n")
+    _peer_step("allennlp train", train, env, log, append=resume is not None)
     epochs_json = job.work / "epochs.json"
     score = [str(python), str(_EPOCHS_SCRIPT), str(model), f"dev={files['dev']}"]
     score += ["--out", str(epochs_json), "--keep", *adapter.output_keys]
@@ -492,6 +594,7 @@ def _peer_record(
         "config": _portable(job.config),
         "cpu": cpu_model(),
         "threads": 1,
+        "resumed_after": resumed_after(job.work),
         "epochs": epochs,
     }
 
@@ -599,6 +702,28 @@ def _rows(request: PeerRequest) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _peer_job(
+    request: PeerRequest,
+    recipe: Any,
+    files: Mapping[str, Path],
+    inputs: PeerInputs,
+    rep: str,
+    seed: int,
+    out: Path,
+    root: Path,
+) -> _PeerJob:
+    """The peer run of representation ``rep`` (``none`` or ``elmo``) and ``seed``: its record
+    under ``out``, its work folder under ``root`` (the task's work folder)."""
+    adapter = request.adapter
+    run = PeerRun(request.epochs, request.batch_size, seed, rep == "elmo")
+    config = adapter.config(files, inputs, run, recipe)
+    key = peer_key(config, _files_in(config), adapter)
+    record = out / "runs" / request.task / f"{key}.json"
+    cost = request.epochs * (2.0 if rep == "elmo" else 1.0)
+    row = "baseline" if rep == "none" else "elmo"
+    return _PeerJob(row, seed, config, key, record, root / "peer" / key, cost)
+
+
 def run_request(
     request: PeerRequest,
     out: Path,
@@ -613,7 +738,6 @@ def run_request(
         The series (peer rows, then project rows) and the recipe (the scored dev split).
     """
     recipe = _recipe(request)
-    adapter = request.adapter
     work = work.resolve()  # the peer runs in other folders than this process
     root = work / request.task
     root.mkdir(parents=True, exist_ok=True)
@@ -626,15 +750,7 @@ def run_request(
     for row, rep, state in rows:
         for seed in request.seeds:
             if row == "baseline" or state == request.states[0]:  # the peer has one ELMo row
-                run = PeerRun(request.epochs, request.batch_size, seed, rep == "elmo")
-                config = adapter.config(files, inputs, run, recipe)
-                key = peer_key(config, _files_in(config), adapter)
-                peer_row = "baseline" if rep == "none" else "elmo"
-                record = out / "runs" / request.task / f"{key}.json"
-                cost = request.epochs * (2.0 if rep == "elmo" else 1.0)
-                peer_jobs.append(
-                    _PeerJob(peer_row, seed, config, key, record, root / "peer" / key, cost)
-                )
+                peer_jobs.append(_peer_job(request, recipe, files, inputs, rep, seed, out, root))
             argv = _project_argv(request, rep, state, seed, out, work)
             cost = request.epochs * (1.5 if state == "carry" and rep == "elmo" else 0.8)
             shown = (*request.variant, *precision_variant(request.precision))
@@ -643,7 +759,8 @@ def run_request(
     todo: list[tuple[float, Callable[[], str]]] = []
     for job in peer_jobs:
         if not _valid_record(job.record):
-            todo.append((job.cost, functools.partial(_run_peer, job, request, files, recipe)))
+            run_peer = functools.partial(_run_peer, job, request, files, recipe, echo)
+            todo.append((job.cost, run_peer))
     for pjob in project_jobs:
         todo.append((pjob.cost, functools.partial(_run_project, pjob, logs)))
     if train:

@@ -1,4 +1,4 @@
-"""Fake records for the experiments tests (no model is trained)."""
+"""Fake records and a tiny data set for the experiments tests (no model is trained here)."""
 
 from __future__ import annotations
 
@@ -81,3 +81,23 @@ TIMINGS = ("seconds", "train_cpu_s", "train_s", "peak_rss_mb")
 def without_timings(log: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Log lines without their :data:`TIMINGS` (two runs of one spec then log the same)."""
     return [{k: v for k, v in line.items() if k not in TIMINGS} for line in log]
+
+
+def tiny_tagging_set(tmp_path: Path) -> Path:
+    """A tiny CoNLL-2003-style set (48 training and 12 dev sentences) in ``tmp_path/data``."""
+    data = tmp_path / "data"
+    data.mkdir()
+    words = ["the", "cat", "sat", "on", "mat", "John", "ran", "to", "Paris", "today"]
+    # more words than characters: ner.jsonnet's character embedding sizes itself by the word
+    # vocabulary (no vocab_namespace), so a vocabulary of 10 words indexes past its end
+    words += [a + b for a in words[:5] for b in ("s", "ly", "er", "ed", "ing")]
+    for split, n in (("train", 48), ("dev", 12)):
+        lines = []
+        for i in range(n):
+            sentence = [words[(i + j) % len(words)] for j in range(4 + i % 5)]
+            for word in sentence:
+                tag = "B-PER" if word == "John" else ("B-LOC" if word == "Paris" else "O")
+                lines.append(f"{word} {tag}")
+            lines.append("")
+        (data / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    return data

@@ -37,7 +37,7 @@ from tasks.metrics.prf import span_f1_from_totals
 from tasks.ner.peer import PEER
 from tasks.ner.task import VERSION as NER_VERSION
 from tasks.registry import get_task
-from tests.experiments.helpers import PROVENANCE
+from tests.experiments.helpers import PROVENANCE, tiny_tagging_set
 
 IDS = tuple(f"dev.txt:{i}" for i in range(1, 41))
 
@@ -296,21 +296,7 @@ def test_both_sides_train_and_render_on_a_tiny_set(tmp_path: Path) -> None:
     beside the project's paper preset."""
     from experiments.peer.run import run_request
 
-    data = tmp_path / "data"
-    data.mkdir()
-    words = ["the", "cat", "sat", "on", "mat", "John", "ran", "to", "Paris", "today"]
-    # more words than characters: ner.jsonnet's character embedding sizes itself by the word
-    # vocabulary (no vocab_namespace), so a vocabulary of 10 words indexes past its end
-    words += [a + b for a in words[:5] for b in ("s", "ly", "er", "ed", "ing")]
-    for split, n in (("train", 48), ("dev", 12)):
-        lines = []
-        for i in range(n):
-            sentence = [words[(i + j) % len(words)] for j in range(4 + i % 5)]
-            for word in sentence:
-                tag = "B-PER" if word == "John" else ("B-LOC" if word == "Paris" else "O")
-                lines.append(f"{word} {tag}")
-            lines.append("")
-        (data / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    data = tiny_tagging_set(tmp_path)
     request = PeerRequest(
         "ner", str(data), seeds=(0,), epochs=1, batch_size=8, representations=("none",)
     )

@@ -358,9 +358,8 @@ def _stand_in_allennlp(monkeypatch: pytest.MonkeyPatch) -> type:
     return TrainerCallback
 
 
-def test_the_timing_callback_times_each_pass_and_writes_its_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _timing_callback(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The class ``peer_timing`` registers, loaded beside a stand-in allennlp."""
     registry = _stand_in_allennlp(monkeypatch)
     spec = importlib.util.spec_from_file_location(
         "peer_timing_under_test", PEER_SIDE / "peer_timing.py"
@@ -368,7 +367,13 @@ def test_the_timing_callback_times_each_pass_and_writes_its_rows(
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    callback_class = registry.registry["peer_timing"]  # type: ignore[attr-defined]
+    return registry.registry["peer_timing"]  # type: ignore[attr-defined]
+
+
+def test_the_timing_callback_times_each_pass_and_writes_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    callback_class = _timing_callback(monkeypatch)
 
     def busy(seconds: float) -> None:
         end = time.process_time() + seconds
@@ -403,3 +408,63 @@ def test_the_timing_callback_times_each_pass_and_writes_its_rows(
     restored = callback_class(str(tmp_path))
     restored.load_state_dict(callback.state_dict())
     assert restored.rows == rows
+
+
+def test_a_restored_callback_puts_back_the_generators_and_carried_states_when_training_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    callback_class = _timing_callback(monkeypatch)
+
+    class Stateful(torch.nn.Module):  # as allennlp's _EncoderBase(stateful=True)
+        def __init__(self) -> None:
+            super().__init__()
+            self.stateful = True
+            self._states: tuple[torch.Tensor, ...] | None = None
+
+    class Trainer:
+        """Draws from every generator in its training pass and carries a state across it."""
+
+        def __init__(self) -> None:
+            self.carrier = Stateful()
+            self.model = torch.nn.Sequential(self.carrier)
+            self._batches_in_epoch_completed = 0
+
+        def _train_epoch(self, epoch: int) -> tuple[float, float, float, list[float]]:
+            carried = self.carrier._states
+            before = [] if carried is None else carried[0].tolist()
+            self.carrier._states = (torch.rand(2),)
+            return random.random(), float(np.random.rand()), float(torch.rand(1)), before
+
+        def _validation_loss(self, epoch: int) -> tuple[float, None, int]:
+            return 0.5, None, 1
+
+    def epoch_end(callback: Any, trainer: Trainer, epoch: int) -> None:
+        callback.on_epoch(trainer, {"training_loss": 0.9}, epoch)
+
+    torch.manual_seed(0)
+    trainer, callback = Trainer(), callback_class(str(tmp_path))
+    callback.on_start(trainer)
+    for epoch in range(2):
+        trainer._train_epoch(epoch)
+        epoch_end(callback, trainer, epoch)
+    saved = callback.state_dict()  # allennlp's checkpoint after the second epoch
+    assert saved["resume"]["epochs_completed"] == 2
+    expected = [trainer._train_epoch(2), trainer._train_epoch(3)]  # the uninterrupted run
+    torch.manual_seed(1)  # another process: other generators, no carried state
+    random.seed(1)
+    np.random.seed(1)
+    again, restored = Trainer(), callback_class(str(tmp_path / "again"))
+    restored.load_state_dict(saved)
+    restored.on_start(again)
+    for epoch in range(2):  # allennlp's replay of the epochs done draws as it likes
+        again._train_epoch(epoch)
+    again.carrier._states = None
+    assert [again._train_epoch(2), again._train_epoch(3)] == expected
+    assert restored.rows == callback.rows[:2]
+    callback_class(str(tmp_path)).load_state_dict({"rows": []})  # a checkpoint without them
+    assert "will not train as an uninterrupted one would" in capsys.readouterr().err
