@@ -789,7 +789,8 @@ LAST_EPOCHS = 5
 
 def dev_curve_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     """A caption line: per data set and run column, the seeds' mean dev score
-    :data:`LAST_EPOCHS` epochs before the last and at the last, from the records' logs; so a
+    :data:`LAST_EPOCHS` epochs before the last (at the first, for a run of fewer epochs) and
+    at the last, from the records' logs; so a
     reader of a capped recipe sees whether the dev curve had flattened (the table's
     learning-curves plot draws it per epoch)."""
     metric_of: dict[str, MetricSpec] = {}
@@ -806,8 +807,8 @@ def dev_curve_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
             if not curves or not all(curves):
                 continue
             last = min(max(curve) for curve in curves)
-            before = last - LAST_EPOCHS
-            if before < 1 or any(before not in c or last not in c for c in curves):
+            before = max(1, last - LAST_EPOCHS)  # a run of fewer epochs: from its first
+            if before == last or any(before not in c or last not in c for c in curves):
                 continue
             start = statistics.mean(c[before] for c in curves) * metric.scale
             end = statistics.mean(c[last] for c in curves) * metric.scale

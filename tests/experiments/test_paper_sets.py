@@ -218,4 +218,7 @@ def test_dev_curve_lines_give_the_mean_dev_score_five_epochs_before_the_cap_and_
     assert "CoNLL-2003 NER (English) (dev F1): Baseline 84.00 → 89.00 (epochs 3 → 8)" in line
     assert "ELMo" not in line
     short = [SimpleNamespace(run_id=r.run_id, log=r.log[:5]) for r in records]
-    assert reproductions.dev_curve_lines(table, short) == []  # fewer than 6 epochs: nothing
+    (line,) = reproductions.dev_curve_lines(table, short)  # 5 epochs: from the first
+    assert "Baseline 82.00 → 86.00 (epochs 1 → 5)" in line
+    single = [SimpleNamespace(run_id=r.run_id, log=r.log[:1]) for r in records]
+    assert reproductions.dev_curve_lines(table, single) == []  # one epoch: no curve
