@@ -790,9 +790,8 @@ LAST_EPOCHS = 5
 def dev_curve_lines(table: TableSpec, records: Sequence[Any]) -> list[str]:
     """A caption line: per data set and run column, the seeds' mean dev score
     :data:`LAST_EPOCHS` epochs before the last (at the first, for a run of fewer epochs) and
-    at the last, from the records' logs; so a
-    reader of a capped recipe sees whether the dev curve had flattened (the table's
-    learning-curves plot draws it per epoch)."""
+    at the last, from the records' logs; so a reader of a capped recipe sees whether the dev
+    curve had flattened (the table's learning-curves plot draws it per epoch)."""
     metric_of: dict[str, MetricSpec] = {}
     for row in table.rows:
         metric_of.setdefault(row.base.data, row.metric)
